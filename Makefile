@@ -1,0 +1,52 @@
+# elastic-quota-operator: every target installs what it needs itself (`make help` lists them).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+.PHONY: install
+install: $(STAMP) ## Create .venv with the project and its dev tools installed
+
+.PHONY: lint
+lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
+	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/ruff format --check operator tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+.PHONY: test
+test: $(STAMP) ## Run the test suite (jitted, then the unit tier again with NUMBA_DISABLE_JIT=1), then lint
+	$(BIN)/pytest
+	NUMBA_DISABLE_JIT=1 $(BIN)/pytest tests/unit -q -p no:randomly -m "not slow"
+	$(MAKE) --no-print-directory lint
+
+.PHONY: run
+run: $(STAMP) ## Run the main job: plan the bundled example cluster
+	$(BIN)/elastic-quota plan -f examples/
+
+.PHONY: bench
+bench: $(STAMP) ## Solver benchmark: numba kernel vs the pure-Python reference
+	$(BIN)/python benchmarks/bench_solver.py
+
+.PHONY: fmt
+fmt: $(STAMP) ## Format and auto-fix
+	$(BIN)/ruff format operator tests benchmarks
+	$(BIN)/ruff check --fix operator tests benchmarks
+
+.PHONY: clean
+clean: ## Remove the virtualenv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+"""Hierarchical elastic quota for Kubernetes, compatible with Koordinator's ElasticQuota semantics."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,346 @@
+"""Raw Kubernetes objects (dicts) to the engine's typed models, with a problem for every bad value.
+
+Each ``parse_*`` returns the model (or None when the object cannot be used at all) and the problems
+found. A broken value that has a safe reading (an unparsable ``shared-weight`` means "use max", as
+in the reference) is reported and read that way; a broken value that has none (a bad quantity in min
+or max, a negative min) leaves the object out. Keys of Koordinator are read first, the seed
+document's older names (``parent-quota-name``, pod label ``quota-name``) as aliases.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from fractions import Fraction
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+
+from elasticquota.api.schema import (
+    ContainerView,
+    ElasticQuotaView,
+    NodeView,
+    PodView,
+    ProfileView,
+)
+from elasticquota.core import keys
+from elasticquota.core.models import (
+    LabelRequirement,
+    NodeInfo,
+    PodInfo,
+    Problem,
+    ProfileSpec,
+    QuotaSpec,
+)
+from elasticquota.core.podrequest import InitContainer, effective_request
+from elasticquota.core.quantity import QuantityError, parse_quantity
+from elasticquota.core.resources import ResourceList, parse_resource_list, parse_resource_list_json
+
+ViewT = TypeVar("ViewT", bound=BaseModel)
+Parsed = tuple[Any, list[Problem]]
+
+
+def object_ref(kind: str, raw: Mapping[str, Any]) -> str:
+    """``"<Kind> <namespace>/<name>"`` from whatever metadata the object has."""
+    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    assert isinstance(metadata, dict)
+    namespace = metadata.get("namespace") or ""
+    name = metadata.get("name") or "<unnamed>"
+    return f"{kind} {namespace}/{name}"
+
+
+def _view(
+    model: type[ViewT], kind: str, raw: Mapping[str, Any]
+) -> tuple[ViewT | None, list[Problem]]:
+    try:
+        return model.model_validate(raw), []
+    except ValidationError as error:
+        details = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+        )
+        return None, [Problem(object_ref(kind, raw), f"invalid object: {details}")]
+
+
+def _resources(
+    ref: str, field: str, raw: Mapping[str, Any], problems: list[Problem]
+) -> ResourceList | None:
+    try:
+        return parse_resource_list(raw)
+    except QuantityError as error:
+        problems.append(Problem(ref, f"{field}.{error}"))
+        return None
+
+
+def _annotation(
+    ref: str,
+    annotations: Mapping[str, str],
+    key: str,
+    reader: Callable[[str], Any],
+    consequence: str,
+    problems: list[Problem],
+) -> Any:
+    """Read one JSON annotation; on error report it with what happens instead and return None."""
+    if key not in annotations:
+        return None
+    try:
+        return reader(annotations[key])
+    except (QuantityError, ValueError) as error:
+        problems.append(Problem(ref, f"annotation {key}: {error}; {consequence}"))
+        return None
+
+
+def _non_negative(
+    ref: str, key: str, values: ResourceList | None, problems: list[Problem]
+) -> ResourceList | None:
+    if values is None:
+        return None
+    negative = sorted(name for name, value in values.items() if value < 0)
+    if negative:
+        problems.append(Problem(ref, f"annotation {key}: negative value in {negative}; ignored"))
+        return None
+    return values
+
+
+def _string_list(text: str) -> tuple[str, ...]:
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("expected a JSON list of strings")
+    return tuple(value)
+
+
+def _label(labels: Mapping[str, str], aliases: tuple[str, ...]) -> str:
+    for key in aliases:
+        if labels.get(key):
+            return labels[key]
+    return ""
+
+
+# -- ElasticQuota -----------------------------------------------------------------------------
+
+
+def parse_quota(raw: Mapping[str, Any]) -> Parsed:
+    """An ElasticQuota (scheduling.sigs.k8s.io or scheduling.x-k8s.io) to a ``QuotaSpec``."""
+    view, problems = _view(ElasticQuotaView, keys.QUOTA_KIND, raw)
+    if view is None:
+        return None, problems
+    meta = view.metadata
+    ref = f"{keys.QUOTA_KIND} {meta.namespace}/{meta.name}"
+    minimum = _resources(ref, "spec.min", view.spec.min, problems)
+    maximum = _resources(ref, "spec.max", view.spec.max, problems)
+    if minimum is None or maximum is None:
+        problems.append(Problem(ref, "the quota is left out of its tree"))
+        return None, problems
+    if not _spec_is_usable(ref, minimum, maximum, problems):
+        return None, problems
+    labels, annotations = meta.labels, meta.annotations
+    spec = QuotaSpec(
+        name=meta.name,
+        namespace=meta.namespace,
+        min=minimum,
+        max=maximum,
+        parent=_label(labels, keys.LABEL_PARENT_ALIASES) or keys.ROOT_QUOTA,
+        is_parent=labels.get(keys.LABEL_IS_PARENT) == "true",
+        allow_lent=labels.get(keys.LABEL_ALLOW_LENT) != "false",
+        tree_id=labels.get(keys.LABEL_TREE_ID, ""),
+        is_root=labels.get(keys.LABEL_IS_ROOT) == "true",
+        ignore_default_tree=labels.get(keys.LABEL_IGNORE_DEFAULT_TREE) == "true",
+        shared_weight=_shared_weight(ref, annotations, problems),
+        namespaces=_annotation(
+            ref, annotations, keys.ANNO_NAMESPACES, _string_list, "ignored", problems
+        )
+        or (),
+        total_resource=_annotation(
+            ref,
+            annotations,
+            keys.ANNO_TOTAL_RESOURCE,
+            parse_resource_list_json,
+            "the tree's total is taken as empty",
+            problems,
+        ),
+        lending_limit=_limit(ref, annotations, keys.ANNO_LENDING_LIMIT, problems),
+        borrowing_limit=_limit(ref, annotations, keys.ANNO_BORROWING_LIMIT, problems),
+        created=meta.creation_timestamp or "",
+    )
+    return spec, problems
+
+
+def _spec_is_usable(
+    ref: str, minimum: ResourceList, maximum: ResourceList, problems: list[Problem]
+) -> bool:
+    """Negative values and min > max leave the quota out; min keys outside max are only noted."""
+    usable = True
+    for field, values in (("spec.min", minimum), ("spec.max", maximum)):
+        negative = sorted(name for name, value in values.items() if value < 0)
+        if negative:
+            problems.append(Problem(ref, f"{field} has negative values in {negative}"))
+            usable = False
+    above = sorted(name for name in minimum if name in maximum and minimum[name] > maximum[name])
+    for name in above:
+        problems.append(
+            Problem(
+                ref,
+                f"spec.min.{name} ({minimum[name]}) is greater than "
+                f"spec.max.{name} ({maximum[name]})",
+            )
+        )
+        usable = False
+    outside = sorted(set(minimum) - set(maximum))
+    if outside:
+        problems.append(
+            Problem(ref, f"spec.min has keys {outside} that spec.max lacks; they are not tracked")
+        )
+    if not usable:
+        problems.append(Problem(ref, "the quota is left out of its tree"))
+    return usable
+
+
+def _shared_weight(
+    ref: str, annotations: Mapping[str, str], problems: list[Problem]
+) -> ResourceList | None:
+    weight = _annotation(
+        ref,
+        annotations,
+        keys.ANNO_SHARED_WEIGHT,
+        parse_resource_list_json,
+        "spec.max is used as the shared weight",
+        problems,
+    )
+    if weight is not None and any(value < 0 for value in weight.values()):
+        problems.append(
+            Problem(ref, f"annotation {keys.ANNO_SHARED_WEIGHT}: negative weight; spec.max is used")
+        )
+        return None
+    return cast(ResourceList | None, weight)
+
+
+def _limit(
+    ref: str, annotations: Mapping[str, str], key: str, problems: list[Problem]
+) -> ResourceList | None:
+    values = _annotation(ref, annotations, key, parse_resource_list_json, "ignored", problems)
+    return _non_negative(ref, key, values, problems)
+
+
+# -- Pod --------------------------------------------------------------------------------------
+
+
+def parse_pod(raw: Mapping[str, Any]) -> Parsed:
+    """A Pod to a ``PodInfo`` with its effective request (API-server defaulting applied)."""
+    view, problems = _view(PodView, "Pod", raw)
+    if view is None:
+        return None, problems
+    meta = view.metadata
+    ref = f"Pod {meta.namespace}/{meta.name}"
+    try:
+        requests = effective_request(
+            [_container_requests(container) for container in view.spec.containers],
+            [
+                InitContainer(_container_requests(container), container.restart_policy == "Always")
+                for container in view.spec.init_containers
+            ],
+            {name: parse_quantity(value) for name, value in view.spec.overhead.items()},
+        )
+    except QuantityError as error:
+        problems.append(Problem(ref, f"resources: {error}; the pod is not accounted"))
+        return None, problems
+    pod = PodInfo(
+        namespace=meta.namespace,
+        name=meta.name,
+        requests=requests,
+        quota_label=_label(meta.labels, keys.POD_LABEL_QUOTA_ALIASES),
+        preemptible=meta.labels.get(keys.POD_LABEL_PREEMPTIBLE) != "false",
+        priority=view.spec.priority or 0,
+        phase=view.status.phase,
+        node_name=view.spec.node_name,
+        start_time=_timestamp(view.status.start_time),
+        created=meta.creation_timestamp or "",
+    )
+    return pod, problems
+
+
+def _container_requests(container: ContainerView) -> dict[str, Fraction]:
+    """Requests, defaulted from limits where unset (as the API server does on create)."""
+    merged = {**container.resources.limits, **container.resources.requests}
+    result = {}
+    for name, value in merged.items():
+        try:
+            result[name] = parse_quantity(value)
+        except QuantityError as error:
+            raise QuantityError(f"container {container.name!r} {name}: {error}") from None
+    return result
+
+
+def _timestamp(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+# -- Node -------------------------------------------------------------------------------------
+
+
+def parse_node(raw: Mapping[str, Any]) -> Parsed:
+    """A Node to a ``NodeInfo`` (allocatable, or capacity when allocatable is unset)."""
+    view, problems = _view(NodeView, "Node", raw)
+    if view is None:
+        return None, problems
+    ref = f"Node /{view.metadata.name}"
+    if view.metadata.deletion_timestamp:
+        problems.append(Problem(ref, "node is being deleted; not counted"))
+        return None, problems
+    allocatable = (
+        view.status.allocatable if view.status.allocatable is not None else view.status.capacity
+    )
+    resources = _resources(ref, "status.allocatable", allocatable or {}, problems)
+    if resources is None:
+        problems.append(Problem(ref, "the node is not counted"))
+        return None, problems
+    ready = all(c.status == "True" for c in view.status.conditions if c.type == "Ready")
+    node = NodeInfo(
+        name=view.metadata.name,
+        allocatable=resources,
+        labels=dict(view.metadata.labels),
+        unschedulable=view.spec.unschedulable,
+        ready=ready,
+    )
+    return node, problems
+
+
+# -- ElasticQuotaProfile ----------------------------------------------------------------------
+
+
+def parse_profile(raw: Mapping[str, Any]) -> Parsed:
+    """An ElasticQuotaProfile to a ``ProfileSpec``."""
+    view, problems = _view(ProfileView, keys.PROFILE_KIND, raw)
+    if view is None:
+        return None, problems
+    meta = view.metadata
+    ref = f"{keys.PROFILE_KIND} {meta.namespace}/{meta.name}"
+    resource_keys = _annotation(
+        ref,
+        meta.annotations,
+        keys.ANNO_RESOURCE_KEYS,
+        _string_list,
+        f"using {list(keys.DEFAULT_PROFILE_RESOURCE_KEYS)}",
+        problems,
+    )
+    selector = view.spec.node_selector
+    profile = ProfileSpec(
+        name=meta.name,
+        namespace=meta.namespace,
+        quota_name=view.spec.quota_name,
+        match_labels=dict(selector.match_labels),
+        match_expressions=tuple(
+            LabelRequirement(item.key, item.operator, tuple(item.values))
+            for item in selector.match_expressions
+        ),
+        quota_labels=dict(view.spec.quota_labels),
+        resource_ratio=view.spec.resource_ratio,
+        tree_id_label=meta.labels.get(keys.LABEL_TREE_ID, ""),
+        resource_keys=resource_keys or keys.DEFAULT_PROFILE_RESOURCE_KEYS,
+    )
+    return profile, problems

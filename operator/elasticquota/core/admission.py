@@ -1,0 +1,96 @@
+"""Does a pending pod fit its quota now? The reference's PreFilter check, as a pure function.
+
+A pod fits when ``used + request <= runtime`` on every resource both sides have (its request masked
+to the quota's max keys); a non-preemptible pod must also fit ``nonPreemptibleUsed + request <= min`
+min`` (the spec min); optionally every ancestor below the root is checked the same way. Each pod is
+checked on its own against the current usage. Reserved quotas (system, default) are never limited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from elasticquota.core.models import PodInfo
+from elasticquota.core.quantity import format_units
+from elasticquota.core.resources import ResourceList, add, mask
+from elasticquota.core.results import QuotaResult, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """One resource of one quota level that blocks a pod."""
+
+    quota: str
+    resource: str
+    limit_name: str  # "runtime" or "min"
+    used: int
+    request: int
+    limit: int
+
+    def describe(self) -> str:
+        r = self.resource
+        return (
+            f"quota {self.quota}: {r} used {format_units(r, self.used)} + request "
+            f"{format_units(r, self.request)} > {self.limit_name} {format_units(r, self.limit)}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a pod fits now, and if not, what blocks it."""
+
+    pod: str
+    quota: str
+    admitted: bool
+    reason: str
+    shortfalls: tuple[Shortfall, ...] = ()
+
+
+def _shortfalls(
+    quota: str, used: Mapping[str, int], request: ResourceList, limit: Mapping[str, int], name: str
+) -> list[Shortfall]:
+    total = add(used, request)
+    return [
+        Shortfall(quota, key, name, used.get(key, 0), request.get(key, 0), limit[key])
+        for key in sorted(total)
+        if key in limit and total[key] > limit[key]
+    ]
+
+
+def check_pod(snapshot: Snapshot, pod: PodInfo, check_ancestors: bool = False) -> Verdict:
+    """The admission verdict for one pod, given the solved snapshot."""
+    quota = snapshot.pod_quota[pod.key]
+    result = snapshot.quotas[quota]
+    if result.reserved:
+        return Verdict(pod.key, quota, True, f"quota {quota} is reserved and not limited")
+    request = mask(pod.requests, result.max)
+    blocking = _shortfalls(quota, result.used, request, result.runtime, "runtime")
+    if not pod.preemptible:
+        blocking += _shortfalls(
+            quota, result.non_preemptible_used, request, result.min, "min (non-preemptible)"
+        )
+    if check_ancestors:
+        blocking += _ancestor_shortfalls(snapshot, quota, request)
+    if blocking:
+        reason = "; ".join(item.describe() for item in blocking)
+        return Verdict(pod.key, quota, False, reason, tuple(blocking))
+    return Verdict(pod.key, quota, True, f"fits in quota {quota}")
+
+
+def _ancestor_shortfalls(snapshot: Snapshot, quota: str, request: ResourceList) -> list[Shortfall]:
+    """Each ancestor's used (masked to the request's keys) + request against its runtime."""
+    found: list[Shortfall] = []
+    for ancestor in snapshot.ancestors(quota):
+        level: QuotaResult = snapshot.quotas[ancestor]
+        found += _shortfalls(ancestor, mask(level.used, request), request, level.runtime, "runtime")
+    return found
+
+
+def pending_verdicts(snapshot: Snapshot, check_ancestors: bool = False) -> list[Verdict]:
+    """A verdict for every pending pod (live, not bound to a node), sorted by pod key."""
+    return [
+        check_pod(snapshot, pod, check_ancestors)
+        for key, pod in sorted(snapshot.pods.items())
+        if key in snapshot.pod_quota and pod.counts_in_request and not pod.is_assigned
+    ]

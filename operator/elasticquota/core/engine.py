@@ -1,0 +1,314 @@
+"""The quota engine: objects in, every group's request, used and runtime out.
+
+Events (quota, pod and node upserts and deletes) only update memory and mark trees dirty.
+``solve()`` recomputes each dirty tree from scratch in one kernel call: no lazily refreshed
+per-parent state can drift, and the same inputs always give the same snapshot. A quota change
+rebuilds the topology (it can move quotas and pods between trees); a pod change touches one row of
+its quota's sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticquota.core.accounting import (
+    Account,
+    Contribution,
+    ExactSums,
+    QuotaDirectory,
+    contribution,
+)
+from elasticquota.core.keys import (
+    DEFAULT_QUOTA,
+    DEFAULT_RESERVED_NAMESPACE,
+    DEFAULT_TREE,
+    RESERVED_GROUP_MAX,
+    ROOT_QUOTA,
+    SYSTEM_QUOTA,
+)
+from elasticquota.core.layout import TreeLayout, build_layout, total_row
+from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.resources import ResourceList, add, subtract_clamped
+from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.topology import Topology, build_topology
+from elasticquota.core.treeresults import reserved_results, tree_results
+from elasticquota.kernels.waterfill import solve_tree
+
+Solver = Callable[..., Any]
+
+
+def reference_reserved_max() -> ResourceList:
+    """The reference's default max of the system and default quotas (cpu in cores)."""
+    return {"cpu": RESERVED_GROUP_MAX * 1000, "memory": RESERVED_GROUP_MAX}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Knobs of the computation (the reference's plugin arguments that affect it)."""
+
+    scale_min_quota: bool = True
+    reserved_namespace: str = DEFAULT_RESERVED_NAMESPACE
+    system_quota_max: ResourceList = field(default_factory=reference_reserved_max)
+    default_quota_max: ResourceList = field(default_factory=reference_reserved_max)
+
+
+@dataclass(slots=True)
+class TreeState:
+    """One tree's manager state: its static layout, its pod sums and its last result."""
+
+    layout: TreeLayout
+    sums: ExactSums
+    dirty: bool = True
+    results: dict[str, QuotaResult] = field(default_factory=dict)
+    total: ResourceList = field(default_factory=dict)
+
+
+class QuotaEngine:
+    """One manager per quota tree, fed by object events, solved on demand."""
+
+    def __init__(self, settings: EngineSettings | None = None, solver: Solver = solve_tree) -> None:
+        self.settings = settings or EngineSettings()
+        self._solver = solver
+        self._specs: dict[tuple[str, str], QuotaSpec] = {}
+        self._pods: dict[str, PodInfo] = {}
+        self._nodes: dict[str, NodeInfo] = {}
+        self._node_total: ResourceList = {}
+        self._placements: dict[str, Contribution] = {}
+        self._topology = Topology()
+        self._directory = QuotaDirectory(quotas={})
+        self._trees: dict[str, TreeState] = {}
+        self._reserved_specs: dict[str, QuotaSpec] = {}
+        self._reserved_sums = ExactSums(0, [])
+        self._topology_dirty = True
+
+    # -- events -------------------------------------------------------------------------------
+
+    def upsert_quota(self, spec: QuotaSpec) -> None:
+        self._specs[(spec.namespace, spec.name)] = spec
+        self._topology_dirty = True
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        if self._specs.pop((namespace, name), None) is not None:
+            self._topology_dirty = True
+
+    def upsert_pod(self, pod: PodInfo) -> None:
+        self._unplace(pod.key)
+        self._pods[pod.key] = pod
+        if not self._topology_dirty:
+            self._place(pod)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}"
+        self._unplace(key)
+        self._pods.pop(key, None)
+
+    def upsert_node(self, node: NodeInfo) -> None:
+        old = self._nodes.get(node.name)
+        if old is not None:
+            self._node_total = subtract_clamped(self._node_total, old.allocatable)
+        self._nodes[node.name] = node
+        self._node_total = add(self._node_total, node.allocatable)
+        self._mark_dirty(DEFAULT_TREE)
+
+    def delete_node(self, name: str) -> None:
+        old = self._nodes.pop(name, None)
+        if old is not None:
+            self._node_total = subtract_clamped(self._node_total, old.allocatable)
+            self._mark_dirty(DEFAULT_TREE)
+
+    def load(
+        self,
+        quotas: Iterable[QuotaSpec] = (),
+        pods: Iterable[PodInfo] = (),
+        nodes: Iterable[NodeInfo] = (),
+    ) -> QuotaEngine:
+        """Add many objects at once (a convenience for tests and ``plan``)."""
+        for spec in quotas:
+            self.upsert_quota(spec)
+        for node in nodes:
+            self.upsert_node(node)
+        for pod in pods:
+            self.upsert_pod(pod)
+        return self
+
+    # -- solving ------------------------------------------------------------------------------
+
+    def solve(self) -> Snapshot:
+        """Recompute every dirty tree and return the state of all of them."""
+        if self._topology_dirty:
+            self._rebuild()
+        for tree_id in self._solve_order():
+            state = self._trees[tree_id]
+            if state.dirty:
+                self._solve_tree(tree_id, state)
+        return self._snapshot()
+
+    def _solve_order(self) -> list[str]:
+        """Profile trees first: the default tree's total depends on their roots only via specs."""
+        return sorted(self._trees)
+
+    def _solve_tree(self, tree_id: str, state: TreeState) -> None:
+        layout = state.layout
+        state.total = self._tree_total(tree_id)
+        total, present = total_row(layout, state.total)
+        mirror = state.sums.mirror
+        output = self._solver(
+            layout.child_start,
+            mirror[Account.REQUEST],
+            mirror[Account.USED],
+            mirror[Account.NP_REQUEST],
+            mirror[Account.NP_USED],
+            layout.spec_min,
+            layout.request_floor,
+            layout.cap,
+            layout.weight,
+            layout.distributes,
+            total,
+            present,
+            self.settings.scale_min_quota,
+        )
+        state.results = tree_results(layout, self._topology, output)
+        if tree_id == DEFAULT_TREE:
+            state.results.update(
+                reserved_results(
+                    state.results[ROOT_QUOTA],
+                    self._reserved_specs,
+                    self._reserved_sums,
+                    state.total,
+                )
+            )
+        state.dirty = False
+
+    def _tree_total(self, tree_id: str) -> ResourceList:
+        """What a tree's virtual root distributes.
+
+        A profile tree: its root quota's ``total-resource``. The default tree: all nodes'
+        allocatable, minus the profile trees' totals (unless their root ignores the default tree),
+        minus what the system and default quotas use.
+        """
+        if tree_id != DEFAULT_TREE:
+            return self._profile_total(tree_id)
+        total = dict(self._node_total)
+        for other in self._topology.top_level:
+            if other == DEFAULT_TREE:
+                continue
+            for name in self._topology.top_level[other]:
+                spec = self._topology.quotas[name]
+                if spec.total_resource is not None and not spec.ignore_default_tree:
+                    total = subtract_clamped(total, spec.total_resource)
+        for row, _name in enumerate((SYSTEM_QUOTA, DEFAULT_QUOTA)):
+            total = subtract_clamped(total, self._reserved_sums.exact(Account.USED, row))
+        return total
+
+    def _profile_total(self, tree_id: str) -> ResourceList:
+        total: ResourceList = {}
+        for name in self._topology.top_level.get(tree_id, []):
+            spec = self._topology.quotas[name]
+            if spec.total_resource is not None:
+                total = add(total, spec.total_resource)
+        return total
+
+    # -- topology and pod placement -----------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        """New topology: rebuild every tree's layout and re-place every pod."""
+        self._topology = build_topology(self._specs.values())
+        self._reserved_specs = self._reserved_quota_specs()
+        self._directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
+        self._trees = {}
+        for tree_id in self._topology.trees():
+            extra = set(self._node_total) if tree_id == DEFAULT_TREE else set()
+            extra |= set(self._profile_total(tree_id))
+            layout = build_layout(self._topology, tree_id, frozenset(extra))
+            self._trees[tree_id] = TreeState(layout, ExactSums(layout.size, layout.keys))
+        reserved_keys = sorted(
+            set(self._reserved_specs[SYSTEM_QUOTA].max)
+            | set(self._reserved_specs[DEFAULT_QUOTA].max)
+        )
+        self._reserved_sums = ExactSums(2, reserved_keys)
+        self._placements = {}
+        self._topology_dirty = False
+        for pod in self._pods.values():
+            self._place(pod)
+
+    def _reserved_quota_specs(self) -> dict[str, QuotaSpec]:
+        """The system and default quotas: as given, or created with the reference defaults."""
+        specs: dict[str, QuotaSpec] = {}
+        for name, default_max in (
+            (SYSTEM_QUOTA, self.settings.system_quota_max),
+            (DEFAULT_QUOTA, self.settings.default_quota_max),
+        ):
+            given = self._topology.reserved.get(name)
+            specs[name] = given or QuotaSpec(
+                name=name, namespace=self.settings.reserved_namespace, max=dict(default_max)
+            )
+        return specs
+
+    def _place(self, pod: PodInfo) -> None:
+        quota = self._directory.resolve(pod)
+        spec = self._directory.quotas[quota]
+        placed = contribution(pod, quota, spec.max)
+        self._apply(placed, +1)
+        self._placements[pod.key] = placed
+
+    def _unplace(self, key: str) -> None:
+        placed = self._placements.pop(key, None)
+        if placed is not None:
+            self._apply(placed, -1)
+
+    def _apply(self, placed: Contribution, sign: int) -> None:
+        if placed.quota in (SYSTEM_QUOTA, DEFAULT_QUOTA):
+            row = 0 if placed.quota == SYSTEM_QUOTA else 1
+            self._reserved_sums.apply(row, placed.amounts, sign)
+            self._mark_dirty(DEFAULT_TREE)
+            return
+        tree_id = self._topology.tree_of[placed.quota]
+        state = self._trees[tree_id]
+        state.sums.apply(state.layout.index[placed.quota], placed.amounts, sign)
+        state.dirty = True
+
+    def _mark_dirty(self, tree_id: str) -> None:
+        state = self._trees.get(tree_id)
+        if state is not None:
+            state.dirty = True
+
+    # -- output -------------------------------------------------------------------------------
+
+    def _snapshot(self) -> Snapshot:
+        quotas: dict[str, QuotaResult] = {}
+        for tree_id in sorted(self._trees, reverse=True):
+            quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
+        pod_quota = {key: placed.quota for key, placed in self._placements.items()}
+        by_quota: dict[str, list[PodInfo]] = {}
+        for key in sorted(pod_quota):
+            by_quota.setdefault(pod_quota[key], []).append(self._pods[key])
+        return Snapshot(
+            quotas=quotas,
+            totals={tree_id: state.total for tree_id, state in self._trees.items()},
+            pods=dict(self._pods),
+            pod_quota=pod_quota,
+            pods_by_quota=by_quota,
+            problems=self.problems(),
+        )
+
+    def problems(self) -> list[Problem]:
+        """Structural problems of the current quotas (after the last rebuild)."""
+        return [*self._topology.problems, *self._directory.problems, *self._tree_problems()]
+
+    def _tree_problems(self) -> list[Problem]:
+        problems = []
+        for tree_id, names in self._topology.top_level.items():
+            if tree_id == DEFAULT_TREE:
+                continue
+            if not any(self._topology.quotas[name].total_resource is not None for name in names):
+                spec = self._topology.quotas[names[0]]
+                problems.append(
+                    Problem(
+                        spec.ref,
+                        f"tree {tree_id!r} has no root quota with a total-resource annotation "
+                        "(is the ElasticQuotaProfile missing?); the tree's total is empty",
+                    )
+                )
+        return problems

@@ -1,0 +1,61 @@
+"""Names shared with Koordinator: API groups, labels, annotations and the reserved quotas.
+
+Koordinator's keys are the default; the seed document's older names are accepted as aliases when
+reading. Keys under ``elasticquota.dev/`` are this project's extensions.
+"""
+
+from typing import Final
+
+PREFIX: Final = "quota.scheduling.koordinator.sh"
+
+# API groups and kinds.
+QUOTA_GROUPS: Final = ("scheduling.sigs.k8s.io", "scheduling.x-k8s.io")
+QUOTA_KIND: Final = "ElasticQuota"
+PROFILE_GROUP: Final = "quota.koordinator.sh"
+PROFILE_KIND: Final = "ElasticQuotaProfile"
+
+# ElasticQuota labels.
+LABEL_PARENT: Final = f"{PREFIX}/parent"
+LABEL_PARENT_ALIASES: Final = (LABEL_PARENT, f"{PREFIX}/parent-quota-name")
+LABEL_IS_PARENT: Final = f"{PREFIX}/is-parent"
+LABEL_ALLOW_LENT: Final = f"{PREFIX}/allow-lent-resource"
+LABEL_TREE_ID: Final = f"{PREFIX}/tree-id"
+LABEL_IS_ROOT: Final = f"{PREFIX}/is-root"
+LABEL_PROFILE: Final = f"{PREFIX}/profile"
+LABEL_IGNORE_DEFAULT_TREE: Final = f"{PREFIX}/ignore-default-tree"
+
+# ElasticQuota annotations (JSON).
+ANNO_SHARED_WEIGHT: Final = f"{PREFIX}/shared-weight"
+ANNO_NAMESPACES: Final = f"{PREFIX}/namespaces"
+ANNO_TOTAL_RESOURCE: Final = f"{PREFIX}/total-resource"
+ANNO_UNSCHEDULABLE_RESOURCE: Final = f"{PREFIX}/unschedulable-resource"
+ANNO_RESOURCE_KEYS: Final = f"{PREFIX}/resource-keys"
+ANNO_RUNTIME: Final = f"{PREFIX}/runtime"
+ANNO_REQUEST: Final = f"{PREFIX}/request"
+ANNO_CHILD_REQUEST: Final = f"{PREFIX}/child-request"
+ANNO_NON_PREEMPTIBLE_REQUEST: Final = f"{PREFIX}/non-preemptible-request"
+ANNO_NON_PREEMPTIBLE_USED: Final = f"{PREFIX}/non-preemptible-used"
+
+# Extensions (Kueue-style limits, seed 001).
+EXT_PREFIX: Final = "elasticquota.dev"
+ANNO_LENDING_LIMIT: Final = f"{EXT_PREFIX}/lending-limit"
+ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
+
+# Pod labels.
+POD_LABEL_QUOTA: Final = f"{PREFIX}/name"
+POD_LABEL_QUOTA_ALIASES: Final = (POD_LABEL_QUOTA, f"{PREFIX}/quota-name")
+POD_LABEL_PREEMPTIBLE: Final = f"{PREFIX}/preemptible"
+
+# Reserved quotas.
+ROOT_QUOTA: Final = "koordinator-root-quota"
+SYSTEM_QUOTA: Final = "koordinator-system-quota"
+DEFAULT_QUOTA: Final = "koordinator-default-quota"
+RESERVED_QUOTAS: Final = (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
+DEFAULT_RESERVED_NAMESPACE: Final = "koordinator-system"
+#: Default max of the system and default quotas, per resource (cpu in cores), as the reference.
+RESERVED_GROUP_MAX: Final = 1844674407370955161
+#: The max the profile controller writes on a profile tree's root quota (MaxInt64 / 2000).
+PROFILE_ROOT_MAX: Final = 4611686018427387
+DEFAULT_PROFILE_RESOURCE_KEYS: Final = ("cpu", "memory")
+
+DEFAULT_TREE: Final = ""

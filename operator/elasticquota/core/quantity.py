@@ -1,0 +1,115 @@
+"""Kubernetes quantities, parsed exactly and converted to the integer units the engine works in.
+
+The reference implementation keeps cpu in millicores and every other resource as its integer value
+(Kubernetes ``Value()``, rounded up to a whole unit); we do the same, with exact rational arithmetic
+so that no quantity is ever rounded twice. Formatting follows the Kubernetes canonical form: cpu as
+a decimal (milli) quantity, memory in binary suffixes when exact, everything else in decimal
+suffixes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Final
+
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+
+_BINARY_SUFFIXES: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL_SUFFIXES: Final = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_QUANTITY_RE: Final = re.compile(
+    r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
+    r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))$"
+)
+
+
+class QuantityError(ValueError):
+    """A value that is not a valid Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """Return the exact value of a Kubernetes quantity (``"500m"``, ``"4Gi"``, ``"1e3"``, ``2``)."""
+    if isinstance(value, bool):
+        raise QuantityError(f"quantity {value!r} is a boolean, not a number")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"quantity {value!r} is not finite")
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"quantity {value!r} must be a string or a number")
+    match = _QUANTITY_RE.match(value.strip())
+    if match is None or not value.strip():
+        raise QuantityError(f"quantity {value!r} is not a valid Kubernetes quantity")
+    number = Fraction(match["number"])
+    if match["binary"]:
+        return number * Fraction(1024) ** _BINARY_SUFFIXES[match["binary"]]
+    if match["exp"]:
+        return number * Fraction(10) ** int(match["exp"][1:])
+    return number * Fraction(10) ** _DECIMAL_SUFFIXES[match["decimal"] or ""]
+
+
+def to_units(resource: str, value: Fraction) -> int:
+    """Convert an exact value to the engine's integer unit: millicores for cpu, whole units else.
+
+    Like Kubernetes ``MilliValue()`` / ``Value()``, fractions are rounded up (toward +inf).
+    """
+    scaled = value * 1000 if resource == CPU else value
+    return math.ceil(scaled)
+
+
+def parse_units(resource: str, value: str | int | float) -> int:
+    """Parse a quantity for ``resource`` straight into engine units."""
+    return to_units(resource, parse_quantity(value))
+
+
+def format_units(resource: str, units: int) -> str:
+    """Format engine units as the canonical Kubernetes quantity the reference would write.
+
+    cpu is a milli quantity (DecimalSI), memory BinarySI, every other resource DecimalSI.
+    """
+    if resource == CPU:
+        return _format_decimal(units, exponent=-3)
+    if resource == MEMORY:
+        return _format_binary(units)
+    return _format_decimal(units, exponent=0)
+
+
+def _format_decimal(mantissa: int, exponent: int) -> str:
+    """Canonical DecimalSI: the largest exponent (a multiple of 3) that keeps the mantissa whole."""
+    if mantissa == 0:
+        return "0"
+    while mantissa % 1000 == 0 and exponent < 18:
+        mantissa //= 1000
+        exponent += 3
+    suffix = {v: k for k, v in _DECIMAL_SUFFIXES.items()}[exponent]
+    return f"{mantissa}{suffix}"
+
+
+def _format_binary(units: int) -> str:
+    """Canonical BinarySI: below 1024 in magnitude plain decimal, else the largest exact 1024
+    power."""
+    if -1024 < units < 1024:
+        return _format_decimal(units, exponent=0)
+    power = 0
+    while units % 1024 == 0 and power < 6:
+        units //= 1024
+        power += 1
+    if power == 0:
+        return str(units)
+    suffix = {v: k for k, v in _BINARY_SUFFIXES.items()}[power]
+    return f"{units}{suffix}"

@@ -1,0 +1,1 @@
+"""``elastic-quota plan``: load manifests, compute what the operator would, render it."""

@@ -1,0 +1,117 @@
+"""What-if: the state the operator would compute for a set of manifests.
+
+Profiles are applied first, exactly as the operator's profile controller would (their root quotas
+are created or overwritten), then every object is parsed, fed to the engine and solved; admission
+verdicts for pending pods and the next revocation round are derived from the snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.core.admission import Verdict, pending_verdicts
+from elasticquota.core.engine import EngineSettings, QuotaEngine
+from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.profiles import root_quota_manifest
+from elasticquota.core.results import Snapshot
+from elasticquota.core.revocation import revocation_plan
+from elasticquota.plan.loader import Manifests
+
+
+@dataclass(slots=True)
+class Plan:
+    """Everything ``plan`` reports."""
+
+    snapshot: Snapshot
+    admission: list[Verdict]
+    revocations: list[tuple[str, list[PodInfo]]]
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def compute_plan(
+    manifests: Manifests, settings: EngineSettings | None = None, check_ancestors: bool = False
+) -> Plan:
+    """Parse, apply profiles, solve, and derive admission and revocation."""
+    problems = list(manifests.problems)
+    for kind, raws in (
+        ("ElasticQuota", manifests.quotas),
+        ("Pod", manifests.pods),
+        ("Node", manifests.nodes),
+        ("ElasticQuotaProfile", manifests.profiles),
+    ):
+        _report_duplicates(kind, raws, problems)
+    nodes: list[NodeInfo] = _parse_all(parse_node, manifests.nodes, problems)
+    profiles: list[ProfileSpec] = _parse_all(parse_profile, manifests.profiles, problems)
+    raw_quotas = _apply_profiles(manifests.quotas, profiles, nodes, problems)
+    quotas: list[QuotaSpec] = _parse_all(parse_quota, raw_quotas, problems)
+    pods: list[PodInfo] = _parse_all(parse_pod, manifests.pods, problems)
+    engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
+    snapshot = engine.solve()
+    return Plan(
+        snapshot=snapshot,
+        admission=pending_verdicts(snapshot, check_ancestors),
+        revocations=revocation_plan(snapshot),
+        problems=problems + snapshot.problems,
+        skipped=list(manifests.skipped),
+    )
+
+
+def _parse_all(parser: Any, raws: list[dict[str, Any]], problems: list[Problem]) -> list[Any]:
+    parsed = []
+    for raw in raws:
+        value, found = parser(raw)
+        problems.extend(found)
+        if value is not None:
+            parsed.append(value)
+    return parsed
+
+
+def _apply_profiles(
+    raw_quotas: list[dict[str, Any]],
+    profiles: list[ProfileSpec],
+    nodes: list[NodeInfo],
+    problems: list[Problem],
+) -> list[dict[str, Any]]:
+    """The quota manifests after every profile has written its root quota."""
+    by_key = {_quota_key(raw): raw for raw in raw_quotas}
+    order = list(dict.fromkeys(_quota_key(raw) for raw in raw_quotas))
+    owners: dict[tuple[str, str], ProfileSpec] = {}
+    for profile in sorted(profiles, key=lambda p: (p.namespace, p.name)):
+        key = (profile.namespace, profile.quota_name)
+        if key in owners:
+            problems.append(
+                Problem(
+                    profile.ref,
+                    f"quota {profile.quota_name!r} is already the root of "
+                    f"{owners[key].ref}; this profile is ignored",
+                )
+            )
+            continue
+        owners[key] = profile
+        if key not in by_key:
+            order.append(key)
+        by_key[key] = root_quota_manifest(profile, nodes, by_key.get(key))
+    return [by_key[key] for key in order]
+
+
+def _report_duplicates(kind: str, raws: list[dict[str, Any]], problems: list[Problem]) -> None:
+    """The same object given twice: the last copy wins, and that is said."""
+    seen: set[tuple[str, str]] = set()
+    for raw in raws:
+        key = _quota_key(raw)
+        if key in seen:
+            problems.append(
+                Problem(
+                    f"{kind} {key[0]}/{key[1]}",
+                    "the object appears more than once in the input; the last copy is used",
+                )
+            )
+        seen.add(key)
+
+
+def _quota_key(raw: dict[str, Any]) -> tuple[str, str]:
+    metadata = raw.get("metadata") or {}
+    return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))

@@ -1,0 +1,62 @@
+"""The ``plan -o json`` contract: a stable, documented shape (see README, "plan JSON output").
+
+Resource lists (RL) are maps from resource name to a Kubernetes quantity string, keys sorted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticquota.core.resources import format_resource_list
+from elasticquota.core.results import QuotaResult
+from elasticquota.plan.compute import Plan
+
+
+def quota_entry(result: QuotaResult) -> dict[str, Any]:
+    """One quota's figures under the contract's field names."""
+    rl = format_resource_list
+    return {
+        "namespace": result.namespace,
+        "tree": result.tree,
+        "parent": result.parent,
+        "isParent": result.is_parent,
+        "min": rl(result.min),
+        "max": rl(result.max),
+        "effectiveMin": rl(result.effective_min),
+        "sharedWeight": rl(result.shared_weight),
+        "request": rl(result.request),
+        "childRequest": rl(result.child_request),
+        "limitedRequest": rl(result.limited_request),
+        "used": rl(result.used),
+        "runtime": rl(result.runtime),
+        "nonPreemptibleRequest": rl(result.non_preemptible_request),
+        "nonPreemptibleUsed": rl(result.non_preemptible_used),
+    }
+
+
+def plan_report(plan: Plan) -> dict[str, Any]:
+    """The whole JSON document."""
+    snapshot = plan.snapshot
+    return {
+        "quotas": {name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)},
+        "trees": {
+            tree: {"total": format_resource_list(total)}
+            for tree, total in sorted(snapshot.totals.items())
+        },
+        "revocations": [
+            {"quota": quota, "pods": [pod.key for pod in victims]}
+            for quota, victims in plan.revocations
+        ],
+        "admission": [
+            {
+                "pod": verdict.pod,
+                "quota": verdict.quota,
+                "admitted": verdict.admitted,
+                "reason": verdict.reason,
+            }
+            for verdict in plan.admission
+        ],
+        "problems": [
+            {"object": problem.object, "message": problem.message} for problem in plan.problems
+        ],
+    }

@@ -1,0 +1,135 @@
+"""The ``plan`` (and later ``tree``) table: quota trees drawn with indentation, one row per
+resource.
+
+Fits a 100-column terminal: the quota column is 30 wide (names indented two spaces per level and cut
+with "…" when too long), numbers 10 wide each. Quantities are printed exactly when they fit and
+rounded with a "~" otherwise. A used figure above the runtime is flagged with "!".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.quantity import CPU, MEMORY, format_units
+from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.plan.compute import Plan
+
+NAME_WIDTH = 30
+RESOURCE_WIDTH = 18
+CELL_WIDTH = 9
+COLUMNS = ("MIN", "MAX", "REQUEST", "USED", "RUNTIME")
+
+_DECIMAL = ((10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
+_BINARY = ((2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki"))
+
+
+def cell(resource: str, units: int | None) -> str:
+    """A quantity that fits a cell: exact when short enough, else approximated with "~"."""
+    if units is None:
+        return "-"
+    exact = format_units(resource, units)
+    if len(exact) <= CELL_WIDTH:
+        return exact
+    value = units / 1000 if resource == CPU else float(units)
+    for factor, suffix in _BINARY if resource == MEMORY else _DECIMAL:
+        if value >= factor:
+            scaled = value / factor
+            text = f"~{scaled:.0f}{suffix}" if scaled >= 100 else f"~{scaled:.3g}{suffix}"
+            if len(text) <= CELL_WIDTH:
+                return text
+    return f"~{value:.1e}"
+
+
+def _name_cell(name: str, depth: int) -> str:
+    text = "  " * depth + name
+    return text if len(text) <= NAME_WIDTH else text[: NAME_WIDTH - 1] + "…"
+
+
+def header() -> str:
+    cells = "".join(f"{title:>{CELL_WIDTH + 1}}" for title in COLUMNS)
+    return f"{'QUOTA':<{NAME_WIDTH}} {'RESOURCE':<{RESOURCE_WIDTH}}{cells}"
+
+
+def quota_rows(result: QuotaResult, depth: int, resources: set[str] | None) -> Iterator[str]:
+    """One row per resource of the quota (its max keys, plus any it uses or requests)."""
+    keys = sorted(set(result.max) | set(result.min) | set(result.request) | set(result.runtime))
+    keys = [key for key in keys if resources is None or key in resources] or []
+    for index, key in enumerate(keys):
+        name = _name_cell(result.name, depth) if index == 0 else ""
+        used = result.used.get(key)
+        runtime = result.runtime.get(key)
+        over = used is not None and runtime is not None and used > runtime and not result.reserved
+        values = (
+            cell(key, result.min.get(key)),
+            cell(key, result.max.get(key)),
+            cell(key, result.request.get(key)),
+            cell(key, used) + ("!" if over else ""),
+            cell(key, runtime),
+        )
+        cells = "".join(f"{value:>{CELL_WIDTH + 1}}" for value in values)
+        yield f"{name:<{NAME_WIDTH}} {key:<{RESOURCE_WIDTH}}{cells}".rstrip()
+    if not keys:
+        yield _name_cell(result.name, depth)
+
+
+def _walk(snapshot: Snapshot, tree: str) -> Iterator[tuple[QuotaResult, int]]:
+    """Depth-first, children sorted by name, starting at the tree's top-level quotas."""
+    children: dict[str, list[str]] = {}
+    for name, result in snapshot.quotas.items():
+        if result.tree == tree and name != ROOT_QUOTA:
+            children.setdefault(result.parent, []).append(name)
+    stack = [(name, 1) for name in sorted(children.get(ROOT_QUOTA, []), reverse=True)]
+    while stack:
+        name, depth = stack.pop()
+        yield snapshot.quotas[name], depth
+        stack.extend((child, depth + 1) for child in sorted(children.get(name, []), reverse=True))
+
+
+def render_trees(snapshot: Snapshot, resources: set[str] | None = None) -> list[str]:
+    """Every tree: its total, then its quotas indented under the virtual root."""
+    lines = [header()]
+    for tree in sorted(snapshot.totals):
+        total = ", ".join(
+            f"{key} {cell(key, value)}"
+            for key, value in sorted(snapshot.totals[tree].items())
+            if resources is None or key in resources
+        )
+        label = "default tree" if tree == "" else f"tree {tree}"
+        lines.append(f"{label} (total: {total or 'none'})")
+        if tree == "" and ROOT_QUOTA in snapshot.quotas:
+            lines.extend(quota_rows(snapshot.quotas[ROOT_QUOTA], 0, resources))
+        for result, depth in _walk(snapshot, tree):
+            if result.name in (SYSTEM_QUOTA, DEFAULT_QUOTA) and not any(
+                {**result.request, **result.used}.values()
+            ):
+                continue
+            lines.extend(quota_rows(result, depth, resources))
+    return lines
+
+
+def _section(title: str, entries: Iterable[str]) -> list[str]:
+    items = list(entries)
+    return ["", f"{title}:", *(f"  {item}" for item in items)] if items else []
+
+
+def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
+    """The whole table output: trees, pending pods, revocations, problems."""
+    lines = render_trees(plan.snapshot, resources)
+    lines += _section(
+        "Pending pods",
+        (
+            f"{'admit' if v.admitted else 'wait '} {v.pod} ({v.quota})"
+            + ("" if v.admitted else f": {v.reason}")
+            for v in plan.admission
+        ),
+    )
+    lines += _section(
+        "Next revocation round (over-used quotas, eviction order)",
+        (
+            f"{quota}: {', '.join(p.key for p in pods) or 'no own pods to evict at this level'}"
+            for quota, pods in plan.revocations
+        ),
+    )
+    lines += _section("Problems", (f"{p.object}: {p.message}" for p in plan.problems))
+    return "\n".join(lines) + "\n"
