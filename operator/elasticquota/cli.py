@@ -75,7 +75,7 @@ def run_plan(args: argparse.Namespace) -> int:
         json.dump(plan_report(plan), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        resources = set(args.resources.split(",")) if args.resources else None
+        resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
         sys.stdout.write(render_plan(plan, resources))
     return 0
 

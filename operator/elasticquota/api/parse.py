@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any, TypeVar, cast
 
@@ -104,7 +104,10 @@ def _non_negative(
 
 
 def _string_list(text: str) -> tuple[str, ...]:
-    value = json.loads(text)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"malformed JSON ({error.msg} at position {error.pos})") from None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError("expected a JSON list of strings")
     return tuple(value)
@@ -239,7 +242,7 @@ def parse_pod(raw: Mapping[str, Any]) -> Parsed:
                 InitContainer(_container_requests(container), container.restart_policy == "Always")
                 for container in view.spec.init_containers
             ],
-            {name: parse_quantity(value) for name, value in view.spec.overhead.items()},
+            _overhead(view.spec.overhead),
         )
     except QuantityError as error:
         problems.append(Problem(ref, f"resources: {error}; the pod is not accounted"))
@@ -271,13 +274,27 @@ def _container_requests(container: ContainerView) -> dict[str, Fraction]:
     return result
 
 
+def _overhead(raw: Mapping[str, Any]) -> dict[str, Fraction]:
+    result = {}
+    for name, value in raw.items():
+        try:
+            result[name] = parse_quantity(value)
+        except QuantityError as error:
+            raise QuantityError(f"spec.overhead {name}: {error}") from None
+    return result
+
+
 def _timestamp(text: str | None) -> float | None:
+    """RFC 3339 to epoch seconds; a time without an offset is UTC, not the local time zone."""
     if not text:
         return None
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
 
 
 # -- Node -------------------------------------------------------------------------------------
@@ -299,7 +316,8 @@ def parse_node(raw: Mapping[str, Any]) -> Parsed:
     if resources is None:
         problems.append(Problem(ref, "the node is not counted"))
         return None, problems
-    ready = all(c.status == "True" for c in view.status.conditions if c.type == "Ready")
+    # As Kubernetes' IsNodeReady: ready only with a Ready condition whose status is True.
+    ready = any(c.type == "Ready" and c.status == "True" for c in view.status.conditions)
     node = NodeInfo(
         name=view.metadata.name,
         allocatable=resources,

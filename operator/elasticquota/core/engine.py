@@ -30,7 +30,7 @@ from elasticquota.core.keys import (
 )
 from elasticquota.core.layout import TreeLayout, build_layout, total_row
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
-from elasticquota.core.resources import ResourceList, add, subtract_clamped
+from elasticquota.core.resources import ResourceList, add, mask, subtract_clamped
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.topology import Topology, build_topology
 from elasticquota.core.treeresults import reserved_results, tree_results
@@ -65,6 +65,17 @@ class TreeState:
     total: ResourceList = field(default_factory=dict)
 
 
+def _root_total(spec: QuotaSpec) -> ResourceList | None:
+    """A profile tree root's ``total-resource``: only read on a quota labelled is-root=true."""
+    return spec.total_resource if spec.is_root else None
+
+
+def _take_out(total: ResourceList, amount: ResourceList) -> ResourceList:
+    """``total - amount`` clamped at 0, on the keys of ``total`` only: subtracting never makes a
+    resource that no node has present in the total (it would then be scaled as a total of 0)."""
+    return subtract_clamped(total, mask(amount, total))
+
+
 class QuotaEngine:
     """One manager per quota tree, fed by object events, solved on demand."""
 
@@ -75,6 +86,8 @@ class QuotaEngine:
         self._pods: dict[str, PodInfo] = {}
         self._nodes: dict[str, NodeInfo] = {}
         self._node_total: ResourceList = {}
+        #: How many nodes have each resource: a resource no node has is absent from the total.
+        self._nodes_with: dict[str, int] = {}
         self._placements: dict[str, Contribution] = {}
         self._topology = Topology()
         self._directory = QuotaDirectory(quotas={})
@@ -107,16 +120,26 @@ class QuotaEngine:
     def upsert_node(self, node: NodeInfo) -> None:
         old = self._nodes.get(node.name)
         if old is not None:
-            self._node_total = subtract_clamped(self._node_total, old.allocatable)
+            self._count_node(old, -1)
         self._nodes[node.name] = node
-        self._node_total = add(self._node_total, node.allocatable)
+        self._count_node(node, +1)
         self._mark_dirty(DEFAULT_TREE)
 
     def delete_node(self, name: str) -> None:
         old = self._nodes.pop(name, None)
         if old is not None:
-            self._node_total = subtract_clamped(self._node_total, old.allocatable)
+            self._count_node(old, -1)
             self._mark_dirty(DEFAULT_TREE)
+
+    def _count_node(self, node: NodeInfo, sign: int) -> None:
+        """Add (+1) or remove (-1) a node's allocatable: the total stays the exact sum over the
+        current nodes, with exactly their keys (as if they had been loaded into a fresh engine)."""
+        for name, value in node.allocatable.items():
+            self._node_total[name] = self._node_total.get(name, 0) + sign * value
+            self._nodes_with[name] = self._nodes_with.get(name, 0) + sign
+            if self._nodes_with[name] == 0:
+                del self._nodes_with[name]
+                del self._node_total[name]
 
     def load(
         self,
@@ -139,15 +162,13 @@ class QuotaEngine:
         """Recompute every dirty tree and return the state of all of them."""
         if self._topology_dirty:
             self._rebuild()
-        for tree_id in self._solve_order():
+        # Trees are independent once the topology is built (the default tree's total depends on
+        # the profile roots' specs, not on their results), so any order gives the same snapshot.
+        for tree_id in sorted(self._trees):
             state = self._trees[tree_id]
             if state.dirty:
                 self._solve_tree(tree_id, state)
         return self._snapshot()
-
-    def _solve_order(self) -> list[str]:
-        """Profile trees first: the default tree's total depends on their roots only via specs."""
-        return sorted(self._trees)
 
     def _solve_tree(self, tree_id: str, state: TreeState) -> None:
         layout = state.layout
@@ -196,18 +217,19 @@ class QuotaEngine:
                 continue
             for name in self._topology.top_level[other]:
                 spec = self._topology.quotas[name]
-                if spec.total_resource is not None and not spec.ignore_default_tree:
-                    total = subtract_clamped(total, spec.total_resource)
+                root_total = _root_total(spec)
+                if root_total is not None and not spec.ignore_default_tree:
+                    total = _take_out(total, root_total)
         for row, _name in enumerate((SYSTEM_QUOTA, DEFAULT_QUOTA)):
-            total = subtract_clamped(total, self._reserved_sums.exact(Account.USED, row))
+            total = _take_out(total, self._reserved_sums.exact(Account.USED, row))
         return total
 
     def _profile_total(self, tree_id: str) -> ResourceList:
         total: ResourceList = {}
         for name in self._topology.top_level.get(tree_id, []):
-            spec = self._topology.quotas[name]
-            if spec.total_resource is not None:
-                total = add(total, spec.total_resource)
+            root_total = _root_total(self._topology.quotas[name])
+            if root_total is not None:
+                total = add(total, root_total)
         return total
 
     # -- topology and pod placement -----------------------------------------------------------
@@ -302,13 +324,14 @@ class QuotaEngine:
         for tree_id, names in self._topology.top_level.items():
             if tree_id == DEFAULT_TREE:
                 continue
-            if not any(self._topology.quotas[name].total_resource is not None for name in names):
+            if not any(_root_total(self._topology.quotas[name]) is not None for name in names):
                 spec = self._topology.quotas[names[0]]
                 problems.append(
                     Problem(
                         spec.ref,
-                        f"tree {tree_id!r} has no root quota with a total-resource annotation "
-                        "(is the ElasticQuotaProfile missing?); the tree's total is empty",
+                        f"tree {tree_id!r} has no root quota (is-root=true) with a "
+                        "total-resource annotation (is the ElasticQuotaProfile missing?); "
+                        "the tree's total is empty",
                     )
                 )
         return problems

@@ -5,6 +5,10 @@ The reference implementation keeps cpu in millicores and every other resource as
 so that no quantity is ever rounded twice. Formatting follows the Kubernetes canonical form: cpu as
 a decimal (milli) quantity, memory in binary suffixes when exact, everything else in decimal
 suffixes.
+
+As Kubernetes does when it parses a quantity, a magnitude above MaxInt64 is capped at MaxInt64 and a
+non-zero magnitude below one nano is raised to one nano (Kubernetes caps only the suffixed forms; we
+cap exponent forms too, so that ``"1e999999999"`` is cheap and stays printable).
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ _QUANTITY_RE: Final = re.compile(
 )
 
 
+_MAX_QUANTITY: Final = Fraction(2**63 - 1)
+_MAX_DIGITS: Final = 30
+#: Longer numbers are refused (Python will not even convert them to int by default).
+_MAX_NUMBER_LENGTH: Final = 1000
+_NANO_DENOMINATOR: Final = 10**9
+
+
 class QuantityError(ValueError):
     """A value that is not a valid Kubernetes quantity."""
 
@@ -45,31 +56,47 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"quantity {value!r} is a boolean, not a number")
     if isinstance(value, int):
-        return Fraction(value)
+        return _bounded(Fraction(value))
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"quantity {value!r} is not finite")
-        return Fraction(str(value))
+        return _bounded(Fraction(str(value)))
     if not isinstance(value, str):
         raise QuantityError(f"quantity {value!r} must be a string or a number")
     match = _QUANTITY_RE.match(value.strip())
     if match is None or not value.strip():
         raise QuantityError(f"quantity {value!r} is not a valid Kubernetes quantity")
+    if len(match["number"]) > _MAX_NUMBER_LENGTH:
+        raise QuantityError(f"quantity {value[:40]!r}... has too many digits")
     number = Fraction(match["number"])
     if match["binary"]:
-        return number * Fraction(1024) ** _BINARY_SUFFIXES[match["binary"]]
+        return _bounded(number * Fraction(1024) ** _BINARY_SUFFIXES[match["binary"]])
     if match["exp"]:
-        return number * Fraction(10) ** int(match["exp"][1:])
-    return number * Fraction(10) ** _DECIMAL_SUFFIXES[match["decimal"] or ""]
+        exponent = int(match["exp"][1:])
+        # |number| lies within 10**±len(text): beyond that the result is capped or raised anyway.
+        limit = len(match["number"]) + _MAX_DIGITS
+        return _bounded(number * Fraction(10) ** max(-limit, min(limit, exponent)))
+    return _bounded(number * Fraction(10) ** _DECIMAL_SUFFIXES[match["decimal"] or ""])
+
+
+def _bounded(value: Fraction) -> Fraction:
+    """Kubernetes' bounds: magnitude at most MaxInt64, a non-zero magnitude at least one nano."""
+    magnitude = abs(value)
+    if magnitude > _MAX_QUANTITY:
+        magnitude = _MAX_QUANTITY
+    elif _NANO_DENOMINATOR % magnitude.denominator:
+        magnitude = Fraction(math.ceil(magnitude * _NANO_DENOMINATOR), _NANO_DENOMINATOR)
+    return -magnitude if value < 0 else magnitude
 
 
 def to_units(resource: str, value: Fraction) -> int:
     """Convert an exact value to the engine's integer unit: millicores for cpu, whole units else.
 
-    Like Kubernetes ``MilliValue()`` / ``Value()``, fractions are rounded up (toward +inf).
+    Like Kubernetes ``MilliValue()`` / ``Value()``, fractions are rounded up, away from zero
+    (``"0.1m"`` cpu is 1, ``"-0.5"`` memory is -1 and so still negative).
     """
     scaled = value * 1000 if resource == CPU else value
-    return math.ceil(scaled)
+    return math.ceil(scaled) if scaled >= 0 else -math.ceil(-scaled)
 
 
 def parse_units(resource: str, value: str | int | float) -> int:

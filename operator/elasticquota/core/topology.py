@@ -67,19 +67,22 @@ def build_topology(specs: Iterable[QuotaSpec]) -> Topology:
 
 
 def _unique_candidates(specs: Iterable[QuotaSpec], topology: Topology) -> dict[str, QuotaSpec]:
-    """Non-reserved quotas by name; of duplicated names the oldest (then by namespace) wins."""
+    """Non-reserved quotas by name; of duplicated names the oldest (then by namespace) wins.
+
+    The system and default quotas follow the same rule and go to ``topology.reserved``.
+    """
     by_name: dict[str, list[QuotaSpec]] = {}
     for spec in specs:
         if spec.name == ROOT_QUOTA:
             continue  # the virtual root: its object carries no spec the engine uses
-        if spec.name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
-            topology.reserved[spec.name] = spec
-            continue
         by_name.setdefault(spec.name, []).append(spec)
     candidates: dict[str, QuotaSpec] = {}
-    for name, group in by_name.items():
+    for name, group in sorted(by_name.items()):  # problems in name order, whatever the input
         group.sort(key=lambda spec: (spec.created or "~", spec.namespace))
-        candidates[name] = group[0]
+        if name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
+            topology.reserved[name] = group[0]
+        else:
+            candidates[name] = group[0]
         for duplicate in group[1:]:
             topology.problems.append(
                 Problem(

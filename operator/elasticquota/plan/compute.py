@@ -113,5 +113,7 @@ def _report_duplicates(kind: str, raws: list[dict[str, Any]], problems: list[Pro
 
 
 def _quota_key(raw: dict[str, Any]) -> tuple[str, str]:
-    metadata = raw.get("metadata") or {}
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, dict):
+        return ("", "")
     return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))

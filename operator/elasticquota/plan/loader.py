@@ -23,6 +23,19 @@ from elasticquota.core.models import Problem
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
+class _ManifestLoader(yaml.SafeLoader):
+    """Safe YAML that keeps timestamps as text, as kubectl does: an unquoted
+    ``startTime: 2026-01-01T00:00:00Z`` reaches the schema as a string, not a ``datetime``."""
+
+
+def _timestamp_as_text(loader: _ManifestLoader, node: yaml.Node) -> str:
+    assert isinstance(node, yaml.ScalarNode)
+    return str(loader.construct_scalar(node))
+
+
+_ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+
 class UnreadableInputError(Exception):
     """A path that does not exist or a file that is not valid YAML/JSON."""
 
@@ -66,8 +79,9 @@ def _documents(file: Path) -> list[Any]:
     try:
         if file.suffix == ".json":
             return [json.loads(text)]
-        return [document for document in yaml.safe_load_all(text) if document is not None]
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        documents = yaml.load_all(text, Loader=_ManifestLoader)
+        return [document for document in documents if document is not None]
+    except (ValueError, RecursionError, yaml.YAMLError) as error:
         raise UnreadableInputError(
             f"{file}: not valid {file.suffix[1:].upper()}: {error}"
         ) from None
@@ -76,7 +90,8 @@ def _documents(file: Path) -> list[Any]:
 def _flatten(document: Any) -> Iterator[Any]:
     """A ``List`` (kind ``List`` or ``*List``) yields its items; anything else itself."""
     if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
-        for item in document.get("items") or []:
+        items = document.get("items") or []
+        for item in items if isinstance(items, list) else [items]:
             yield from _flatten(item)
     else:
         yield document
@@ -101,5 +116,6 @@ def _sort(document: Any, file: Path, manifests: Manifests) -> None:
         elif kind == "Namespace" and group == "":
             manifests.namespaces.append(item)
         else:
-            name = (item.get("metadata") or {}).get("name", "<unnamed>")
+            metadata = item.get("metadata")
+            name = metadata.get("name", "<unnamed>") if isinstance(metadata, dict) else "<unnamed>"
             manifests.skipped.append(f"{item.get('apiVersion', '')} {kind} {name} ({file})")

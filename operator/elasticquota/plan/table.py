@@ -8,6 +8,7 @@ rounded with a "~" otherwise. A used figure above the runtime is flagged with "!
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Iterator
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
@@ -15,6 +16,7 @@ from elasticquota.core.quantity import CPU, MEMORY, format_units
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan
 
+WIDTH = 100
 NAME_WIDTH = 30
 RESOURCE_WIDTH = 18
 CELL_WIDTH = 9
@@ -46,6 +48,21 @@ def _name_cell(name: str, depth: int) -> str:
     return text if len(text) <= NAME_WIDTH else text[: NAME_WIDTH - 1] + "…"
 
 
+def _resource_cell(resource: str) -> str:
+    return resource if len(resource) <= RESOURCE_WIDTH else resource[: RESOURCE_WIDTH - 1] + "…"
+
+
+def _wrapped(text: str, indent: str = "") -> list[str]:
+    """Free text folded to the table's width, continuation lines indented a little more."""
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_on_hyphens=False,
+    )
+
+
 def header() -> str:
     cells = "".join(f"{title:>{CELL_WIDTH + 1}}" for title in COLUMNS)
     return f"{'QUOTA':<{NAME_WIDTH}} {'RESOURCE':<{RESOURCE_WIDTH}}{cells}"
@@ -68,7 +85,7 @@ def quota_rows(result: QuotaResult, depth: int, resources: set[str] | None) -> I
             cell(key, runtime),
         )
         cells = "".join(f"{value:>{CELL_WIDTH + 1}}" for value in values)
-        yield f"{name:<{NAME_WIDTH}} {key:<{RESOURCE_WIDTH}}{cells}".rstrip()
+        yield f"{name:<{NAME_WIDTH}} {_resource_cell(key):<{RESOURCE_WIDTH}}{cells}".rstrip()
     if not keys:
         yield _name_cell(result.name, depth)
 
@@ -96,13 +113,12 @@ def render_trees(snapshot: Snapshot, resources: set[str] | None = None) -> list[
             if resources is None or key in resources
         )
         label = "default tree" if tree == "" else f"tree {tree}"
-        lines.append(f"{label} (total: {total or 'none'})")
+        lines.extend(_wrapped(f"{label} (total: {total or 'none'})"))
         if tree == "" and ROOT_QUOTA in snapshot.quotas:
             lines.extend(quota_rows(snapshot.quotas[ROOT_QUOTA], 0, resources))
         for result, depth in _walk(snapshot, tree):
-            if result.name in (SYSTEM_QUOTA, DEFAULT_QUOTA) and not any(
-                {**result.request, **result.used}.values()
-            ):
+            idle = not any(result.request.values()) and not any(result.used.values())
+            if result.name in (SYSTEM_QUOTA, DEFAULT_QUOTA) and idle:
                 continue
             lines.extend(quota_rows(result, depth, resources))
     return lines
@@ -110,7 +126,11 @@ def render_trees(snapshot: Snapshot, resources: set[str] | None = None) -> list[
 
 def _section(title: str, entries: Iterable[str]) -> list[str]:
     items = list(entries)
-    return ["", f"{title}:", *(f"  {item}" for item in items)] if items else []
+    return (
+        ["", f"{title}:", *(line for item in items for line in _wrapped(item, "  "))]
+        if items
+        else []
+    )
 
 
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:

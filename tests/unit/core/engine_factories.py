@@ -1,0 +1,114 @@
+"""Small factories for engine tests: quotas, pods and nodes in engine units.
+
+Resource lists are plain dicts in engine units (cpu in millicores, everything else in whole units);
+the water-filling rules do not care about units, so most tests use small cpu numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from elasticquota.core.engine import QuotaEngine
+from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
+from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.resources import ResourceList
+from elasticquota.core.results import Snapshot
+
+#: ``make_engine(**EngineSettings fields)`` and ``solve(quotas, pods, nodes, **settings)`` fixtures.
+EngineFactory = Callable[..., QuotaEngine]
+SolveFunction = Callable[..., Snapshot]
+
+NAMESPACE = "team"
+BIG = 1_000_000
+
+
+def quota(
+    name: str,
+    min: ResourceList | None = None,
+    max: ResourceList | None = None,
+    parent: str = ROOT_QUOTA,
+    *,
+    namespace: str = NAMESPACE,
+    is_parent: bool = False,
+    allow_lent: bool = True,
+    tree_id: str = DEFAULT_TREE,
+    weight: ResourceList | None = None,
+    namespaces: Iterable[str] = (),
+    lending_limit: ResourceList | None = None,
+    borrowing_limit: ResourceList | None = None,
+    is_root: bool = False,
+    ignore_default_tree: bool = False,
+    total: ResourceList | None = None,
+    created: str = "",
+) -> QuotaSpec:
+    """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource."""
+    return QuotaSpec(
+        name=name,
+        namespace=namespace,
+        min=dict(min or {}),
+        max=dict(max or {}),
+        parent=parent,
+        is_parent=is_parent,
+        allow_lent=allow_lent,
+        tree_id=tree_id,
+        is_root=is_root,
+        ignore_default_tree=ignore_default_tree,
+        shared_weight=weight,
+        namespaces=tuple(namespaces),
+        total_resource=total,
+        lending_limit=lending_limit,
+        borrowing_limit=borrowing_limit,
+        created=created,
+    )
+
+
+def pod(
+    name: str,
+    quota: str = "",
+    *,
+    namespace: str = NAMESPACE,
+    node: str = "",
+    phase: str | None = None,
+    preemptible: bool = True,
+    priority: int = 0,
+    **requests: int,
+) -> PodInfo:
+    """One pod labelled with ``quota`` (if given); bound to ``node`` means Running by default."""
+    return PodInfo(
+        namespace=namespace,
+        name=name,
+        requests=dict(requests),
+        quota_label=quota,
+        preemptible=preemptible,
+        priority=priority,
+        phase=phase or ("Running" if node else "Pending"),
+        node_name=node,
+    )
+
+
+def node(
+    name: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    unschedulable: bool = False,
+    ready: bool = True,
+    **allocatable: int,
+) -> NodeInfo:
+    """One node with the given allocatable resources."""
+    return NodeInfo(
+        name=name,
+        allocatable=dict(allocatable),
+        labels=dict(labels or {}),
+        unschedulable=unschedulable,
+        ready=ready,
+    )
+
+
+def runtimes(snapshot: Snapshot, resource: str, *names: str) -> dict[str, int | None]:
+    """``{name: runtime[resource]}`` for the named quotas (None when the key is absent)."""
+    return {name: snapshot.quotas[name].runtime.get(resource) for name in names}
+
+
+def field_of(snapshot: Snapshot, field: str, resource: str, *names: str) -> dict[str, int | None]:
+    """``{name: <field>[resource]}`` for any resource-list field of ``QuotaResult``."""
+    return {name: getattr(snapshot.quotas[name], field).get(resource) for name in names}

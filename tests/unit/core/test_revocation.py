@@ -1,0 +1,240 @@
+"""Over-use revocation victim selection (semantics §3.4, §7 quirk 8).
+
+Numbers are small engine units; cpu in millicores does not matter to the rules, so requests are
+written as plain integers.
+"""
+
+from __future__ import annotations
+
+from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.models import PodInfo
+from elasticquota.core.resources import ResourceList
+from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.revocation import (
+    is_over_used,
+    least_important_first,
+    revocation_plan,
+    select_victims,
+)
+
+TRACKED = {"cpu": 10**9, "memory": 10**9}
+
+
+def pod(
+    name: str,
+    priority: int = 0,
+    start: float | None = 0.0,
+    *,
+    preemptible: bool = True,
+    node: str = "n1",
+    **requests: int,
+) -> PodInfo:
+    return PodInfo(
+        namespace="ns",
+        name=name,
+        requests=dict(requests),
+        preemptible=preemptible,
+        priority=priority,
+        phase="Running" if node else "Pending",
+        node_name=node,
+        start_time=start,
+    )
+
+
+def names(pods: list[PodInfo]) -> list[str]:
+    return [item.name for item in pods]
+
+
+# -- over-use and ordering --------------------------------------------------------------------
+
+
+def test_over_use_compares_only_resources_present_in_both_lists() -> None:
+    assert is_over_used({"cpu": 5}, {"cpu": 4})
+    assert not is_over_used({"cpu": 4}, {"cpu": 4})
+    assert not is_over_used({"cpu": 5}, {"memory": 1})
+    assert not is_over_used({"memory": 5}, {"cpu": 1, "memory": 5})
+
+
+def test_lower_priority_is_less_important() -> None:
+    pods = [pod("high", 10), pod("low", 1), pod("mid", 5)]
+    assert names(least_important_first(pods)) == ["low", "mid", "high"]
+
+
+def test_at_equal_priority_the_pod_that_started_later_is_less_important() -> None:
+    pods = [pod("early", 5, start=100.0), pod("late", 5, start=200.0)]
+    assert names(least_important_first(pods)) == ["late", "early"]
+
+
+def test_a_pod_without_start_time_counts_as_starting_now() -> None:
+    pods = [pod("started", 5, start=1e12), pod("no-start", 5, start=None), pod("low", 1)]
+    assert names(least_important_first(pods)) == ["low", "no-start", "started"]
+
+
+# -- victim selection -------------------------------------------------------------------------
+
+
+def test_nothing_is_evicted_when_used_fits_the_runtime() -> None:
+    pods = [pod("a", cpu=2), pod("b", cpu=2)]
+    assert select_victims(pods, {"cpu": 4}, {"cpu": 4}, TRACKED) == []
+
+
+def test_removal_stops_as_soon_as_used_fits() -> None:
+    pods = [pod("high", 3, cpu=2), pod("mid", 2, cpu=2), pod("low", 1, cpu=2)]
+    victims = select_victims(pods, {"cpu": 6}, {"cpu": 4}, TRACKED)
+    assert names(victims) == ["low"]
+
+
+def test_non_preemptible_pods_are_never_victims() -> None:
+    pods = [pod("high", 3, cpu=2), pod("mid", 2, cpu=2), pod("low", 1, preemptible=False, cpu=2)]
+    victims = select_victims(pods, {"cpu": 6}, {"cpu": 4}, TRACKED)
+    assert names(victims) == ["mid"]
+
+
+def test_pods_not_assigned_to_a_node_are_not_candidates() -> None:
+    pods = [pod("high", 3, cpu=2), pod("pending", 0, node="", cpu=2), pod("low", 1, cpu=2)]
+    victims = select_victims(pods, {"cpu": 4}, {"cpu": 3}, TRACKED)
+    assert names(victims) == ["low"]
+
+
+def test_removed_pods_that_still_fit_are_assigned_back_from_the_most_important() -> None:
+    # Remove a (1) -> 7, b (3) -> 4 <= 5. Back: b 4+3=7 > 5 -> victim; a 4+1=5 fits -> kept.
+    pods = [pod("a", 1, cpu=1), pod("b", 2, cpu=3), pod("c", 3, cpu=4)]
+    victims = select_victims(pods, {"cpu": 8}, {"cpu": 5}, TRACKED)
+    assert names(victims) == ["b"]
+
+
+def test_victims_are_returned_most_important_first() -> None:
+    pods = [pod("a", 1, cpu=2), pod("b", 2, cpu=2), pod("c", 3, cpu=2)]
+    victims = select_victims(pods, {"cpu": 6}, {"cpu": 1}, TRACKED)
+    assert names(victims) == ["c", "b", "a"]
+
+
+def test_when_still_over_used_every_removed_pod_is_returned_in_removal_order() -> None:
+    # c is non-preemptible: after removing a and b, 2 > 1 still, so both go, least first.
+    pods = [pod("a", 1, cpu=2), pod("b", 2, cpu=2), pod("c", 3, preemptible=False, cpu=2)]
+    victims = select_victims(pods, {"cpu": 6}, {"cpu": 1}, TRACKED)
+    assert names(victims) == ["a", "b"]
+
+
+def test_requests_are_masked_to_the_tracked_keys() -> None:
+    # The quota tracks cpu only. Remove gpu-job (cpu 1) -> 3 > 2, web (cpu 3) -> 0. Back: web
+    # 0+3 > 2 -> victim; gpu-job 0+1 <= 2 fits, its untracked GPUs are not compared.
+    pods = [pod("gpu-job", 1, cpu=1, **{"nvidia.com/gpu": 8}), pod("web", 2, cpu=3)]
+    used = {"cpu": 4, "nvidia.com/gpu": 8}
+    runtime = {"cpu": 2, "nvidia.com/gpu": 0}
+    victims = select_victims(pods, used, runtime, {"cpu": 10})
+    assert names(victims) == ["web"]
+
+
+def test_quirk_used_is_restricted_to_the_removed_pod_resources() -> None:
+    # Over in cpu (10 > 5) and memory (10 > 8). Removing the cpu-only pod leaves used = {cpu: 4}:
+    # memory is no longer compared, so removal stops although memory is still over.
+    pods = [pod("cpu-only", 1, cpu=6), pod("both", 2, cpu=1, memory=4)]
+    victims = select_victims(pods, {"cpu": 10, "memory": 10}, {"cpu": 5, "memory": 8}, TRACKED)
+    assert names(victims) == ["cpu-only"]
+
+
+def test_quirk_a_pod_without_the_over_used_resource_hides_the_over_use() -> None:
+    # Over in cpu only. The least important pod asks for memory only: once it is tentatively
+    # removed used = {memory: 2}, cpu is not compared any more, it is assigned back, no victim.
+    pods = [pod("memory-only", 1, memory=1), pod("cpu-heavy", 2, cpu=6)]
+    victims = select_victims(pods, {"cpu": 10, "memory": 3}, {"cpu": 5, "memory": 8}, TRACKED)
+    assert victims == []
+
+
+# -- the plan over a snapshot -----------------------------------------------------------------
+
+
+def result(
+    name: str, used: ResourceList, runtime: ResourceList, *, reserved: bool = False
+) -> QuotaResult:
+    return QuotaResult(
+        name=name,
+        namespace=name,
+        tree="",
+        parent=ROOT_QUOTA,
+        is_parent=False,
+        min={},
+        max={"cpu": 100},
+        effective_min={},
+        shared_weight={"cpu": 100},
+        request=dict(used),
+        child_request=dict(used),
+        limited_request=dict(used),
+        used=dict(used),
+        runtime=dict(runtime),
+        non_preemptible_request={},
+        non_preemptible_used={},
+        reserved=reserved,
+    )
+
+
+def snapshot(results: list[QuotaResult], pods_by_quota: dict[str, list[PodInfo]]) -> Snapshot:
+    return Snapshot(
+        quotas={item.name: item for item in results},
+        totals={"": {}},
+        pods={p.key: p for pods in pods_by_quota.values() for p in pods},
+        pod_quota={p.key: quota for quota, pods in pods_by_quota.items() for p in pods},
+        pods_by_quota=pods_by_quota,
+    )
+
+
+def test_the_plan_lists_each_over_used_quota_with_its_victims() -> None:
+    state = snapshot(
+        [
+            result("fine", {"cpu": 2}, {"cpu": 4}),
+            result("over", {"cpu": 6}, {"cpu": 4}),
+        ],
+        {
+            "fine": [pod("f1", cpu=2)],
+            "over": [pod("o1", 1, cpu=3), pod("o2", 2, cpu=3)],
+        },
+    )
+    plan = revocation_plan(state)
+    assert [(quota, names(victims)) for quota, victims in plan] == [("over", ["o1"])]
+
+
+def test_the_plan_only_considers_the_quota_own_pods() -> None:
+    # A parent whose children use too much has no own pods to give back.
+    state = snapshot(
+        [result("parent", {"cpu": 6}, {"cpu": 4}), result("child", {"cpu": 6}, {"cpu": 8})],
+        {"child": [pod("c1", cpu=6)]},
+    )
+    assert [(quota, names(victims)) for quota, victims in revocation_plan(state)] == [
+        ("parent", [])
+    ]
+
+
+def test_the_plan_skips_root_system_and_default_quotas() -> None:
+    over = {"cpu": 6}, {"cpu": 4}
+    state = snapshot(
+        [
+            result(ROOT_QUOTA, *over),
+            result(SYSTEM_QUOTA, *over),
+            result(DEFAULT_QUOTA, *over),
+            result("team", *over),
+        ],
+        {
+            SYSTEM_QUOTA: [pod("s", cpu=6)],
+            DEFAULT_QUOTA: [pod("d", cpu=6)],
+            "team": [pod("t", cpu=6)],
+        },
+    )
+    assert [quota for quota, _ in revocation_plan(state)] == ["team"]
+
+
+def test_the_plan_skips_any_reserved_quota() -> None:
+    state = snapshot(
+        [result("special", {"cpu": 6}, {"cpu": 4}, reserved=True)],
+        {"special": [pod("s", cpu=6)]},
+    )
+    assert revocation_plan(state) == []
+
+
+def test_the_plan_is_sorted_by_quota_name() -> None:
+    over = {"cpu": 6}, {"cpu": 4}
+    state = snapshot(
+        [result("b", *over), result("a", *over)],
+        {"a": [pod("a1", cpu=6)], "b": [pod("b1", cpu=6)]},
+    )
+    assert [quota for quota, _ in revocation_plan(state)] == ["a", "b"]

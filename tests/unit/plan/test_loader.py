@@ -1,0 +1,209 @@
+"""Reading manifests: files and directories, multi-document YAML, JSON, List kinds, skipped kinds,
+problems for documents that are not objects, and errors only for unreadable input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from elasticquota.plan.loader import UnreadableInputError, load_paths
+
+if TYPE_CHECKING:
+    from conftest import K8s, Writer
+
+
+def names(objects: list[dict[str, object]]) -> list[str]:
+    return [obj["metadata"]["name"] for obj in objects]  # type: ignore[index]
+
+
+def test_a_multi_document_yaml_file_is_sorted_into_kinds(k8s: type[K8s], write: Writer) -> None:
+    path = write(
+        k8s.quota("team", max={"cpu": "4"}),
+        k8s.pod("p", "team", {"cpu": "1"}),
+        k8s.node("n1", {"cpu": "8"}),
+        k8s.profile("pool", "gpu", "gpu-root", {"pool": "gpu"}),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+    )
+    manifests = load_paths([path])
+    assert names(manifests.quotas) == ["team"]
+    assert names(manifests.pods) == ["p"]
+    assert names(manifests.nodes) == ["n1"]
+    assert names(manifests.profiles) == ["pool"]
+    assert names(manifests.namespaces) == ["team"]
+    assert manifests.skipped == []
+    assert manifests.problems == []
+
+
+def test_empty_documents_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("---\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n")
+    manifests = load_paths([path])
+    assert names(manifests.nodes) == ["n1"]
+    assert manifests.problems == []
+
+
+def test_a_json_file_is_read(tmp_path: Path, k8s: type[K8s]) -> None:
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(k8s.node("n1", {"cpu": 8})))
+    assert names(load_paths([path]).nodes) == ["n1"]
+
+
+def test_a_directory_is_read_recursively_in_name_order(
+    tmp_path: Path, k8s: type[K8s], write: Writer
+) -> None:
+    write(k8s.node("b", {"cpu": "1"}), name="b.yaml")
+    write(k8s.node("a", {"cpu": "1"}), name="sub/deeper/a.yml")
+    (tmp_path / "c.json").write_text(json.dumps(k8s.node("c", {"cpu": "1"})))
+    (tmp_path / "notes.txt").write_text("not: [a manifest")
+    (tmp_path / "README.md").write_text("# docs")
+    manifests = load_paths([tmp_path])
+    # Sorted by path: b.yaml, c.json, sub/deeper/a.yml; other suffixes are not read.
+    assert names(manifests.nodes) == ["b", "c", "a"]
+
+
+def test_several_paths_are_read_in_the_order_given(k8s: type[K8s], write: Writer) -> None:
+    second = write(k8s.node("second", {"cpu": "1"}), name="x.yaml")
+    first = write(k8s.node("first", {"cpu": "1"}), name="y.yaml")
+    assert names(load_paths([first, second]).nodes) == ["first", "second"]
+
+
+def test_a_list_kind_yields_its_items(k8s: type[K8s], write: Writer) -> None:
+    path = write(
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [k8s.node("n1", {"cpu": "1"}), k8s.pod("p", "ns", {"cpu": "1"})],
+        }
+    )
+    manifests = load_paths([path])
+    assert names(manifests.nodes) == ["n1"]
+    assert names(manifests.pods) == ["p"]
+
+
+def test_a_typed_list_kind_and_nested_lists_yield_their_items(
+    k8s: type[K8s], write: Writer
+) -> None:
+    inner = {"apiVersion": "v1", "kind": "PodList", "items": [k8s.pod("p2", "ns")]}
+    path = write({"apiVersion": "v1", "kind": "PodList", "items": [k8s.pod("p1", "ns"), inner]})
+    assert names(load_paths([path]).pods) == ["p1", "p2"]
+
+
+def test_an_empty_list_yields_nothing(write: Writer) -> None:
+    manifests = load_paths([write({"apiVersion": "v1", "kind": "List", "items": []})])
+    assert (manifests.pods, manifests.problems, manifests.skipped) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    "api_version", ["scheduling.sigs.k8s.io/v1alpha1", "scheduling.x-k8s.io/v1alpha1"]
+)
+def test_both_elastic_quota_groups_are_read(
+    api_version: str, k8s: type[K8s], write: Writer
+) -> None:
+    path = write(k8s.quota("team", api_version=api_version))
+    assert names(load_paths([path]).quotas) == ["team"]
+
+
+def test_other_kinds_are_skipped_with_a_note(k8s: type[K8s], write: Writer) -> None:
+    path = write(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}},
+        {"apiVersion": "example.com/v1", "kind": "ElasticQuota", "metadata": {"name": "fake"}},
+        {"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "odd"}},
+        k8s.node("n1", {"cpu": "1"}),
+    )
+    manifests = load_paths([path])
+    assert manifests.skipped == [
+        f"apps/v1 Deployment web ({path})",
+        f"example.com/v1 ElasticQuota fake ({path})",
+        f"apps/v1 Pod odd ({path})",
+    ]
+    assert manifests.quotas == []
+    assert names(manifests.nodes) == ["n1"]
+    assert manifests.problems == []
+
+
+def test_a_skipped_object_with_odd_metadata_is_still_just_skipped(write: Writer) -> None:
+    manifests = load_paths([write({"apiVersion": "v1", "kind": "Secret", "metadata": ["x"]})])
+    assert len(manifests.skipped) == 1
+    assert "Secret <unnamed>" in manifests.skipped[0]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"apiVersion": "v1", "metadata": {"name": "no-kind"}},
+        {"apiVersion": "v1", "kind": "", "metadata": {"name": "empty-kind"}},
+        ["a", "list", "document"],
+        "just a string",
+        42,
+    ],
+)
+def test_a_document_that_is_not_an_object_with_a_kind_is_a_problem(
+    document: object, write: Writer, k8s: type[K8s]
+) -> None:
+    path = write(document, k8s.node("n1", {"cpu": "1"}))
+    manifests = load_paths([path])
+    assert [(p.object, p.message) for p in manifests.problems] == [
+        (f"document in {path}", "not a Kubernetes object (no kind); skipped")
+    ]
+    assert names(manifests.nodes) == ["n1"]
+
+
+def test_list_items_that_are_not_a_list_are_problems_not_a_crash(write: Writer) -> None:
+    manifests = load_paths([write({"apiVersion": "v1", "kind": "List", "items": 5})])
+    assert len(manifests.problems) == 1
+    assert manifests.problems[0].message == "not a Kubernetes object (no kind); skipped"
+
+
+def test_unquoted_yaml_timestamps_stay_text_as_kubectl_reads_them(tmp_path: Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: p, namespace: ns, creationTimestamp: 2026-11-20T08:00:00Z}\n"
+        "status: {phase: Running, startTime: 2026-11-20T08:00:00Z}\n"
+    )
+    (pod,) = load_paths([path]).pods
+    assert pod["metadata"]["creationTimestamp"] == "2026-11-20T08:00:00Z"
+    assert pod["status"]["startTime"] == "2026-11-20T08:00:00Z"
+
+
+def test_a_missing_path_is_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(UnreadableInputError, match="no such file or directory"):
+        load_paths([tmp_path / "missing.yaml"])
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "what"),
+    [
+        ("broken.yaml", "kind: Node\nmetadata: {name: [unclosed\n", "not valid YAML"),
+        ("broken.json", '{"kind": "Node",', "not valid JSON"),
+        ("huge.json", '{"kind": "Node", "n": ' + "9" * 5000 + "}", "not valid JSON"),
+    ],
+)
+def test_a_file_that_does_not_parse_is_unreadable_and_named(
+    tmp_path: Path, name: str, text: str, what: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(UnreadableInputError) as raised:
+        load_paths([path])
+    assert str(raised.value).startswith(f"{path}: {what}")
+
+
+def test_a_file_that_is_not_utf8_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe\x00kind")
+    with pytest.raises(UnreadableInputError, match=str(path)):
+        load_paths([path])
+
+
+def test_the_bundled_examples_load_without_problems(examples: Path) -> None:
+    manifests = load_paths([examples])
+    assert len(manifests.quotas) == 8
+    assert len(manifests.profiles) == 1
+    assert len(manifests.nodes) == 6
+    assert len(manifests.pods) == 13
+    assert len(manifests.namespaces) == 6
+    assert (manifests.skipped, manifests.problems) == ([], [])
