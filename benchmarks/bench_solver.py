@@ -125,7 +125,7 @@ def median_ms(solver: Callable[..., Any], tree: TreeArrays, runs: int) -> float:
     timings = []
     for _ in range(runs):
         start = time.perf_counter()
-        solver(*tree, True)
+        solver(tree, True)
         timings.append((time.perf_counter() - start) * 1000)
     return statistics.median(timings)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from elasticquota.core.accounting import (
     Account,
@@ -34,9 +33,11 @@ from elasticquota.core.resources import ResourceList, add, mask, subtract_clampe
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.topology import Topology, build_topology
 from elasticquota.core.treeresults import reserved_results, tree_results
+from elasticquota.kernels.arrays import SolveResult, TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
-Solver = Callable[..., Any]
+#: The kernel, or its plain-Python twin (tests run both).
+Solver = Callable[[TreeArrays, bool], SolveResult]
 
 
 def reference_reserved_max() -> ResourceList:
@@ -176,18 +177,20 @@ class QuotaEngine:
         total, present = total_row(layout, state.total)
         mirror = state.sums.mirror
         output = self._solver(
-            layout.child_start,
-            mirror[Account.REQUEST],
-            mirror[Account.USED],
-            mirror[Account.NP_REQUEST],
-            mirror[Account.NP_USED],
-            layout.spec_min,
-            layout.request_floor,
-            layout.cap,
-            layout.weight,
-            layout.distributes,
-            total,
-            present,
+            TreeArrays(
+                layout.child_start,
+                mirror[Account.REQUEST],
+                mirror[Account.USED],
+                mirror[Account.NP_REQUEST],
+                mirror[Account.NP_USED],
+                layout.spec_min,
+                layout.request_floor,
+                layout.cap,
+                layout.weight,
+                layout.distributes,
+                total,
+                present,
+            ),
             self.settings.scale_min_quota,
         )
         state.results = tree_results(layout, self._topology, output)

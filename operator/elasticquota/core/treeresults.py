@@ -8,7 +8,6 @@ sums carry the quota's max keys plus any other non-zero entry; ``effectiveMin`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -19,24 +18,14 @@ from elasticquota.core.models import QuotaSpec
 from elasticquota.core.resources import ResourceList, add
 from elasticquota.core.results import QuotaResult
 from elasticquota.core.topology import Topology
+from elasticquota.kernels.arrays import SolveResult
 
 
-def tree_results(layout: TreeLayout, topology: Topology, output: Any) -> dict[str, QuotaResult]:
+def tree_results(
+    layout: TreeLayout, topology: Topology, output: SolveResult
+) -> dict[str, QuotaResult]:
     """One result per quota of the tree, and one for its virtual root."""
-    columns = {
-        name: np.asarray(getattr(output, name)).tolist()
-        for name in (
-            "child_request",
-            "request",
-            "limited_request",
-            "used",
-            "np_request",
-            "np_used",
-            "effective_min",
-            "runtime",
-            "runtime_present",
-        )
-    }
+    columns = {name: np.asarray(array).tolist() for name, array in output._asdict().items()}
     keys = layout.keys
     results = {ROOT_QUOTA: _root_result(layout, columns)}
     for position, name in enumerate(layout.names[1:], start=1):

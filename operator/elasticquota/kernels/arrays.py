@@ -1,7 +1,7 @@
 """The input and output arrays of the tree solver, named once for the kernel and its twin.
 
 ``TreeArrays`` lists the inputs in the order ``solve_tree`` takes them positionally, so a caller
-holding one can write ``solve_tree(*tree, scale_min)``. ``SolveResult`` names the output arrays.
+holding one calls ``solve_tree(tree, scale_min)``. ``SolveResult`` names the output arrays.
 Both kernels (numba and plain Python) accept and return exactly these, which lets the tests compare
 them field by field.
 """

@@ -18,7 +18,6 @@ import numpy as np
 
 from elasticquota.kernels.arrays import (
     MAXV,
-    BoolArray,
     Int64Array,
     SolveResult,
     TreeArrays,
@@ -81,38 +80,9 @@ def effective_mins(total: int, total_present: bool, scale_min: bool, mins: list[
     return [total * m // needed for m in mins]
 
 
-def solve_tree(
-    child_start: Int64Array,
-    self_request: Int64Array,
-    self_used: Int64Array,
-    self_np_request: Int64Array,
-    self_np_used: Int64Array,
-    spec_min: Int64Array,
-    request_floor: Int64Array,
-    cap: Int64Array,
-    weight: Int64Array,
-    distributes: BoolArray,
-    total: Int64Array,
-    total_present: BoolArray,
-    scale_min: bool,
-) -> SolveResult:
+def solve_tree(tree: TreeArrays, scale_min: bool) -> SolveResult:
     """The whole tree, same inputs and outputs as ``waterfill.solve_tree``."""
-    tree = checked_tree(
-        TreeArrays(
-            child_start,
-            self_request,
-            self_used,
-            self_np_request,
-            self_np_used,
-            spec_min,
-            request_floor,
-            cap,
-            weight,
-            distributes,
-            total,
-            total_present,
-        )
-    )
+    tree = checked_tree(tree)
     nodes, resources = tree.self_request.shape
     starts = tree.child_start.tolist()
     children = [range(starts[i], starts[i + 1]) for i in range(nodes)]

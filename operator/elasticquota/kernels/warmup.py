@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from elasticquota.kernels.arrays import MAXV
+from elasticquota.kernels.arrays import MAXV, TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
 
@@ -19,7 +19,7 @@ def warm_up() -> None:
     values = np.array([[0, 0], [4, 2**61], [3, 5], [1, 2**60]], dtype=np.int64)
     zeros = np.zeros((nodes, resources), dtype=np.int64)
     cap = np.full((nodes, resources), MAXV, dtype=np.int64)
-    solve_tree(
+    tree = TreeArrays(
         np.array([1, 3, 4, 4, 4], dtype=np.int64),
         values,
         values,
@@ -32,5 +32,5 @@ def warm_up() -> None:
         np.ones((nodes, resources), dtype=np.bool_),
         np.array([5, 2**61], dtype=np.int64),
         np.ones(resources, dtype=np.bool_),
-        True,
     )
+    solve_tree(tree, True)

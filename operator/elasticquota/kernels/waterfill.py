@@ -504,38 +504,9 @@ def _solve_tree_kernel(
 # -- public entry points ----------------------------------------------------------------------
 
 
-def solve_tree(
-    child_start: Int64Array,
-    self_request: Int64Array,
-    self_used: Int64Array,
-    self_np_request: Int64Array,
-    self_np_used: Int64Array,
-    spec_min: Int64Array,
-    request_floor: Int64Array,
-    cap: Int64Array,
-    weight: Int64Array,
-    distributes: BoolArray,
-    total: Int64Array,
-    total_present: BoolArray,
-    scale_min: bool,
-) -> SolveResult:
+def solve_tree(tree: TreeArrays, scale_min: bool) -> SolveResult:
     """Solve one quota tree (see ``TreeArrays`` for the layout; values in ``0..MAXV``)."""
-    tree = checked_tree(
-        TreeArrays(
-            child_start,
-            self_request,
-            self_used,
-            self_np_request,
-            self_np_used,
-            spec_min,
-            request_floor,
-            cap,
-            weight,
-            distributes,
-            total,
-            total_present,
-        )
-    )
+    tree = checked_tree(tree)
     shape = tree.self_request.shape
     # One block for the int64 outputs: numpy backs large blocks with transparent huge pages, which
     # spares thousands of page faults (most of the cost of eight separately allocated arrays).

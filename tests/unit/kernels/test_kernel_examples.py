@@ -156,7 +156,7 @@ def test_worked_example_in_a_tree(solve: Solver) -> None:
             {"min": [15], "request": [70], "weight": [80]},
         ],
     )
-    result = solve(*tree, True)
+    result = solve(tree, True)
     assert runtimes(result) == [[5], [20], [35], [40]]
     assert result.runtime[0].tolist() == [100]
     assert result.request[0].tolist() == [135]
@@ -172,10 +172,10 @@ def test_mins_that_do_not_fit_are_scaled(solve: Solver) -> None:
             {"min": [9], "request": [20], "weight": [1]},
         ],
     )
-    scaled = solve(*tree, True)
+    scaled = solve(tree, True)
     assert scaled.effective_min[1:].tolist() == [[4], [6]]
     assert runtimes(scaled) == [[4], [6]]
-    kept = solve(*tree, False)
+    kept = solve(tree, False)
     assert kept.effective_min[1:].tolist() == [[6], [9]]
     assert runtimes(kept) == [[6], [9]]  # 15 > 10: runtimes sum above the total
 
@@ -185,7 +185,7 @@ def test_scaling_needs_a_present_total(solve: Solver) -> None:
     tree = family(
         [10], [{"min": [6], "request": [20]}, {"min": [9], "request": [20]}], present=[False]
     )
-    result = solve(*tree, True)
+    result = solve(tree, True)
     assert result.effective_min[1:].tolist() == [[6], [9]]
     assert result.runtime_present[0].tolist() == [False]
     assert result.runtime_present[1:].all()
@@ -194,7 +194,7 @@ def test_scaling_needs_a_present_total(solve: Solver) -> None:
 @pytest.mark.parametrize("solve", SOLVERS)
 def test_zero_total_scales_mins_to_zero(solve: Solver) -> None:
     tree = family([0], [{"min": [6], "request": [20]}, {"min": [9], "request": [20]}])
-    assert solve(*tree, True).effective_min[1:].tolist() == [[0], [0]]
+    assert solve(tree, True).effective_min[1:].tolist() == [[0], [0]]
 
 
 @pytest.mark.parametrize("solve", SOLVERS)
@@ -204,7 +204,7 @@ def test_undistributed_resource(solve: Solver) -> None:
         [{"min": [5, 5], "request": [50, 50], "weight": [1, 1]}],
         distributes=[True, False],
     )
-    result = solve(*tree, True)
+    result = solve(tree, True)
     assert result.runtime[1].tolist() == [50, 0]
     assert result.runtime_present[1].tolist() == [True, False]
     assert result.effective_min[1].tolist() == [5, 5]
@@ -218,7 +218,7 @@ def test_requests_floors_caps_and_saturation(solve: Solver) -> None:
     used = np.array([[0], [1], [2], [3], [MAXV]], dtype=np.int64)
     floor = np.array([[0], [0], [MAXV], [0], [10]], dtype=np.int64)
     cap = np.array([[MAXV], [100], [MAXV], [MAXV], [MAXV]], dtype=np.int64)
-    result = solve(
+    tree = TreeArrays(
         child_start,
         request,
         used,
@@ -231,8 +231,8 @@ def test_requests_floors_caps_and_saturation(solve: Solver) -> None:
         np.ones((5, 1), dtype=np.bool_),
         np.array([50], dtype=np.int64),
         np.array([True]),
-        True,
     )
+    result = solve(tree, True)
     # node 4: request 3 raised to its floor 10; node 1: 7 + MAXV + 10 saturates, capped at 100
     assert result.request[:, 0].tolist() == [MAXV, MAXV, MAXV, MAXV, 10]
     assert result.child_request[:, 0].tolist() == [MAXV, MAXV, MAXV, MAXV, 3]
@@ -245,9 +245,9 @@ def test_requests_floors_caps_and_saturation(solve: Solver) -> None:
 @pytest.mark.parametrize("solve", SOLVERS)
 def test_root_only_tree_and_no_resources(solve: Solver) -> None:
     only_root = family([5], [])
-    assert solve(*only_root, True).runtime.tolist() == [[5]]
+    assert solve(only_root, True).runtime.tolist() == [[5]]
     no_resources = family([], [{}, {}])
-    result = solve(*no_resources, True)
+    result = solve(no_resources, True)
     assert result.runtime.shape == (3, 0)
     assert result.runtime_present.dtype == np.bool_
 
@@ -255,7 +255,7 @@ def test_root_only_tree_and_no_resources(solve: Solver) -> None:
 def test_shapes_are_checked() -> None:
     tree = family([5], [{"min": [1]}])
     with pytest.raises(ValueError, match="spec_min"):
-        waterfill.solve_tree(*tree._replace(spec_min=np.zeros((2, 2), dtype=np.int64)), True)
+        waterfill.solve_tree(tree._replace(spec_min=np.zeros((2, 2), dtype=np.int64)), True)
     with pytest.raises(ValueError, match="child_start"):
         checked_tree(tree._replace(child_start=np.array([1, 1, 2], dtype=np.int64)))
     with pytest.raises(ValueError, match="total_present"):
@@ -266,7 +266,7 @@ def test_inputs_are_left_untouched_and_lists_accepted() -> None:
     tree = family([100], [{"min": [10], "request": [50], "weight": [1]}] * 3)
     before = [array.copy() for array in tree]
     as_lists = TreeArrays(*(array.tolist() for array in tree))
-    assert runtimes(waterfill.solve_tree(*as_lists, True)) == [[34], [33], [33]]
+    assert runtimes(waterfill.solve_tree(as_lists, True)) == [[34], [33], [33]]
     for original, now in zip(before, tree, strict=True):
         assert np.array_equal(original, now)
 
@@ -279,4 +279,4 @@ def test_read_only_inputs_are_accepted() -> None:
     tree = family([100], [{"min": [10], "request": [50], "weight": [1]}] * 3)
     for array in tree:
         array.setflags(write=False)
-    assert runtimes(waterfill.solve_tree(*tree, True)) == [[34], [33], [33]]
+    assert runtimes(waterfill.solve_tree(tree, True)) == [[34], [33], [33]]

@@ -98,22 +98,22 @@ HEAVY = settings(max_examples=1500, deadline=None, suppress_health_check=[Health
 @FAST
 @given(tree=trees(), scale_min=st.booleans())
 def test_kernel_equals_twin(tree: TreeArrays, scale_min: bool) -> None:
-    assert_same(waterfill.solve_tree(*tree, scale_min), reference.solve_tree(*tree, scale_min))
+    assert_same(waterfill.solve_tree(tree, scale_min), reference.solve_tree(tree, scale_min))
 
 
 @pytest.mark.slow
 @HEAVY
 @given(tree=trees(max_nodes=80), scale_min=st.booleans())
 def test_kernel_equals_twin_on_larger_trees(tree: TreeArrays, scale_min: bool) -> None:
-    assert_same(waterfill.solve_tree(*tree, scale_min), reference.solve_tree(*tree, scale_min))
+    assert_same(waterfill.solve_tree(tree, scale_min), reference.solve_tree(tree, scale_min))
 
 
 @FAST
 @given(tree=trees(), scale_min=st.booleans())
 def test_deterministic_and_inputs_untouched(tree: TreeArrays, scale_min: bool) -> None:
     copies = [np.copy(array) for array in tree]
-    first = waterfill.solve_tree(*tree, scale_min)
-    assert_same(waterfill.solve_tree(*tree, scale_min), first)
+    first = waterfill.solve_tree(tree, scale_min)
+    assert_same(waterfill.solve_tree(tree, scale_min), first)
     for original, now in zip(copies, tree, strict=True):
         assert np.array_equal(original, now)
 
@@ -121,7 +121,7 @@ def test_deterministic_and_inputs_untouched(tree: TreeArrays, scale_min: bool) -
 @FAST
 @given(tree=trees(), scale_min=st.booleans())
 def test_runtime_invariants(tree: TreeArrays, scale_min: bool) -> None:
-    result = waterfill.solve_tree(*tree, scale_min)
+    result = waterfill.solve_tree(tree, scale_min)
     for parent, r, children in families(tree, result):
         limited = result.limited_request[children, r]
         runtime = result.runtime[children, r]
@@ -139,7 +139,7 @@ def test_runtime_invariants(tree: TreeArrays, scale_min: bool) -> None:
 @FAST
 @given(tree=trees(), scale_min=st.booleans())
 def test_not_distributed_means_absent(tree: TreeArrays, scale_min: bool) -> None:
-    result = waterfill.solve_tree(*tree, scale_min)
+    result = waterfill.solve_tree(tree, scale_min)
     starts = tree.child_start.tolist()
     for parent in range(len(starts) - 1):
         children = slice(starts[parent], starts[parent + 1])
