@@ -38,12 +38,20 @@ test: $(STAMP) ## Run the test suite (jitted, then the unit tier again with NUMB
 	$(MAKE) --no-print-directory lint
 
 .PHONY: run
-run: $(STAMP) ## Run the main job: plan the bundled example cluster
+run: $(STAMP) ## The product live: local control plane + operator + examples, live tree until Ctrl-C
+	$(BIN)/elastic-quota demo -f examples/
+
+.PHONY: plan
+plan: $(STAMP) ## What-if: plan the bundled example cluster (no cluster needed)
 	$(BIN)/elastic-quota plan -f examples/
 
 .PHONY: bench
 bench: $(STAMP) ## Solver benchmark: numba kernel vs the pure-Python reference
 	$(BIN)/python benchmarks/bench_solver.py
+
+.PHONY: bench-e2e
+bench-e2e: $(STAMP) ## End-to-end figures of the live operator on a local kube-apiserver
+	$(BIN)/python benchmarks/bench_e2e.py
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and auto-fix

@@ -9,8 +9,9 @@ its quota's sums.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from elasticquota.core.accounting import (
     Account,
@@ -100,7 +101,11 @@ class QuotaEngine:
     # -- events -------------------------------------------------------------------------------
 
     def upsert_quota(self, spec: QuotaSpec) -> None:
-        self._specs[(spec.namespace, spec.name)] = spec
+        """Add or replace a quota; an identical spec (only our annotations moved) is a no-op."""
+        key = (spec.namespace, spec.name)
+        if self._specs.get(key) == spec:
+            return
+        self._specs[key] = spec
         self._topology_dirty = True
 
     def delete_quota(self, namespace: str, name: str) -> None:
@@ -108,6 +113,9 @@ class QuotaEngine:
             self._topology_dirty = True
 
     def upsert_pod(self, pod: PodInfo) -> None:
+        """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op."""
+        if self._pods.get(pod.key) == pod:
+            return
         self._unplace(pod.key)
         self._pods[pod.key] = pod
         if not self._topology_dirty:
@@ -157,7 +165,43 @@ class QuotaEngine:
             self.upsert_pod(pod)
         return self
 
+    @property
+    def pods(self) -> Mapping[str, PodInfo]:
+        """The current pods by ``namespace/name`` (read-only view)."""
+        return MappingProxyType(self._pods)
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """The current nodes (read-only view; profiles select from them)."""
+        return MappingProxyType(self._nodes)
+
     # -- solving ------------------------------------------------------------------------------
+
+    def tree_ids(self) -> list[str]:
+        """Every tree, after bringing the topology up to date."""
+        if self._topology_dirty:
+            self._rebuild()
+        return sorted(self._trees)
+
+    def dirty_trees(self) -> list[str]:
+        """Trees whose results are out of date (all of them after a topology change)."""
+        return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]
+
+    def solve_tree(self, tree_id: str) -> Mapping[str, QuotaResult]:
+        """One tree's results (recomputed if dirty); empty for a tree that no longer exists."""
+        if self._topology_dirty:
+            self._rebuild()
+        state = self._trees.get(tree_id)
+        if state is None:
+            return {}
+        if state.dirty:
+            self._solve_tree(tree_id, state)
+        return state.results
+
+    def tree_total(self, tree_id: str) -> ResourceList:
+        """What the tree's virtual root distributed at its last solve."""
+        state = self._trees.get(tree_id)
+        return dict(state.total) if state is not None else {}
 
     def solve(self) -> Snapshot:
         """Recompute every dirty tree and return the state of all of them."""

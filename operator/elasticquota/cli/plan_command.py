@@ -1,7 +1,7 @@
-"""Command line: ``elastic-quota plan`` (what-if over manifests).
+"""``elastic-quota plan``: what the operator would compute for a set of manifests.
 
-``plan`` exits non-zero only when its input cannot be read; broken objects are reported in the
-output's problems and everything else is still computed.
+It exits non-zero only when its input cannot be read; broken objects are reported in the output's
+problems and everything else is still computed.
 """
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 
-from elasticquota import __version__
 from elasticquota.core.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import UnreadableInputError, load_paths
@@ -21,12 +19,8 @@ from elasticquota.plan.table import render_plan
 EXIT_UNREADABLE = 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="elastic-quota", description="Hierarchical elastic quota for Kubernetes."
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``elastic-quota plan``."""
     plan = commands.add_parser(
         "plan",
         help="compute quotas, admission and revocation for manifests (what-if)",
@@ -58,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="comma-separated resources to show in the table (default: all)",
     )
-    return parser
+    plan.set_defaults(handler=run_plan)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -78,14 +72,3 @@ def run_plan(args: argparse.Namespace) -> int:
         resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
         sys.stdout.write(render_plan(plan, resources))
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "plan":
-        return run_plan(args)
-    return 2  # pragma: no cover - argparse rejects unknown commands
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,82 @@
+"""``elastic-quota run``: the operator, against the cluster of a kubeconfig or in-cluster."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from pydantic import ValidationError
+
+from elasticquota.settings import Settings
+
+EXIT_BAD_SETTINGS = 2
+
+
+def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Flags override ``ELASTIC_QUOTA_*`` environment variables (see README, Configuration)."""
+    run = commands.add_parser(
+        "run",
+        help="run the operator",
+        description="Watch quotas, profiles, pods and nodes; compute and write every quota's "
+        "request, used and runtime. Settings come from ELASTIC_QUOTA_* variables and these flags.",
+    )
+    run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, in-cluster)")
+    run.add_argument("--reserved-namespace", help="namespace of the reserved quotas")
+    run.add_argument(
+        "--no-min-quota-scale",
+        dest="scale_min_quota",
+        action="store_false",
+        default=None,
+        help="do not scale mins down when they do not fit",
+    )
+    run.add_argument("--reconcile-interval", type=float, help="seconds between writes per tree")
+    run.add_argument("--revocation-delay", type=float, help="seconds of over-use before revoking")
+    run.add_argument(
+        "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
+    )
+    run.add_argument("--metrics-port", type=int, help="port of /healthz and /readyz (0: off)")
+    run.add_argument("--log-level", help="DEBUG, INFO, WARNING, ...")
+    run.add_argument(
+        "--ignore-namespace",
+        dest="ignore_namespaces",
+        action="append",
+        help="do not account pods of this namespace (repeatable)",
+    )
+    run.add_argument("--lease-name", help="name of the leader Lease")
+    run.add_argument("--identity", help="this replica's identity in the Lease")
+    run.add_argument(
+        "--simulate-nodes",
+        action="store_true",
+        default=None,
+        help="DEMO ONLY: bind pods that fit and mark them Running (no scheduler/kubelet locally)",
+    )
+    run.set_defaults(handler=run_cli)
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    overrides = {
+        key: getattr(args, key)
+        for key in (
+            "kubeconfig",
+            "reserved_namespace",
+            "scale_min_quota",
+            "reconcile_interval",
+            "revocation_delay",
+            "dry_run",
+            "metrics_port",
+            "log_level",
+            "ignore_namespaces",
+            "lease_name",
+            "identity",
+            "simulate_nodes",
+        )
+    }
+    try:
+        settings = Settings.from_sources(overrides)
+    except ValidationError as error:
+        print(f"error: invalid settings:\n{error}")
+        return EXIT_BAD_SETTINGS
+    from elasticquota.controller.runner import run_operator  # Kopf is imported only here
+
+    asyncio.run(run_operator(settings))
+    return 0

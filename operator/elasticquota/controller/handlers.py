@@ -1,0 +1,73 @@
+"""Kopf registrations: thin handlers that hand raw bodies to the controller's memory.
+
+Only watching handlers are used (``kopf.index`` and ``kopf.on.event``): they store no state on the
+objects, so the operator puts no finalizers and no Kopf annotations on Pods, Nodes or quotas it does
+not own. Index handlers see every listed and changed object *before* Kopf lets any other handler
+run; the sentinel handler on namespaces therefore fires only once the initial listing of every
+indexed kind is in memory, which is when the operator is "synced".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from elasticquota.controller.state import ControllerState
+from elasticquota.kube.quotas import (
+    PROFILE_GROUP,
+    PROFILE_PLURAL,
+    PROFILE_VERSION,
+    QUOTA_GROUP,
+    QUOTA_PLURAL,
+    QUOTA_VERSION,
+)
+
+QUOTAS = (QUOTA_GROUP, QUOTA_VERSION, QUOTA_PLURAL)
+PROFILES = (PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL)
+PODS = ("", "v1", "pods")
+NODES = ("", "v1", "nodes")
+
+
+def register(registry: kopf.OperatorRegistry, state: ControllerState) -> None:
+    """Register every handler of the operator into ``registry``."""
+
+    @kopf.index(*QUOTAS, id="quotas", registry=registry)
+    def quota_seen(body: kopf.Body, **_: Any) -> None:
+        state.on_quota(dict(body))
+
+    @kopf.on.event(*QUOTAS, id="quota-deleted", registry=registry)
+    def quota_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type == "DELETED":
+            state.on_quota_deleted(dict(body))
+
+    @kopf.index(*PROFILES, id="profiles", registry=registry)
+    def profile_seen(body: kopf.Body, **_: Any) -> None:
+        state.on_profile(dict(body))
+
+    @kopf.on.event(*PROFILES, id="profile-deleted", registry=registry)
+    def profile_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type == "DELETED":
+            state.on_profile_deleted(dict(body))
+
+    @kopf.index(*PODS, id="pods", registry=registry)
+    def pod_seen(body: kopf.Body, **_: Any) -> None:
+        state.on_pod(dict(body))
+
+    @kopf.on.event(*PODS, id="pod-deleted", registry=registry)
+    def pod_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type == "DELETED":
+            state.on_pod_deleted(dict(body))
+
+    @kopf.index(*NODES, id="nodes", registry=registry)
+    def node_seen(body: kopf.Body, **_: Any) -> None:
+        state.on_node(dict(body))
+
+    @kopf.on.event(*NODES, id="node-deleted", registry=registry)
+    def node_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+        if type == "DELETED":
+            state.on_node_deleted(dict(body))
+
+    @kopf.on.event("", "v1", "namespaces", id="synced", registry=registry)
+    def sentinel(**_: Any) -> None:
+        state.mark_synced()

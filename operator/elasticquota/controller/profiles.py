@@ -1,0 +1,135 @@
+"""The ElasticQuotaProfile controller: each profile's root quota follows its node pool.
+
+Reacts to profile, node and root-quota changes (debounced) instead of polling every 10 s as the
+reference does. For each profile it computes the root quota the reference's controller would write
+(``core.profiles.root_quota_manifest``) and creates it, or merge-patches what differs: the labels
+and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets it
+written back. Only the active replica writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState, QuotaObject
+from elasticquota.core import keys
+from elasticquota.core.models import ProfileSpec
+from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
+from elasticquota.core.quantity import QuantityError
+from elasticquota.core.resources import parse_resource_list
+from elasticquota.kube.events import post_event
+from elasticquota.kube.quotas import create_quota, patch_profile, patch_quota
+from elasticquota.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Annotations the profile controller owns on a root quota.
+OWNED_ANNOTATIONS = (keys.ANNO_TOTAL_RESOURCE, keys.ANNO_UNSCHEDULABLE_RESOURCE)
+
+
+def _same_quantities(left: Any, right: Any) -> bool:
+    try:
+        return parse_resource_list(left or {}) == parse_resource_list(right or {})
+    except QuantityError:
+        return False
+
+
+def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str, Any] | None:
+    """The merge patch that makes ``current`` match ``desired`` where the controller owns it."""
+    metadata = desired["metadata"]
+    labels = {
+        key: value for key, value in metadata["labels"].items() if current.labels.get(key) != value
+    }
+    annotations = {
+        key: metadata["annotations"][key]
+        for key in OWNED_ANNOTATIONS
+        if current.annotations.get(key) != metadata["annotations"][key]
+    }
+    patch: dict[str, Any] = {}
+    if labels or annotations:
+        patch["metadata"] = {"labels": labels, "annotations": annotations}
+    spec = desired["spec"]
+    if not all(_same_quantities(spec[k], current.spec.get(k)) for k in ("min", "max")):
+        patch["spec"] = spec
+    return patch or None
+
+
+class ProfileController:
+    """Keeps every profile's root quota in line with its node pool."""
+
+    def __init__(
+        self,
+        state: ControllerState,
+        api: client.ApiClient,
+        settings: Settings,
+        leading: asyncio.Event,
+    ) -> None:
+        self._state = state
+        self._api = api
+        self._settings = settings
+        self._leading = leading
+
+    async def run(self) -> None:
+        await self._state.synced.wait()
+        while True:
+            await self._state.profiles_changed.wait()
+            await asyncio.sleep(self._settings.profile_debounce)
+            await self._leading.wait()
+            self._state.profiles_changed.clear()
+            for key in sorted(self._state.profiles):
+                await self._reconcile(self._state.profiles[key])
+
+    async def _reconcile(self, profile: ProfileSpec) -> None:
+        current = self._state.quotas.get((profile.namespace, profile.quota_name))
+        desired = root_quota_manifest(
+            profile,
+            self._state.engine.nodes.values(),
+            current.as_manifest() if current else None,
+        )
+        try:
+            await self._write_root(profile, desired, current)
+            await self._label_profile(profile)
+        except Exception as error:
+            logger.warning("profile %s: %s", profile.ref, error)
+            await self._report(profile, str(error))
+            self._state.profiles_changed.set()  # try again after the debounce
+
+    async def _write_root(
+        self, profile: ProfileSpec, desired: dict[str, Any], current: QuotaObject | None
+    ) -> None:
+        if self._settings.dry_run:
+            return
+        if current is None:
+            created = await create_quota(self._api, desired)
+            if created is not None:
+                logger.info("profile %s: created root quota %s", profile.ref, profile.quota_name)
+                self._state.on_quota(created)
+            return
+        patch = root_quota_patch(desired, current)
+        if patch is not None:
+            body = await patch_quota(self._api, profile.namespace, profile.quota_name, patch)
+            self._state.on_quota(body)
+
+    async def _label_profile(self, profile: ProfileSpec) -> None:
+        """Write the computed tree id back onto the profile, as the reference does."""
+        labels = self._state.profile_labels.get((profile.namespace, profile.name), {})
+        if labels.get(keys.LABEL_TREE_ID) or self._settings.dry_run:
+            return
+        patch = {"metadata": {"labels": {keys.LABEL_TREE_ID: profile_tree_id(profile)}}}
+        await patch_profile(self._api, profile.namespace, profile.name, patch)
+
+    async def _report(self, profile: ProfileSpec, message: str) -> None:
+        involved = {
+            "apiVersion": f"{keys.PROFILE_GROUP}/v1alpha1",
+            "kind": keys.PROFILE_KIND,
+            "namespace": profile.namespace,
+            "name": profile.name,
+        }
+        try:
+            await post_event(self._api, involved, "UpdateQuotaFailed", message)
+        except Exception as error:
+            logger.warning("could not post an Event on %s: %s", profile.ref, error)

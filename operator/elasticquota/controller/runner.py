@@ -1,0 +1,175 @@
+"""``elastic-quota run``: Kopf watching, the leader Lease, the reconcile loops, the probes.
+
+Kopf runs embedded (``kopf.operator``) with a registry built here (nothing registers at import).
+Every replica watches and keeps memory current; the holder of the Lease writes. Kopf's own
+bookkeeping is switched off where it could touch objects we don't own: no peering (the Lease does
+that job), no posting of Kopf's logs as Events, only watching handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable
+from typing import Any
+
+import kopf
+from kubernetes_asyncio import client
+
+from elasticquota.controller.handlers import register
+from elasticquota.controller.health import health_app, serve
+from elasticquota.controller.problems import ProblemReporter
+from elasticquota.controller.profiles import ProfileController
+from elasticquota.controller.reconcile import Reconciler
+from elasticquota.controller.reserved import ensure_reserved_quotas
+from elasticquota.controller.simulator import NodeSimulator
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.engine import EngineSettings
+from elasticquota.kernels.warmup import warm_up
+from elasticquota.kube.client import make_api_client
+from elasticquota.kube.lease import LeaderElector
+from elasticquota.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
+    """Kopf tuned for a watch-only operator."""
+    tuned = kopf.OperatorSettings()
+    tuned.posting.enabled = False  # our Events are explicit; Kopf's would land on pods
+    tuned.peering.standalone = True  # one active replica is the Lease's job
+    tuned.scanning.disabled = True  # resources are named explicitly
+    tuned.watching.server_timeout = 300
+    tuned.watching.client_timeout = 330
+    tuned.networking.request_timeout = 60
+    return tuned
+
+
+def make_state(settings: Settings) -> ControllerState:
+    engine_settings = EngineSettings(
+        scale_min_quota=settings.scale_min_quota,
+        reserved_namespace=settings.reserved_namespace,
+    )
+    return ControllerState.create(engine_settings, frozenset(settings.ignore_namespaces))
+
+
+def make_registry(state: ControllerState, settings: Settings) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    register(registry, state)
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        if settings.kubeconfig or os.environ.get("KUBECONFIG"):
+            return kopf.login_with_kubeconfig(**kwargs)
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    return registry
+
+
+class Operator:
+    """All the moving parts of one replica."""
+
+    def __init__(self, settings: Settings, api: client.ApiClient) -> None:
+        self.settings = settings
+        self.api = api
+        self.state = make_state(settings)
+        self.leader = LeaderElector(
+            api,
+            settings.effective_lease_namespace,
+            settings.lease_name,
+            settings.identity,
+            settings.lease_duration,
+        )
+        self.reconciler = Reconciler(self.state, api, settings, self.leader.leading)
+        self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
+        self.reporter = ProblemReporter(self.state, api, settings.dry_run)
+        self.stop_flag = asyncio.Event()
+
+    async def run(self) -> None:
+        """Until Kopf stops (SIGINT/SIGTERM or ``stop_flag``)."""
+        health = None
+        if self.settings.metrics_port:
+            health = await serve(
+                health_app(self.state, self.leader.leading), self.settings.metrics_port
+            )
+        loops: list[tuple[str, Awaitable[None]]] = [
+            ("leader lease", self._elect()),
+            ("reconciler", self.reconciler.run()),
+            ("profiles", self.profiles.run()),
+            ("problems", self._report_problems()),
+            ("reserved quotas", self._ensure_reserved()),
+        ]
+        if self.settings.simulate_nodes:
+            simulator = NodeSimulator(self.state, self.api, self.leader.leading)
+            loops.append(("node simulation", simulator.run()))
+        background = [
+            asyncio.create_task(self._guarded(coro, name), name=name) for name, coro in loops
+        ]
+        try:
+            await kopf.operator(
+                registry=make_registry(self.state, self.settings),
+                settings=kopf_settings(self.settings),
+                clusterwide=True,
+                standalone=True,
+                stop_flag=self.stop_flag,
+                memo=kopf.Memo(),
+            )
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.leader.release()
+            if health is not None:
+                await health.cleanup()
+
+    async def _guarded(self, coro: Awaitable[None], name: str) -> None:
+        """A background loop that dies takes the operator down (never a silent half-operator)."""
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("%s failed; stopping the operator", name)
+            self.stop_flag.set()
+
+    async def _elect(self) -> None:
+        await self.state.synced.wait()  # stand for election only with a complete memory
+        await self.leader.run()
+
+    async def _ensure_reserved(self) -> None:
+        await self.state.synced.wait()
+        await self.leader.leading.wait()
+        if not self.settings.dry_run:
+            await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+
+    async def _report_problems(self) -> None:
+        await self.state.synced.wait()
+        while True:
+            await self.leader.leading.wait()
+            await self.reporter.report()
+            await asyncio.sleep(max(self.settings.reconcile_interval, 1.0))
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # Kopf logs every handler call on every object at INFO: keep only its warnings.
+    for name in ("kopf.objects", "kopf._core.engines.peering", "kopf.activities.probe"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+async def run_operator(settings: Settings) -> None:
+    """The whole operator, until stopped."""
+    configure_logging(settings.log_level)
+    if settings.kubeconfig:
+        os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
+    warm_up()
+    api = await make_api_client(settings.kubeconfig)
+    try:
+        await Operator(settings, api).run()
+    finally:
+        with contextlib.suppress(Exception):
+            await api.close()

@@ -1,0 +1,121 @@
+"""SIMULATION for the local demo only: a stand-in for the scheduler and the kubelets.
+
+The local control plane has neither, so pods would stay Pending forever. With ``--simulate-nodes``
+the active replica binds every pending pod that fits its quota now (``core.admission``, highest
+priority first, then oldest) to a node with room for it (a profile tree's pods to the profile's
+nodes, the others to nodes outside every profile), and marks bound pods Running. Every action is
+logged with the word SIMULATION. Against a real cluster this mode must stay off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.admission import check_pod
+from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
+from elasticquota.core.profiles import profile_tree_id, selects
+from elasticquota.core.resources import ResourceList, add
+from elasticquota.core.results import Snapshot
+from elasticquota.kube.pods import bind_pod, mark_running
+
+logger = logging.getLogger(__name__)
+
+
+def node_usage(pods: Iterable[PodInfo]) -> dict[str, ResourceList]:
+    """What the pods bound to each node request."""
+    usage: dict[str, ResourceList] = {}
+    for pod in pods:
+        if pod.is_assigned:
+            usage[pod.node_name] = add(usage.get(pod.node_name, {}), pod.requests)
+    return usage
+
+
+def eligible_nodes(
+    tree: str, nodes: Iterable[NodeInfo], profiles: Iterable[ProfileSpec]
+) -> list[NodeInfo]:
+    """A profile tree's nodes; for the default tree, the nodes no profile selects."""
+    pool = list(profiles)
+    own = [profile for profile in pool if profile_tree_id(profile) == tree]
+    if own:
+        return [node for node in nodes if any(selects(profile, node) for profile in own)]
+    return [node for node in nodes if not any(selects(profile, node) for profile in pool)]
+
+
+def choose_node(
+    pod: PodInfo, candidates: Iterable[NodeInfo], usage: Mapping[str, ResourceList]
+) -> str | None:
+    """The first node (by name) whose free allocatable holds the pod's request."""
+    for node in sorted(candidates, key=lambda item: item.name):
+        used = usage.get(node.name, {})
+        if all(
+            used.get(key, 0) + amount <= node.allocatable.get(key, 0)
+            for key, amount in pod.requests.items()
+            if amount
+        ):
+            return node.name
+    return None
+
+
+def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
+    """Highest priority first, then oldest."""
+    return sorted(pods, key=lambda pod: (-pod.priority, pod.created, pod.key))
+
+
+class NodeSimulator:
+    """Binds pods that fit and marks them Running, once per interval, on the active replica."""
+
+    def __init__(
+        self, state: ControllerState, api: client.ApiClient, leading: asyncio.Event
+    ) -> None:
+        self._state = state
+        self._api = api
+        self._leading = leading
+
+    async def run(self, interval: float = 1.0) -> None:
+        logger.warning("SIMULATION: binding pending pods and marking them Running (demo only)")
+        await self._state.synced.wait()
+        while True:
+            await self._leading.wait()
+            await self.step()
+            await asyncio.sleep(interval)
+
+    async def step(self) -> None:
+        """One round: at most one new binding per quota (usage changes after each)."""
+        snapshot = self._state.engine.solve()
+        await self._start_bound_pods(snapshot)
+        usage = node_usage(snapshot.pods.values())
+        started: set[str] = set()
+        pending = [pod for pod in snapshot.pods.values() if pod.counts_in_request]
+        for pod in admission_order(p for p in pending if not p.node_name):
+            quota = snapshot.pod_quota.get(pod.key)
+            if quota is None or quota in started or not check_pod(snapshot, pod).admitted:
+                continue
+            tree = snapshot.quotas[quota].tree
+            candidates = eligible_nodes(
+                tree, self._state.engine.nodes.values(), self._state.profiles.values()
+            )
+            node = choose_node(pod, candidates, usage)
+            if node is None:
+                continue
+            await self._bind(pod, node)
+            usage[node] = add(usage.get(node, {}), pod.requests)
+            started.add(quota)
+
+    async def _start_bound_pods(self, snapshot: Snapshot) -> None:
+        for pod in snapshot.pods.values():
+            if pod.node_name and pod.phase == "Pending":
+                logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
+                await mark_running(self._api, pod.namespace, pod.name)
+
+    async def _bind(self, pod: PodInfo, node: str) -> None:
+        logger.info("SIMULATION: binding pod %s to node %s", pod.key, node)
+        try:
+            await bind_pod(self._api, pod.namespace, pod.name, node)
+            await mark_running(self._api, pod.namespace, pod.name)
+        except Exception as error:
+            logger.warning("SIMULATION: could not bind %s: %s", pod.key, error)

@@ -1,0 +1,207 @@
+"""The operator's memory: the engine, the objects as last seen, and the signals for the loops.
+
+Handlers call ``on_*`` with raw bodies; nothing here does I/O. Each change updates the engine (which
+marks trees dirty) and sets an asyncio event that wakes the loop responsible (tree reconcilers,
+profile controller). ``synced`` is set once the initial listing of every watched kind is in memory:
+no loop writes before it, so a restart never writes from a half-known cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.core.engine import EngineSettings, QuotaEngine
+from elasticquota.core.models import Problem, ProfileSpec
+
+logger = logging.getLogger(__name__)
+
+ObjectKey = tuple[str, str]
+
+
+@dataclass(slots=True)
+class QuotaObject:
+    """An ElasticQuota as last seen from the API: what the writer diffs against."""
+
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: dict[str, Any]
+    status: dict[str, Any]
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> QuotaObject:
+        metadata = body.get("metadata") or {}
+        return cls(
+            api_version=str(body.get("apiVersion", "scheduling.sigs.k8s.io/v1alpha1")),
+            namespace=str(metadata.get("namespace", "")),
+            name=str(metadata.get("name", "")),
+            uid=str(metadata.get("uid", "")),
+            labels=dict(metadata.get("labels") or {}),
+            annotations=dict(metadata.get("annotations") or {}),
+            spec=dict(body.get("spec") or {}),
+            status=dict(body.get("status") or {}),
+        )
+
+    def involved(self) -> dict[str, str]:
+        """The ``involvedObject`` of an Event about this quota."""
+        return {
+            "apiVersion": self.api_version,
+            "kind": "ElasticQuota",
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+        }
+
+    def as_manifest(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": "ElasticQuota",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": dict(self.labels),
+                "annotations": dict(self.annotations),
+            },
+            "spec": dict(self.spec),
+        }
+
+
+@dataclass(slots=True)
+class ControllerState:
+    """Everything the loops read; fed by the Kopf handlers."""
+
+    engine: QuotaEngine
+    ignore_namespaces: frozenset[str] = frozenset()
+    quotas: dict[ObjectKey, QuotaObject] = field(default_factory=dict)
+    profiles: dict[ObjectKey, ProfileSpec] = field(default_factory=dict)
+    profile_labels: dict[ObjectKey, dict[str, str]] = field(default_factory=dict)
+    #: Problems found while parsing each object (by its reference string).
+    parse_problems: dict[str, list[Problem]] = field(default_factory=dict)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    trees_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    profiles_changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @classmethod
+    def create(
+        cls, engine_settings: EngineSettings, ignore_namespaces: frozenset[str] = frozenset()
+    ) -> ControllerState:
+        return cls(engine=QuotaEngine(engine_settings), ignore_namespaces=ignore_namespaces)
+
+    # -- handlers' entry points -----------------------------------------------------------------
+
+    def on_quota(self, body: Mapping[str, Any]) -> None:
+        quota = QuotaObject.from_body(body)
+        self.quotas[(quota.namespace, quota.name)] = quota
+        spec, problems = parse_quota(body)
+        self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
+        if spec is None:
+            self.engine.delete_quota(quota.namespace, quota.name)
+        else:
+            self.engine.upsert_quota(spec)
+        self._trees_changed()
+        if quota.labels.get("quota.scheduling.koordinator.sh/is-root") == "true":
+            self.profiles_changed.set()
+
+    def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
+        quota = QuotaObject.from_body(body)
+        self.quotas.pop((quota.namespace, quota.name), None)
+        self.parse_problems.pop(f"ElasticQuota {quota.namespace}/{quota.name}", None)
+        self.engine.delete_quota(quota.namespace, quota.name)
+        self._trees_changed()
+        self.profiles_changed.set()
+
+    def on_pod(self, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+        if namespace in self.ignore_namespaces:
+            return
+        pod, problems = parse_pod(body)
+        self._record(f"Pod {namespace}/{name}", problems)
+        if pod is None:
+            self.engine.delete_pod(namespace, name)
+        else:
+            self.engine.upsert_pod(pod)
+        self._pod_changed()
+
+    def on_pod_deleted(self, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+        self.parse_problems.pop(f"Pod {namespace}/{name}", None)
+        self.engine.delete_pod(namespace, name)
+        self._pod_changed()
+
+    def on_node(self, body: Mapping[str, Any]) -> None:
+        node, problems = parse_node(body)
+        name = str((body.get("metadata") or {}).get("name", ""))
+        self._record(f"Node /{name}", problems)
+        if node is None:
+            self.engine.delete_node(name)
+        else:
+            self.engine.upsert_node(node)
+        self._trees_changed()
+        self.profiles_changed.set()
+
+    def on_node_deleted(self, body: Mapping[str, Any]) -> None:
+        self.engine.delete_node(str((body.get("metadata") or {}).get("name", "")))
+        self._trees_changed()
+        self.profiles_changed.set()
+
+    def on_profile(self, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        profile, problems = parse_profile(body)
+        self._record(f"ElasticQuotaProfile {key[0]}/{key[1]}", problems)
+        if profile is None:
+            self.profiles.pop(key, None)
+        else:
+            self.profiles[key] = profile
+            self.profile_labels[key] = dict(metadata.get("labels") or {})
+        self.profiles_changed.set()
+
+    def on_profile_deleted(self, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        self.profiles.pop(key, None)
+        self.profile_labels.pop(key, None)
+        self.profiles_changed.set()
+
+    def mark_synced(self) -> None:
+        if not self.synced.is_set():
+            logger.info(
+                "initial listing done: %d quotas, %d pods, %d nodes, %d profiles",
+                len(self.quotas),
+                len(self.engine.pods),
+                len(self.engine.nodes),
+                len(self.profiles),
+            )
+            self.synced.set()
+            self._trees_changed()
+            self.profiles_changed.set()
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _record(self, ref: str, problems: list[Problem]) -> None:
+        if problems:
+            self.parse_problems[ref] = problems
+        else:
+            self.parse_problems.pop(ref, None)
+
+    def _trees_changed(self) -> None:
+        self.trees_changed.set()
+
+    def _pod_changed(self) -> None:
+        self.trees_changed.set()
+
+    def problems(self) -> list[Problem]:
+        """Every current problem: parsing, and the engine's structural ones."""
+        self.engine.tree_ids()  # brings the topology (and its problems) up to date
+        found = [problem for problems in self.parse_problems.values() for problem in problems]
+        return found + self.engine.problems()

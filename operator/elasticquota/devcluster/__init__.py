@@ -1,0 +1,34 @@
+"""A local Kubernetes control plane for integration tests, ``make cluster`` and benchmarks.
+
+Real kube-apiserver 1.20 + etcd 3.4 (+ kube-controller-manager), built offline from Debian's
+packages (no registry reachable here ships control-plane binaries) and cached under
+``~/.cache/elastic-quota/k8s-<version>/``; started on loopback with random ports and a throwaway
+PKI. It lives beside the operator's layers, not inside them: nothing in ``core``, ``kernels``,
+``api`` or ``plan`` imports it.
+
+- :func:`ensure_binaries` (:mod:`.build`): the cached binaries, built first if needed;
+- :class:`LocalCluster` (:mod:`.cluster`): start/stop, kubeconfig, server URL, token, CA file;
+- :func:`apply_crds` / :func:`apply_crds_sync`: install the project's CRDs through the API.
+
+``python -m elasticquota.devcluster build|up`` is the command-line entry point.
+"""
+
+from elasticquota.devcluster.build import Binaries, BuildError, ensure_binaries
+from elasticquota.devcluster.cluster import (
+    ClusterError,
+    LocalCluster,
+    apply_crds,
+    apply_crds_sync,
+    default_crd_dir,
+)
+
+__all__ = [
+    "Binaries",
+    "BuildError",
+    "ClusterError",
+    "LocalCluster",
+    "apply_crds",
+    "apply_crds_sync",
+    "default_crd_dir",
+    "ensure_binaries",
+]

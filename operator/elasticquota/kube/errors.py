@@ -1,0 +1,54 @@
+"""API errors as retry decisions, and a retry loop with exponential backoff.
+
+409 (conflict), 429 (throttled) and 5xx are transient: retried with backoff. Everything else is
+final and raised to the caller, who decides (usually: log, count, and try again next round).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = frozenset({409, 429})
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Transient API failures: conflicts, throttling, server errors, broken connections."""
+    if isinstance(error, ApiException):
+        return error.status in RETRYABLE_STATUSES or (error.status or 0) >= 500
+    return isinstance(error, (OSError, asyncio.TimeoutError))
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status of an API error (None for connection errors)."""
+    return error.status if isinstance(error, ApiException) else None
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    what: str,
+    attempts: int = 5,
+    first_delay: float = 0.2,
+    max_delay: float = 5.0,
+) -> T:
+    """Run ``call``, retrying transient failures with exponential backoff; re-raise the rest."""
+    delay = first_delay
+    for attempt in range(1, attempts + 1):
+        try:
+            return await call()
+        except Exception as error:
+            if attempt == attempts or not is_retryable(error):
+                raise
+            logger.debug(
+                "%s failed (%s), retry %d in %.1fs", what, status_of(error), attempt, delay
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, max_delay)
+    raise AssertionError("unreachable")  # pragma: no cover

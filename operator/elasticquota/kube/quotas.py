@@ -1,0 +1,120 @@
+"""ElasticQuota I/O: merge patches of annotations/labels/spec, the status subresource, creation.
+
+Every write is a JSON merge patch (the reference's format; kubernetes_asyncio would otherwise send
+a JSON patch) retried on conflicts, throttling and server errors. The returned object is the
+server's view after the write, which the caller keeps as the current state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.errors import with_retries
+
+QUOTA_GROUP = "scheduling.sigs.k8s.io"
+QUOTA_VERSION = "v1alpha1"
+QUOTA_PLURAL = "elasticquotas"
+PROFILE_GROUP = "quota.koordinator.sh"
+PROFILE_VERSION = "v1alpha1"
+PROFILE_PLURAL = "elasticquotaprofiles"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _objects(api: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
+
+
+async def patch_quota(
+    api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
+) -> dict[str, Any]:
+    """Merge-patch the quota object (metadata and spec)."""
+    result: dict[str, Any] = await with_retries(
+        lambda: _objects(api).patch_namespaced_custom_object(
+            QUOTA_GROUP,
+            QUOTA_VERSION,
+            namespace,
+            QUOTA_PLURAL,
+            name,
+            patch,
+            _content_type=MERGE_PATCH,
+        ),
+        f"patch ElasticQuota {namespace}/{name}",
+    )
+    return result
+
+
+async def patch_quota_status(
+    api: client.ApiClient, namespace: str, name: str, status: dict[str, Any]
+) -> dict[str, Any]:
+    """Merge-patch the quota's status subresource."""
+    result: dict[str, Any] = await with_retries(
+        lambda: _objects(api).patch_namespaced_custom_object_status(
+            QUOTA_GROUP,
+            QUOTA_VERSION,
+            namespace,
+            QUOTA_PLURAL,
+            name,
+            {"status": status},
+            _content_type=MERGE_PATCH,
+        ),
+        f"patch ElasticQuota {namespace}/{name} status",
+    )
+    return result
+
+
+async def create_quota(api: client.ApiClient, body: dict[str, Any]) -> dict[str, Any] | None:
+    """Create a quota; None when it already exists (someone else was faster)."""
+    namespace = body["metadata"]["namespace"]
+    try:
+        result: dict[str, Any] = await with_retries(
+            lambda: _objects(api).create_namespaced_custom_object(
+                QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL, body
+            ),
+            f"create ElasticQuota {namespace}/{body['metadata']['name']}",
+            attempts=3,
+        )
+    except ApiException as error:
+        if error.status == 409:
+            return None
+        raise
+    return result
+
+
+async def patch_profile(
+    api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
+) -> dict[str, Any]:
+    """Merge-patch an ElasticQuotaProfile (the tree-id label the controller writes back)."""
+    result: dict[str, Any] = await with_retries(
+        lambda: _objects(api).patch_namespaced_custom_object(
+            PROFILE_GROUP,
+            PROFILE_VERSION,
+            namespace,
+            PROFILE_PLURAL,
+            name,
+            patch,
+            _content_type=MERGE_PATCH,
+        ),
+        f"patch ElasticQuotaProfile {namespace}/{name}",
+    )
+    return result
+
+
+async def list_quotas(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every ElasticQuota in the cluster."""
+    response = await _objects(api).list_cluster_custom_object(
+        QUOTA_GROUP, QUOTA_VERSION, QUOTA_PLURAL
+    )
+    items: list[dict[str, Any]] = response.get("items", [])
+    return items
+
+
+async def ensure_namespace(api: client.ApiClient, name: str) -> None:
+    """Create the namespace unless it exists."""
+    try:
+        await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    except ApiException as error:
+        if error.status != 409:
+            raise

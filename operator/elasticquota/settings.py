@@ -1,0 +1,89 @@
+"""The operator's settings, in one typed place: environment (``ELASTIC_QUOTA_*``) and CLI flags.
+
+Every field documents its unit and default. The command line overrides the environment, which
+overrides the defaults (``Settings.from_sources``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
+
+
+def _default_identity() -> str:
+    """Who this replica is in the leader Lease: the pod name (hostname) and the process id."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Settings(BaseSettings):
+    """Knobs of ``elastic-quota run``."""
+
+    model_config = SettingsConfigDict(env_prefix="ELASTIC_QUOTA_", extra="ignore")
+
+    kubeconfig: str | None = None
+    """Path of a kubeconfig; unset: $KUBECONFIG, then the in-cluster service account."""
+
+    reserved_namespace: str = DEFAULT_RESERVED_NAMESPACE
+    """Namespace of the reserved quotas (root, system, default), created at start-up if missing."""
+
+    scale_min_quota: bool = True
+    """Scale mins down when a level's available amount is below their sum (Koordinator default)."""
+
+    reconcile_interval: float = Field(default=1.0, gt=0)
+    """Seconds: each tree is solved and written at most once per interval (so at most one write
+    per quota per interval)."""
+
+    profile_debounce: float = Field(default=1.0, ge=0)
+    """Seconds to wait after a node or profile change before recomputing profile root quotas
+    (the reference polls every 10 s instead)."""
+
+    revocation_delay: float = Field(default=120.0, ge=0)
+    """Seconds a quota may stay above its runtime before its pods are revoked."""
+
+    dry_run: bool = False
+    """Compute and log, but write nothing to the cluster."""
+
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    """Port of the HTTP server with /healthz, /readyz (and /metrics); 0 disables it."""
+
+    log_level: str = "INFO"
+    """Python logging level name."""
+
+    ignore_namespaces: list[str] = Field(default_factory=list)
+    """Pods in these namespaces are not accounted at all."""
+
+    lease_name: str = "elastic-quota-operator"
+    """Name of the coordination.k8s.io Lease that elects the active replica."""
+
+    lease_namespace: str | None = None
+    """Namespace of the Lease; unset: the reserved namespace."""
+
+    lease_duration: float = Field(default=15.0, gt=0)
+    """Seconds without renewal after which a standby replica takes over."""
+
+    identity: str = Field(default_factory=_default_identity)
+    """This replica's identity in the Lease."""
+
+    write_concurrency: int = Field(default=16, ge=1)
+    """How many quota writes may be in flight at once."""
+
+    simulate_nodes: bool = False
+    """DEMO ONLY: bind pending pods that fit to nodes and mark them Running (there is no scheduler
+    or kubelet in the local control plane). Never on a real cluster."""
+
+    @property
+    def effective_lease_namespace(self) -> str:
+        return self.lease_namespace or self.reserved_namespace
+
+    @classmethod
+    def from_sources(cls, overrides: Mapping[str, Any] | None = None) -> Settings:
+        """Defaults, then the environment, then explicit (command-line) overrides (validated)."""
+        values = {key: value for key, value in (overrides or {}).items() if value is not None}
+        return cls(**values)

@@ -1,0 +1,296 @@
+"""Helpers for the integration tier: operator processes, API calls, and the `plan` oracle.
+
+The operator runs as a real subprocess (``python -m elasticquota run``), exactly as users start it,
+so restarts and take-overs are real. "Correct" always means: what ``plan`` computes for the objects
+the cluster holds right now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from elasticquota.core import keys
+from elasticquota.core.diff import quota_write
+from elasticquota.kube.apply import apply_manifest, apply_order
+from elasticquota.kube.quotas import (
+    PROFILE_GROUP,
+    PROFILE_PLURAL,
+    PROFILE_VERSION,
+    QUOTA_GROUP,
+    QUOTA_PLURAL,
+    QUOTA_VERSION,
+    list_quotas,
+)
+from elasticquota.plan.compute import Plan, compute_plan
+from elasticquota.plan.loader import Manifests, load_paths
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class OperatorProcess:
+    """``elastic-quota run`` as a subprocess, with its probes on a free port."""
+
+    def __init__(self, identity: str, *extra: str, lease_duration: float = 3.0) -> None:
+        self.identity = identity
+        self.port = free_port()
+        self.extra = extra
+        self.lease_duration = lease_duration
+        self.log = Path(tempfile.mkstemp(prefix=f"operator-{identity}-", suffix=".log")[1])
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        env = {
+            **os.environ,
+            "ELASTIC_QUOTA_LEASE_DURATION": str(self.lease_duration),
+            "ELASTIC_QUOTA_PROFILE_DEBOUNCE": "0.2",
+        }
+        command = [
+            sys.executable, "-m", "elasticquota", "run",
+            "--metrics-port", str(self.port),
+            "--reconcile-interval", "0.2",
+            "--identity", self.identity,
+            "--log-level", "INFO",
+            *self.extra,
+        ]  # fmt: skip
+        with self.log.open("wb") as sink:
+            self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        return self
+
+    def probe(self, path: str) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as reply:
+                body: dict[str, Any] = json.loads(reply.read())
+                return body
+        except OSError:
+            return None
+
+    async def wait_ready(self, timeout: float = 90.0) -> None:
+        await eventually(lambda: bool((self.probe("/readyz") or {}).get("ready")), timeout, self)
+
+    async def wait_active(self, timeout: float = 60.0) -> None:
+        await eventually(lambda: bool((self.probe("/healthz") or {}).get("active")), timeout, self)
+
+    @property
+    def active(self) -> bool:
+        return bool((self.probe("/healthz") or {}).get("active"))
+
+    def stop(self) -> None:
+        """SIGTERM (the operator releases its Lease), then SIGKILL if it lingers."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash; the Lease is not released."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:]
+
+
+async def eventually(
+    condition: Callable[[], bool] | Callable[[], Awaitable[bool]],
+    timeout: float = 30.0,
+    operator: OperatorProcess | None = None,
+    what: str = "condition",
+) -> None:
+    """Poll until ``condition`` holds; fail with the operator's log tail otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = condition()
+        if not isinstance(outcome, bool):
+            outcome = await outcome
+        if outcome:
+            return
+        if time.monotonic() > deadline:
+            log = operator.output() if operator else ""
+            raise AssertionError(
+                f"{what} not reached within {timeout}s\n--- operator log ---\n{log}"
+            )
+        await asyncio.sleep(0.2)
+
+
+# -- cluster reads --------------------------------------------------------------------------------
+
+
+async def raw_list(api: client.ApiClient, call: Callable[..., Any], *args: Any) -> list[Any]:
+    response = await call(*args, _preload_content=False)
+    items: list[Any] = json.loads(await response.read())["items"]
+    return items
+
+
+async def cluster_manifests(api: client.ApiClient) -> Manifests:
+    """Every object ``plan`` reads, as the cluster holds it now."""
+    core = client.CoreV1Api(api)
+    objects = client.CustomObjectsApi(api)
+    manifests = Manifests()
+    manifests.quotas = await list_quotas(api)
+    manifests.profiles = (
+        await objects.list_cluster_custom_object(PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL)
+    )["items"]
+    manifests.pods = [
+        {"apiVersion": "v1", "kind": "Pod", **pod}
+        for pod in await raw_list(api, core.list_pod_for_all_namespaces)
+    ]
+    manifests.nodes = [
+        {"apiVersion": "v1", "kind": "Node", **node} for node in await raw_list(api, core.list_node)
+    ]
+    for quota in manifests.quotas:
+        quota.setdefault("kind", "ElasticQuota")
+    for profile in manifests.profiles:
+        profile.setdefault("kind", "ElasticQuotaProfile")
+    return manifests
+
+
+async def cluster_plan(api: client.ApiClient) -> Plan:
+    return compute_plan(await cluster_manifests(api))
+
+
+async def mismatches(api: client.ApiClient) -> list[str]:
+    """Quotas whose written annotations or status.used differ from what plan computes."""
+    plan = await cluster_plan(api)
+    found = []
+    for quota in await list_quotas(api):
+        metadata = quota["metadata"]
+        result = plan.snapshot.quotas.get(metadata["name"])
+        if result is None or result.namespace != metadata["namespace"]:
+            continue
+        change = quota_write(result, metadata.get("annotations") or {}, quota.get("status"))
+        if not change.empty:
+            found.append(f"{metadata['namespace']}/{metadata['name']}: {change}")
+    return found
+
+
+async def converged(api: client.ApiClient) -> bool:
+    return not await mismatches(api)
+
+
+async def resource_versions(api: client.ApiClient) -> dict[str, str]:
+    return {
+        f"{q['metadata']['namespace']}/{q['metadata']['name']}": q["metadata"]["resourceVersion"]
+        for q in await list_quotas(api)
+    }
+
+
+# -- cluster writes -------------------------------------------------------------------------------
+
+
+async def apply_examples(api: client.ApiClient) -> None:
+    loaded = load_paths([EXAMPLES])
+    everything = [
+        *loaded.namespaces, *loaded.nodes, *loaded.profiles, *loaded.quotas, *loaded.pods,
+    ]  # fmt: skip
+    for manifest in apply_order(everything):
+        await apply_manifest(api, manifest)
+
+
+def pod_manifest(
+    namespace: str,
+    name: str,
+    cpu: str,
+    memory: str = "1Gi",
+    *,
+    labels: dict[str, str] | None = None,
+    priority: int = 0,
+    node: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "priority": priority,
+        "containers": [
+            {
+                "name": "main",
+                "image": "app:1",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
+        ],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def quota_manifest(
+    namespace: str,
+    name: str,
+    minimum: dict[str, str],
+    maximum: dict[str, str],
+    *,
+    parent: str | None = None,
+    is_parent: bool = False,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    labels = {}
+    if parent:
+        labels[keys.LABEL_PARENT] = parent
+    if is_parent:
+        labels[keys.LABEL_IS_PARENT] = "true"
+    return {
+        "apiVersion": f"{QUOTA_GROUP}/{QUOTA_VERSION}",
+        "kind": "ElasticQuota",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations or {},
+        },
+        "spec": {"min": minimum, "max": maximum},
+    }
+
+
+def node_manifest(
+    name: str, cpu: str, memory: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+async def ensure_namespace(api: client.ApiClient, name: str) -> None:
+    await apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+async def get_quota(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    quota: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+        QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL, name
+    )
+    return quota

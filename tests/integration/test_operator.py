@@ -1,0 +1,230 @@
+"""The operator against a real kube-apiserver: what it writes converges to what ``plan`` computes.
+
+Each test starts its own operator process(es) and uses its own namespaces and quota names; the
+cluster (and the reserved quotas the first operator creates) is shared by the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from harness import (
+    OperatorProcess,
+    apply_examples,
+    converged,
+    ensure_namespace,
+    eventually,
+    get_quota,
+    mismatches,
+    node_manifest,
+    pod_manifest,
+    quota_manifest,
+    resource_versions,
+)
+from kubernetes_asyncio import client
+
+from elasticquota.core import keys
+from elasticquota.kube.apply import apply_manifest
+from elasticquota.kube.client import make_api_client
+from elasticquota.kube.pods import bind_pod, mark_running
+from elasticquota.kube.quotas import patch_quota
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    api = await make_api_client()
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+def operator() -> Iterator[OperatorProcess]:
+    process = OperatorProcess(f"op-{uuid.uuid4().hex[:6]}").start()
+    yield process
+    process.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+async def small_tree(api: client.ApiClient, namespace: str) -> tuple[str, str, str]:
+    """A parent with two leaves in ``namespace`` (names made unique), plus one node."""
+    await ensure_namespace(api, namespace)
+    parent, left, right = unique("dept"), unique("team-a"), unique("team-b")
+    await apply_manifest(api, node_manifest(unique("node"), "8", "32Gi"))
+    await apply_manifest(
+        api, quota_manifest(namespace, parent, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+    )
+    for leaf in (left, right):
+        await apply_manifest(
+            api, quota_manifest(namespace, leaf, {"cpu": "2"}, {"cpu": "8"}, parent=parent)
+        )
+    return parent, left, right
+
+
+async def test_examples_converge_to_plan_and_follow_pod_changes(
+    api: client.ApiClient, operator: OperatorProcess
+) -> None:
+    await operator.wait_ready()
+    await apply_examples(api)
+    await eventually(lambda: converged(api), 60, operator, "examples converged to plan")
+
+    ml = await get_quota(api, "ml-research", "ml-research")
+    assert ml["metadata"]["annotations"][keys.ANNO_RUNTIME] == '{"cpu":"28571m","memory":"80Gi"}'
+    assert ml["status"]["used"] == {"cpu": "40", "memory": "80Gi"}
+
+    await bind_pod(api, "analytics", "report-2", "node-3")
+    await mark_running(api, "analytics", "report-2")
+    await client.CoreV1Api(api).delete_namespaced_pod(
+        "train-5", "ml-research", grace_period_seconds=0
+    )
+    await eventually(lambda: converged(api), 30, operator, "converged after bind + delete")
+    analytics = await get_quota(api, "analytics", "analytics")
+    assert analytics["status"]["used"]["cpu"] == "16"
+
+
+async def test_quota_moved_to_another_parent(
+    api: client.ApiClient, operator: OperatorProcess
+) -> None:
+    namespace = unique("move")
+    _, left, _ = await small_tree(api, namespace)
+    other = unique("dept")
+    await apply_manifest(
+        api, quota_manifest(namespace, other, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+    )
+    await apply_manifest(
+        api, pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
+    )
+    await operator.wait_ready()
+    await eventually(lambda: converged(api), 60, operator, "small tree converged")
+    before = await get_quota(api, namespace, other)
+    assert '"cpu":"0"' in before["metadata"]["annotations"][keys.ANNO_CHILD_REQUEST]
+
+    await patch_quota(api, namespace, left, {"metadata": {"labels": {keys.LABEL_PARENT: other}}})
+    await eventually(lambda: converged(api), 30, operator, "converged after the move")
+    after = await get_quota(api, namespace, other)
+    assert after["metadata"]["annotations"][keys.ANNO_CHILD_REQUEST] == '{"cpu":"3"}'
+
+
+async def test_profile_tree_follows_its_nodes(
+    api: client.ApiClient, operator: OperatorProcess
+) -> None:
+    namespace, pool = unique("pool"), unique("pool")
+    await ensure_namespace(api, namespace)
+    await apply_manifest(api, node_manifest(unique("gpu"), "16", "64Gi", {"pool": pool}))
+    await apply_manifest(
+        api,
+        {
+            "apiVersion": "quota.koordinator.sh/v1alpha1",
+            "kind": "ElasticQuotaProfile",
+            "metadata": {"name": "profile", "namespace": namespace},
+            "spec": {"quotaName": "pool-root", "nodeSelector": {"matchLabels": {"pool": pool}}},
+        },
+    )
+    await operator.wait_ready()
+
+    async def root_min_cpu(expected: str) -> bool:
+        try:
+            root = await get_quota(api, namespace, "pool-root")
+        except client.ApiException:
+            return False
+        return root["spec"].get("min", {}).get("cpu") == expected and await converged(api)
+
+    await eventually(lambda: root_min_cpu("16"), 60, operator, "root quota created with 16 cpu")
+    second = unique("gpu")
+    await apply_manifest(api, node_manifest(second, "16", "64Gi", {"pool": pool}))
+    await eventually(lambda: root_min_cpu("32"), 30, operator, "root quota grew to 32 cpu")
+    await client.CoreV1Api(api).delete_node(second)
+    await eventually(lambda: root_min_cpu("16"), 30, operator, "root quota shrank to 16 cpu")
+    root = await get_quota(api, namespace, "pool-root")
+    assert root["metadata"]["labels"][keys.LABEL_IS_ROOT] == "true"
+    assert root["metadata"]["annotations"][keys.ANNO_TOTAL_RESOURCE].startswith('{"cpu":"16"')
+
+
+async def test_broken_quota_gets_an_event_and_the_others_are_still_written(
+    api: client.ApiClient, operator: OperatorProcess
+) -> None:
+    namespace = unique("broken")
+    _, left, _ = await small_tree(api, namespace)
+    orphan = unique("orphan")
+    await apply_manifest(
+        api, quota_manifest(namespace, orphan, {"cpu": "1"}, {"cpu": "2"}, parent="no-such-parent")
+    )
+    await operator.wait_ready()
+    await eventually(lambda: converged(api), 60, operator, "valid quotas written")
+
+    async def event_posted() -> bool:
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+        return any(
+            event.involved_object.name == orphan
+            and event.reason == "InvalidElasticQuota"
+            and "no-such-parent" in event.message
+            for event in events.items
+        )
+
+    await eventually(event_posted, 30, operator, "Event on the broken quota")
+    leaf = await get_quota(api, namespace, left)
+    assert keys.ANNO_RUNTIME in leaf["metadata"]["annotations"]
+    broken = await get_quota(api, namespace, orphan)
+    assert keys.ANNO_RUNTIME not in (broken["metadata"].get("annotations") or {})
+
+
+async def test_restart_converges_without_redundant_writes(api: client.ApiClient) -> None:
+    namespace = unique("restart")
+    _, left, right = await small_tree(api, namespace)
+    await apply_manifest(
+        api, pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
+    )
+    first = OperatorProcess(unique("first")).start()
+    try:
+        await first.wait_ready()
+        await eventually(lambda: converged(api), 60, first, "converged before the restart")
+    finally:
+        first.stop()
+    versions = await resource_versions(api)
+
+    second = OperatorProcess(unique("second")).start()
+    try:
+        await second.wait_ready()
+        await second.wait_active()
+        await eventually(lambda: converged(api), 30, second, "converged after the restart")
+        await asyncio.sleep(3)  # several reconcile intervals: any write would show by now
+        assert await resource_versions(api) == versions, await mismatches(api)
+
+        # and it still follows changes
+        await apply_manifest(
+            api, pod_manifest(namespace, "p2", "1", labels={keys.POD_LABEL_QUOTA: right})
+        )
+        await eventually(lambda: converged(api), 30, second, "converged after a new pod")
+    finally:
+        second.stop()
+
+
+async def test_standby_replica_takes_over(api: client.ApiClient) -> None:
+    namespace = unique("standby")
+    _, left, _ = await small_tree(api, namespace)
+    one = OperatorProcess(unique("one")).start()
+    two = OperatorProcess(unique("two")).start()
+    try:
+        await one.wait_ready()
+        await two.wait_ready()
+        await eventually(lambda: one.active or two.active, 30, one, "a replica is active")
+        assert not (one.active and two.active)
+        active, standby = (one, two) if one.active else (two, one)
+        await eventually(lambda: converged(api), 60, active, "converged with the active replica")
+
+        active.kill()  # a crash: the Lease is not released
+        await standby.wait_active(timeout=30)
+        await apply_manifest(
+            api, pod_manifest(namespace, "late", "2", labels={keys.POD_LABEL_QUOTA: left})
+        )
+        await eventually(lambda: converged(api), 30, standby, "the standby writes after take-over")
+    finally:
+        one.stop()
+        two.stop()
