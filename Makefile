@@ -45,6 +45,10 @@ run: $(STAMP) ## The product live: local control plane + operator + examples, li
 plan: $(STAMP) ## What-if: plan the bundled example cluster (no cluster needed)
 	$(BIN)/elastic-quota plan -f examples/
 
+.PHONY: cluster
+cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; prints KUBECONFIG; Ctrl-C stops it
+	$(BIN)/python -m elasticquota.devcluster up
+
 .PHONY: bench
 bench: $(STAMP) ## Solver benchmark: numba kernel vs the pure-Python reference
 	$(BIN)/python benchmarks/bench_solver.py

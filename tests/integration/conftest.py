@@ -33,12 +33,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def local_cluster() -> Iterator[LocalCluster]:
     """One running cluster with the project's CRDs for the session; KUBECONFIG points at it."""
     cluster = LocalCluster()
+    problem: str | None = None
     try:
         cluster.start()
         apply_crds_sync(cluster.kubeconfig, CRD_DIR)
     except Exception as error:
         cluster.stop()
-        pytest.fail(f"the local control plane could not start: {error}", pytrace=False)
+        problem = f"the local control plane could not start: {error}"
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     previous = os.environ.get("KUBECONFIG")
     os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
     try:

@@ -163,6 +163,10 @@ async def cluster_manifests(api: client.ApiClient) -> Manifests:
     manifests.nodes = [
         {"apiVersion": "v1", "kind": "Node", **node} for node in await raw_list(api, core.list_node)
     ]
+    manifests.priority_classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **item}
+        for item in await raw_list(api, client.SchedulingV1Api(api).list_priority_class)
+    ]
     for quota in manifests.quotas:
         quota.setdefault("kind", "ElasticQuota")
     for profile in manifests.profiles:
@@ -206,7 +210,8 @@ async def resource_versions(api: client.ApiClient) -> dict[str, str]:
 async def apply_examples(api: client.ApiClient) -> None:
     loaded = load_paths([EXAMPLES])
     everything = [
-        *loaded.namespaces, *loaded.nodes, *loaded.profiles, *loaded.quotas, *loaded.pods,
+        *loaded.namespaces, *loaded.priority_classes, *loaded.nodes, *loaded.profiles,
+        *loaded.quotas, *loaded.pods,
     ]  # fmt: skip
     for manifest in apply_order(everything):
         await apply_manifest(api, manifest)
@@ -219,11 +224,10 @@ def pod_manifest(
     memory: str = "1Gi",
     *,
     labels: dict[str, str] | None = None,
-    priority: int = 0,
+    priority_class: str | None = None,
     node: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "priority": priority,
         "containers": [
             {
                 "name": "main",
@@ -234,6 +238,8 @@ def pod_manifest(
     }
     if node:
         spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return {
         "apiVersion": "v1",
         "kind": "Pod",

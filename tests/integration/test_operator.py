@@ -30,7 +30,7 @@ from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.pods import bind_pod, mark_running
-from elasticquota.kube.quotas import patch_quota
+from elasticquota.kube.quotas import list_quotas, patch_quota
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -75,6 +75,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     await apply_examples(api)
     await eventually(lambda: converged(api), 60, operator, "examples converged to plan")
 
+    await assert_no_operator_bookkeeping(api)
     ml = await get_quota(api, "ml-research", "ml-research")
     assert ml["metadata"]["annotations"][keys.ANNO_RUNTIME] == '{"cpu":"28571m","memory":"80Gi"}'
     assert ml["status"]["used"] == {"cpu": "40", "memory": "80Gi"}
@@ -87,6 +88,22 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     await eventually(lambda: converged(api), 30, operator, "converged after bind + delete")
     analytics = await get_quota(api, "analytics", "analytics")
     assert analytics["status"]["used"]["cpu"] == "16"
+
+
+async def assert_no_operator_bookkeeping(api: client.ApiClient) -> None:
+    """No finalizers and no Kopf annotations on objects the operator does not own."""
+    core = client.CoreV1Api(api)
+    objects = [
+        *(await core.list_pod_for_all_namespaces()).items,
+        *(await core.list_node()).items,
+    ]
+    for item in objects:
+        assert not item.metadata.finalizers, item.metadata.name
+        assert not any("kopf" in key for key in item.metadata.annotations or {}), item.metadata.name
+    for quota in await list_quotas(api):
+        metadata = quota["metadata"]
+        assert not metadata.get("finalizers"), metadata["name"]
+        assert not any("kopf" in key for key in metadata.get("annotations") or {}), metadata
 
 
 async def test_quota_moved_to_another_parent(

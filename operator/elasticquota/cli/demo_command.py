@@ -49,7 +49,14 @@ async def _apply(paths: list[str]) -> int:
     from elasticquota.kube.client import make_api_client
 
     loaded = load_paths(paths)
-    manifests = [*loaded.namespaces, *loaded.nodes, *loaded.profiles, *loaded.quotas, *loaded.pods]
+    manifests = [
+        *loaded.namespaces,
+        *loaded.priority_classes,
+        *loaded.nodes,
+        *loaded.profiles,
+        *loaded.quotas,
+        *loaded.pods,
+    ]
     api = await make_api_client()
     try:
         created = 0

@@ -38,6 +38,10 @@ def _same_quantities(left: Any, right: Any) -> bool:
         return False
 
 
+def _keys(resources: Any) -> set[str]:
+    return set(resources) if isinstance(resources, dict) else set()
+
+
 def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str, Any] | None:
     """The merge patch that makes ``current`` match ``desired`` where the controller owns it."""
     metadata = desired["metadata"]
@@ -54,7 +58,11 @@ def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str,
         patch["metadata"] = {"labels": labels, "annotations": annotations}
     spec = desired["spec"]
     if not all(_same_quantities(spec[k], current.spec.get(k)) for k in ("min", "max")):
-        patch["spec"] = spec
+        # A merge patch merges maps: keys the desired spec dropped are deleted with null.
+        patch["spec"] = {
+            k: {**dict.fromkeys(_keys(current.spec.get(k)) - set(spec[k])), **spec[k]}
+            for k in ("min", "max")
+        }
     return patch or None
 
 
@@ -120,7 +128,8 @@ class ProfileController:
         if labels.get(keys.LABEL_TREE_ID) or self._settings.dry_run:
             return
         patch = {"metadata": {"labels": {keys.LABEL_TREE_ID: profile_tree_id(profile)}}}
-        await patch_profile(self._api, profile.namespace, profile.name, patch)
+        body = await patch_profile(self._api, profile.namespace, profile.name, patch)
+        self._state.on_profile(body)
 
     async def _report(self, profile: ProfileSpec, message: str) -> None:
         involved = {

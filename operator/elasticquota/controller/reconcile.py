@@ -20,6 +20,7 @@ from kubernetes_asyncio import client
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write
 from elasticquota.core.results import QuotaResult
+from elasticquota.kube.errors import describe
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 
@@ -55,7 +56,9 @@ class Writer:
                 await self._send(change)
             except Exception as error:  # the API refused: count it, try again next round
                 self.stats.failures += 1
-                logger.warning("writing %s/%s failed: %s", change.namespace, change.name, error)
+                logger.warning(
+                    "writing %s/%s failed: %s", change.namespace, change.name, describe(error)
+                )
                 return False
         self.stats.writes += 1
         return True

@@ -29,7 +29,9 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.kernels.warmup import warm_up
 from elasticquota.kube.client import make_api_client
+from elasticquota.kube.errors import describe
 from elasticquota.kube.lease import LeaderElector
+from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -136,6 +138,10 @@ class Operator:
 
     async def _elect(self) -> None:
         await self.state.synced.wait()  # stand for election only with a complete memory
+        try:
+            await ensure_namespace(self.api, self.settings.effective_lease_namespace)
+        except Exception as error:  # e.g. no permission: the namespace may well exist already
+            logger.info("could not ensure the lease namespace: %s", describe(error))
         await self.leader.run()
 
     async def _ensure_reserved(self) -> None:

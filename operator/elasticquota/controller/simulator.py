@@ -49,8 +49,11 @@ def eligible_nodes(
 def choose_node(
     pod: PodInfo, candidates: Iterable[NodeInfo], usage: Mapping[str, ResourceList]
 ) -> str | None:
-    """The first node (by name) whose free allocatable holds the pod's request."""
+    """The first node (by name) whose free allocatable holds the pod's request; as the scheduler,
+    never a cordoned or NotReady node."""
     for node in sorted(candidates, key=lambda item: item.name):
+        if node.unschedulable or not node.ready:
+            continue
         used = usage.get(node.name, {})
         if all(
             used.get(key, 0) + amount <= node.allocatable.get(key, 0)
@@ -110,7 +113,10 @@ class NodeSimulator:
         for pod in snapshot.pods.values():
             if pod.node_name and pod.phase == "Pending":
                 logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
-                await mark_running(self._api, pod.namespace, pod.name)
+                try:
+                    await mark_running(self._api, pod.namespace, pod.name)
+                except Exception as error:  # e.g. deleted meanwhile: the next round sees it
+                    logger.warning("SIMULATION: could not start %s: %s", pod.key, error)
 
     async def _bind(self, pod: PodInfo, node: str) -> None:
         logger.info("SIMULATION: binding pod %s to node %s", pod.key, node)

@@ -150,7 +150,9 @@ class ControllerState:
         self.profiles_changed.set()
 
     def on_node_deleted(self, body: Mapping[str, Any]) -> None:
-        self.engine.delete_node(str((body.get("metadata") or {}).get("name", "")))
+        name = str((body.get("metadata") or {}).get("name", ""))
+        self.parse_problems.pop(f"Node /{name}", None)
+        self.engine.delete_node(name)
         self._trees_changed()
         self.profiles_changed.set()
 
@@ -169,6 +171,7 @@ class ControllerState:
     def on_profile_deleted(self, body: Mapping[str, Any]) -> None:
         metadata = body.get("metadata") or {}
         key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        self.parse_problems.pop(f"ElasticQuotaProfile {key[0]}/{key[1]}", None)
         self.profiles.pop(key, None)
         self.profile_labels.pop(key, None)
         self.profiles_changed.set()

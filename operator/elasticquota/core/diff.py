@@ -3,9 +3,11 @@
 The reference's rules: the annotations ``runtime``, ``request``, ``child-request``,
 ``non-preemptible-request`` and ``non-preemptible-used`` hold JSON ResourceLists; a value is
 rewritten only when it differs from the current one after removing zero entries (so an unchanged
-quota is never written, and a restart writes nothing). ``status.used`` follows the same rule. The
-virtual root's ``runtime`` is the tree's distributable total (the reference leaves it unwritten);
-the system and default quotas get no ``runtime`` (they are not limited).
+quota is never written, and a restart writes nothing). ``status.used`` follows the same rule; as it
+is written with a JSON merge patch (which merges maps), keys it no longer has are sent as ``null``
+so that they are deleted. The virtual root's ``runtime`` is the tree's distributable total (the
+reference leaves it unwritten); the system and default quotas get no ``runtime`` (they are not
+limited).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class QuotaWrite:
     namespace: str
     name: str
     annotations: dict[str, str]
-    used: dict[str, str] | None
+    #: The new ``status.used``; a key whose value is None is to be deleted (merge-patch null).
+    used: dict[str, str | None] | None
 
     @property
     def empty(self) -> bool:
@@ -85,7 +88,13 @@ def quota_write(
         desired: ResourceList = getattr(result, field)
         if not _same(_current_annotation(annotations, key), desired):
             changes[key] = to_annotation(desired)
-    used = None
+    used: dict[str, str | None] | None = None
     if not _same(_current_used(status), result.used):
-        used = format_resource_list(result.used)
+        current = (status or {}).get("used")
+        stale = (
+            [key for key in current if key not in result.used]
+            if isinstance(current, Mapping)
+            else []
+        )
+        used = {**dict.fromkeys(stale), **format_resource_list(result.used)}
     return QuotaWrite(result.namespace, result.name, changes, used)

@@ -464,32 +464,45 @@ def _established(crd: Any) -> tuple[bool, str | None]:
     return False, None
 
 
+def _api_error_message(error: Any) -> str:
+    """``HTTP 422: <the Status message>`` from a kubernetes_asyncio ApiException."""
+    try:
+        message = json.loads(error.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        message = error.reason
+    return f"HTTP {error.status}: {message}"
+
+
+async def _create_or_replace(api: Any, document: dict[str, Any]) -> None:
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    name = str(document["metadata"]["name"])
+    try:
+        try:
+            await api.create_custom_resource_definition(body=document)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            existing = await api.read_custom_resource_definition(name)
+            version = existing.metadata.resource_version
+            body = {**document, "metadata": {**document["metadata"], "resourceVersion": version}}
+            await api.replace_custom_resource_definition(name, body=body)
+    except ApiException as error:
+        raise ClusterError(f"CRD {name} was refused: {_api_error_message(error)}") from None
+
+
 async def apply_crds(kubeconfig: Path, crd_dir: Path, *, timeout: float = 60.0) -> list[str]:
     """Create or replace every CRD of ``crd_dir`` and wait until each is Established."""
     from kubernetes_asyncio import client, config  # the operator's dependency; imported lazily
-    from kubernetes_asyncio.client.rest import ApiException
 
     documents = load_crds(crd_dir)
     configuration = client.Configuration()
     await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    names: list[str] = []
     async with client.ApiClient(configuration=configuration) as api_client:
         api = client.ApiextensionsV1Api(api_client)
         for document in documents:
-            name = str(document["metadata"]["name"])
-            try:
-                await api.create_custom_resource_definition(body=document)
-            except ApiException as error:
-                if error.status != 409:
-                    raise
-                existing = await api.read_custom_resource_definition(name)
-                body = dict(document)
-                body["metadata"] = {
-                    **document["metadata"],
-                    "resourceVersion": existing.metadata.resource_version,
-                }
-                await api.replace_custom_resource_definition(name, body=body)
-            names.append(name)
+            await _create_or_replace(api, document)
+        names = [str(document["metadata"]["name"]) for document in documents]
         deadline = time.monotonic() + timeout
         for name in names:
             await _wait_established(api, name, deadline)

@@ -1,8 +1,8 @@
 """Create the objects of a set of manifests (the demo and the tests apply ``examples/`` with it).
 
-Handles the kinds ``plan`` reads: Namespace, Node (its status is written through the status
-subresource, as a kubelet would), Pod (``spec.nodeName`` binds it at creation), ElasticQuota and
-ElasticQuotaProfile. Objects that already exist are left as they are.
+Handles the kinds ``plan`` reads: Namespace, PriorityClass, Node (its status is written through the
+status subresource, as a kubelet would), Pod (``spec.nodeName`` binds it at creation), ElasticQuota
+and ElasticQuotaProfile. Objects that already exist are left as they are.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ async def apply_manifest(api: client.ApiClient, manifest: dict[str, Any]) -> boo
     try:
         if kind == "Namespace":
             await client.CoreV1Api(api).create_namespace(manifest)
+        elif kind == "PriorityClass":
+            await client.SchedulingV1Api(api).create_priority_class(manifest)
         elif kind == "Node":
             await _create_node(api, manifest)
         elif kind == "Pod":
@@ -68,7 +70,7 @@ async def apply_manifest(api: client.ApiClient, manifest: dict[str, Any]) -> boo
     return True
 
 
-APPLY_ORDER = ("Namespace", "Node", "ElasticQuotaProfile", "ElasticQuota", "Pod")
+APPLY_ORDER = ("Namespace", "PriorityClass", "Node", "ElasticQuotaProfile", "ElasticQuota", "Pod")
 
 
 def apply_order(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ final and raised to the caller, who decides (usually: log, count, and try again 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -24,6 +26,16 @@ def is_retryable(error: BaseException) -> bool:
     if isinstance(error, ApiException):
         return error.status in RETRYABLE_STATUSES or (error.status or 0) >= 500
     return isinstance(error, (OSError, asyncio.TimeoutError))
+
+
+def describe(error: BaseException) -> str:
+    """One line: the HTTP status and the server's message, or the exception itself."""
+    if isinstance(error, ApiException):
+        message = error.reason or ""
+        with contextlib.suppress(TypeError, ValueError):
+            message = json.loads(error.body or "{}").get("message") or message
+        return f"HTTP {error.status}: {message}"
+    return f"{type(error).__name__}: {error}"
 
 
 def status_of(error: BaseException) -> int | None:

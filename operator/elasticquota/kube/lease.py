@@ -15,14 +15,18 @@ import logging
 import time
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.errors import describe
 
 logger = logging.getLogger(__name__)
 
 
-def _micro_time() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _micro_time(moment: datetime.datetime | None = None) -> str:
+    moment = (moment or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -50,8 +54,8 @@ class LeaderElector:
         while True:
             try:
                 holding = await self._acquire_or_renew()
-            except (TimeoutError, ApiException, OSError) as error:
-                logger.warning("leader lease %s/%s: %s", self.namespace, self.name, error)
+            except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
+                logger.warning("leader lease %s/%s: %s", self.namespace, self.name, describe(error))
                 holding = False
             self._set_leading(holding)
             await asyncio.sleep(self.duration / 3 if holding else self.duration / 5)
@@ -80,9 +84,13 @@ class LeaderElector:
         if holder and holder != self.identity and not expired:
             return False
         transitions = (spec.lease_transitions or 0) + (holder != self.identity)
-        return await self._replace(lease.metadata.resource_version, transitions, holder)
+        return await self._replace(
+            lease.metadata.resource_version, transitions, holder, spec.acquire_time
+        )
 
-    def _spec(self, transitions: int, acquired: bool) -> dict[str, Any]:
+    def _spec(
+        self, transitions: int, acquired: bool, acquire_time: datetime.datetime | None = None
+    ) -> dict[str, Any]:
         now = _micro_time()
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
@@ -92,6 +100,8 @@ class LeaderElector:
         }
         if acquired:
             spec["acquireTime"] = now
+        elif acquire_time is not None:  # a replace drops what it does not send: keep it
+            spec["acquireTime"] = _micro_time(acquire_time)
         return spec
 
     async def _create(self) -> bool:
@@ -107,14 +117,20 @@ class LeaderElector:
             raise
         return True
 
-    async def _replace(self, resource_version: str, transitions: int, holder: str) -> bool:
+    async def _replace(
+        self,
+        resource_version: str,
+        transitions: int,
+        holder: str,
+        acquire_time: datetime.datetime | None = None,
+    ) -> bool:
         body = {
             "metadata": {
                 "name": self.name,
                 "namespace": self.namespace,
                 "resourceVersion": resource_version,
             },
-            "spec": self._spec(transitions, acquired=holder != self.identity),
+            "spec": self._spec(transitions, holder != self.identity, acquire_time),
         }
         try:
             await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
@@ -139,8 +155,13 @@ class LeaderElector:
                     "namespace": self.namespace,
                     "resourceVersion": lease.metadata.resource_version,
                 },
-                "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": None},
+                "spec": {
+                    "holderIdentity": "",
+                    "leaseDurationSeconds": 1,
+                    "renewTime": None,
+                    "leaseTransitions": lease.spec.lease_transitions,
+                },
             }
             await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
         except (ApiException, OSError) as error:
-            logger.warning("could not release the leader lease: %s", error)
+            logger.warning("could not release the leader lease: %s", describe(error))

@@ -68,19 +68,21 @@ async def patch_quota_status(
 async def create_quota(api: client.ApiClient, body: dict[str, Any]) -> dict[str, Any] | None:
     """Create a quota; None when it already exists (someone else was faster)."""
     namespace = body["metadata"]["namespace"]
-    try:
-        result: dict[str, Any] = await with_retries(
-            lambda: _objects(api).create_namespaced_custom_object(
+
+    async def create() -> dict[str, Any] | None:
+        try:
+            created: dict[str, Any] = await _objects(api).create_namespaced_custom_object(
                 QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL, body
-            ),
-            f"create ElasticQuota {namespace}/{body['metadata']['name']}",
-            attempts=3,
-        )
-    except ApiException as error:
-        if error.status == 409:
-            return None
-        raise
-    return result
+            )
+        except ApiException as error:
+            if error.status == 409:  # AlreadyExists is final: not a conflict to retry
+                return None
+            raise
+        return created
+
+    return await with_retries(
+        create, f"create ElasticQuota {namespace}/{body['metadata']['name']}", attempts=3
+    )
 
 
 async def patch_profile(

@@ -47,7 +47,8 @@ def compute_plan(
     profiles: list[ProfileSpec] = _parse_all(parse_profile, manifests.profiles, problems)
     raw_quotas = _apply_profiles(manifests.quotas, profiles, nodes, problems)
     quotas: list[QuotaSpec] = _parse_all(parse_quota, raw_quotas, problems)
-    pods: list[PodInfo] = _parse_all(parse_pod, manifests.pods, problems)
+    priced = _with_priorities(manifests.pods, manifests.priority_classes, problems)
+    pods: list[PodInfo] = _parse_all(parse_pod, priced, problems)
     engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
     snapshot = engine.solve()
     return Plan(
@@ -95,6 +96,36 @@ def _apply_profiles(
             order.append(key)
         by_key[key] = root_quota_manifest(profile, nodes, by_key.get(key))
     return [by_key[key] for key in order]
+
+
+def _with_priorities(
+    pods: list[dict[str, Any]], classes: list[dict[str, Any]], problems: list[Problem]
+) -> list[dict[str, Any]]:
+    """Pods with ``spec.priority`` filled in from their PriorityClass, as the API server does.
+
+    A pod that names no class gets the class marked ``globalDefault``, else 0; a class that is not
+    in the input is a problem and counts as 0.
+    """
+    values = {
+        str((item.get("metadata") or {}).get("name")): int(item.get("value") or 0)
+        for item in classes
+        if isinstance(item.get("metadata"), dict)
+    }
+    default = next((int(c.get("value") or 0) for c in classes if c.get("globalDefault")), 0)
+    resolved = []
+    for raw in pods:
+        spec = raw.get("spec")
+        if not isinstance(spec, dict) or spec.get("priority") is not None:
+            resolved.append(raw)
+            continue
+        name = spec.get("priorityClassName")
+        if name and name not in values:
+            meta = raw["metadata"] if isinstance(raw.get("metadata"), dict) else {}
+            ref = f"Pod {meta.get('namespace', '')}/{meta.get('name', '<unnamed>')}"
+            problems.append(Problem(ref, f"PriorityClass {name!r} is not in the input; priority 0"))
+        priority = values.get(name, 0) if name else default
+        resolved.append({**raw, "spec": {**spec, "priority": priority}})
+    return resolved
 
 
 def _report_duplicates(kind: str, raws: list[dict[str, Any]], problems: list[Problem]) -> None:

@@ -34,13 +34,18 @@ def _annotation(annotations: Mapping[str, str], key: str) -> ResourceList:
         return {}
 
 
+def _parent_label(labels: Mapping[str, str]) -> str:
+    """The parent label, or its older alias (as ``api.parse`` reads it); "" when absent."""
+    return next((labels[key] for key in keys.LABEL_PARENT_ALIASES if labels.get(key)), "")
+
+
 def _result(body: Mapping[str, Any], tree: str) -> QuotaResult:
     metadata = body.get("metadata") or {}
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
     spec = body.get("spec") or {}
     name = str(metadata.get("name", ""))
-    parent = "" if name == keys.ROOT_QUOTA else labels.get(keys.LABEL_PARENT) or keys.ROOT_QUOTA
+    parent = "" if name == keys.ROOT_QUOTA else _parent_label(labels) or keys.ROOT_QUOTA
     request = _annotation(annotations, keys.ANNO_REQUEST)
     return QuotaResult(
         name=name,
@@ -75,7 +80,7 @@ def _trees(bodies: list[Mapping[str, Any]]) -> dict[str, str]:
         own = labels.get(name, {})
         if own.get(keys.LABEL_TREE_ID) or name in seen:
             return str(own.get(keys.LABEL_TREE_ID, ""))
-        parent = own.get(keys.LABEL_PARENT) or keys.ROOT_QUOTA
+        parent = _parent_label(own) or keys.ROOT_QUOTA
         if parent == keys.ROOT_QUOTA or parent not in labels:
             return ""
         return tree_of(parent, seen | {name})
@@ -92,6 +97,7 @@ def live_snapshot(objects: Iterable[Mapping[str, Any]]) -> Snapshot:
     for body in bodies:
         result = _result(body, trees[str((body.get("metadata") or {}).get("name", ""))])
         quotas[result.name] = result
+        totals.setdefault(result.tree, {})  # a tree without a total is still drawn
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         if result.name == keys.ROOT_QUOTA:
             totals[""] = result.runtime

@@ -49,6 +49,7 @@ class Manifests:
     pods: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     namespaces: list[dict[str, Any]] = field(default_factory=list)
+    priority_classes: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
@@ -115,6 +116,8 @@ def _sort(document: Any, file: Path, manifests: Manifests) -> None:
             manifests.nodes.append(item)
         elif kind == "Namespace" and group == "":
             manifests.namespaces.append(item)
+        elif kind == "PriorityClass" and group == "scheduling.k8s.io":
+            manifests.priority_classes.append(item)
         else:
             metadata = item.get("metadata")
             name = metadata.get("name", "<unnamed>") if isinstance(metadata, dict) else "<unnamed>"

@@ -1,0 +1,141 @@
+"""Fixtures for the request-contract tests of the Kubernetes adapters against KMock.
+
+KMock (the ``kmock`` fixture of its pytest plugin) serves Kubernetes-shaped URLs on a local port
+and records every request; its default handler emulates a stateful API server: objects in
+``kmock.objects``, POST creates (409 when the object exists), PATCH merges the body into the object
+(maps merge, ``null`` deletes) and GET returns it. ``api`` is a real kubernetes_asyncio ApiClient
+pointed at it, so the adapters are exercised down to the HTTP requests they send.
+
+What KMock does not emulate, and what the fixtures here add or the tests leave out:
+
+* no ``resourceVersion``: ``leases`` serves ``PUT`` (KMock has no action for it) and implements
+  the optimistic-concurrency check of a replace (409 when the sent version is not the stored one);
+* no admission or schema validation: 422 and other refusals are injected as canned responses;
+* no retry-after or rate limiting: 429 is a canned response too;
+* creation answers 200 where the API server answers 201 Created (and kubernetes_asyncio then
+  returns None for a custom object): ``created_is_201`` answers creations with 201 and the object,
+  below the priority of any reaction a test sets up;
+* a POST to ``/api/v1/namespaces`` cannot be parsed by KMock (it reads "namespaces" as the start
+  of a namespaced path) and is answered 500 whatever the test sets up: ``ensure_namespace`` is
+  covered by the controller tests with a fake instead.
+
+``retry_delays`` makes the backoff of ``kube.errors.with_retries`` instantaneous and records the
+delays it asked for, so retry tests run fast and can check the backoff itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+import kmock
+from elasticquota.kube import errors
+
+LEASES = "coordination.k8s.io/v1/leases"
+QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
+PROFILES = "quota.koordinator.sh/v1alpha1/elasticquotaprofiles"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No implicit event loop (see tests/unit/controller/conftest.py for why)."""
+    asyncio.set_event_loop(None)
+
+
+def status(code: int, reason: str) -> dict[str, Any]:
+    """A Kubernetes ``Status`` body, as the API server sends with an error."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"injected {code}",
+        "reason": reason,
+        "code": code,
+    }
+
+
+@pytest.fixture(autouse=True)
+def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("ELASTIC_QUOTA_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The backoff delays ``with_retries`` slept (instantly), in order."""
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+        await asyncio.sleep(0)
+
+    fake = SimpleNamespace(sleep=sleep, TimeoutError=asyncio.TimeoutError)
+    monkeypatch.setattr(errors, "asyncio", fake)
+    return delays
+
+
+@pytest.fixture(autouse=True)
+def created_is_201(kmock: kmock.KubernetesEmulator) -> None:
+    """Creations answer 201 Created with the object, as the API server does."""
+    (kmock**-1)["post"] << 201 << (lambda request: request.data)
+
+
+@pytest.fixture
+async def api(kmock: kmock.KubernetesEmulator) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes_asyncio client talking to the KMock server."""
+    configuration = client.Configuration(host=str(kmock.url))
+    async with client.ApiClient(configuration=configuration) as api_client:
+        yield api_client
+
+
+class Leases:
+    """Lease objects in KMock, with ``PUT`` served as a replace guarded by ``resourceVersion``."""
+
+    def __init__(self, server: kmock.KubernetesEmulator) -> None:
+        self._server = server
+        server["put", kmock.resource(LEASES)] << self._replace
+
+    def _replace(self, request: kmock.Request) -> dict[str, Any]:
+        key = (LEASES, request.namespace, request.name)
+        if not self.exists(str(request.namespace), str(request.name)):
+            raise kmock.KubernetesObjectNotFoundError()
+        stored = self._server.objects[key].raw
+        version = stored["metadata"].get("resourceVersion")
+        if request.data["metadata"].get("resourceVersion") != version:
+            raise kmock.KubernetesError(409, "Conflict", "the object has been modified")
+        replaced = copy.deepcopy(request.data)
+        replaced["metadata"]["resourceVersion"] = str(int(version or "0") + 1)
+        self._server.objects[key] = replaced
+        return replaced
+
+    def put(self, namespace: str, name: str, version: str = "1", **spec: Any) -> None:
+        """Store a Lease as another replica (or a previous run) left it."""
+        self._server.objects[LEASES, namespace, name] = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": version},
+            "spec": spec,
+        }
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        raw: dict[str, Any] = self._server.objects[LEASES, namespace, name].raw
+        return raw
+
+    def exists(self, namespace: str, name: str) -> bool:
+        try:
+            return not self._server.objects[LEASES, namespace, name].deleted
+        except KeyError:
+            return False
+
+
+@pytest.fixture
+def leases(kmock: kmock.KubernetesEmulator) -> Leases:
+    return Leases(kmock)

@@ -1,0 +1,332 @@
+"""kube.lease.LeaderElector against KMock: one active replica through a coordination/v1 Lease.
+
+Rules (kube/lease.py): a missing Lease is created with this replica as holder; the holder renews it
+every third of the duration, keeping its acquire time and transition count; a standby polls every
+fifth of the duration and takes a foreign Lease over only after it has seen the same record
+(holder, renew time) unchanged for longer than the Lease's duration on its *own* monotonic clock
+(so the timestamps in the Lease, and clock skew, never matter); a released Lease (no holder) is
+taken at once; a replace that lost the race (409 on ``resourceVersion``) or a creation that lost it
+leaves the replica standing by; API and connection errors make it stand by without stopping the
+loop; on shutdown the holder releases the Lease, and only if it still holds it.
+
+Time: ``clock`` replaces the elector's ``time.monotonic`` and ``asyncio.sleep`` with one fake
+clock, so that ``run()`` goes through minutes of simulated time in milliseconds while its requests
+still go over HTTP to KMock. KMock has no ``resourceVersion``: the ``leases`` fixture adds the
+check to ``PUT`` (see conftest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from conftest import LEASES, status
+from kubernetes_asyncio import client
+
+import kmock
+from elasticquota.kube import lease as lease_module
+from elasticquota.kube.lease import LeaderElector
+from kmock import KubernetesError, KubernetesObjectNotFoundError
+
+if TYPE_CHECKING:
+    from conftest import Leases
+
+NS, NAME, ME, OTHER = "quota-system", "elastic-quota-operator", "replica-a", "replica-b"
+LEASE_URL = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{NAME}"
+REAL_SLEEP = asyncio.sleep
+
+
+class Clock:
+    """Monotonic time for the elector; its sleeps advance it instead of waiting.
+
+    A sleep that would pass the deadline parks the loop there instead (until it is cancelled), so
+    ``run_for`` stops the election loop at exactly the simulated time it was given.
+    """
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.deadline = float("inf")
+        self.parked = asyncio.Event()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        if self.now + delay > self.deadline:
+            self.now = self.deadline
+            self.parked.set()
+            await asyncio.Event().wait()
+        self.now += delay
+        await REAL_SLEEP(0)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(lease_module, "time", SimpleNamespace(monotonic=fake.monotonic))
+    monkeypatch.setattr(
+        lease_module, "asyncio", SimpleNamespace(sleep=fake.sleep, Event=asyncio.Event)
+    )
+    return fake
+
+
+@pytest.fixture
+def elector(api: client.ApiClient, leases: Leases, clock: Clock) -> LeaderElector:
+    return LeaderElector(api, NS, NAME, ME, duration=15.0)
+
+
+async def run_for(elector: LeaderElector, clock: Clock, seconds: float) -> None:
+    """Run the election loop for ``seconds`` of simulated time (re-raising if it crashed)."""
+    clock.deadline = clock.now + seconds
+    clock.parked.clear()
+    task = asyncio.create_task(elector.run())
+    parked = asyncio.create_task(clock.parked.wait())
+    try:
+        await asyncio.wait({task, parked}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        assert task.done() or parked.done(), "the election loop neither slept nor ended"
+    finally:
+        for pending in (task, parked):
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+    if not task.cancelled():
+        task.result()  # the loop must never end on its own: raise what ended it
+
+
+def foreign(leases: Leases, version: str = "7", renew: str = "2024-05-01T10:00:00.000000Z") -> None:
+    leases.put(
+        NS,
+        NAME,
+        version,
+        holderIdentity=OTHER,
+        leaseDurationSeconds=15,
+        acquireTime="2024-05-01T09:00:00.000000Z",
+        renewTime=renew,
+        leaseTransitions=3,
+    )
+
+
+def puts(server: kmock.KubernetesEmulator) -> list[dict[str, Any]]:
+    return [request.data for request in server if request.method == kmock.method.PUT]
+
+
+# -- acquiring ------------------------------------------------------------------------------------
+
+
+async def test_a_missing_lease_is_created_with_this_replica_as_holder(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    await run_for(elector, clock, 1)
+
+    assert elector.leading.is_set()
+    get, post = list(kmock)[:2]
+    assert (get.method, get.url.path) == (kmock.method.GET, LEASE_URL)
+    assert (post.method, post.url.path) == (
+        kmock.method.POST,
+        f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases",
+    )
+    spec = post.data["spec"]
+    assert post.data["metadata"] == {"name": NAME, "namespace": NS}
+    assert (spec["holderIdentity"], spec["leaseDurationSeconds"]) == (ME, 15)
+    assert spec["leaseTransitions"] == 0
+    assert spec["acquireTime"] == spec["renewTime"]
+    assert spec["renewTime"].endswith("Z") and "." in spec["renewTime"]  # MicroTime
+
+
+async def test_the_holder_renews_every_third_of_the_duration(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    await run_for(elector, clock, 30.5)
+
+    renewals = puts(kmock)
+    assert len(renewals) == 6  # at 5, 10, ..., 30 s
+    created = kmock[1].data["spec"]
+    lease = leases.get(NS, NAME)
+    assert lease["spec"]["holderIdentity"] == ME
+    assert lease["spec"]["leaseTransitions"] == 0  # renewing is no transition
+    assert lease["spec"]["acquireTime"] == created["acquireTime"]  # still acquired back then
+    assert lease["metadata"]["resourceVersion"] == "6"  # each renewal replaced the last version
+    assert elector.leading.is_set()
+
+
+async def test_a_fresh_foreign_lease_is_not_taken_over(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    foreign(leases)
+    await run_for(elector, clock, 14.9)
+
+    assert not elector.leading.is_set()
+    assert puts(kmock) == []
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+
+
+async def test_an_expired_foreign_lease_is_taken_over(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    foreign(leases)
+    await run_for(elector, clock, 14.9)
+    await run_for(elector, clock, 5)
+
+    assert elector.leading.is_set()
+    (takeover, *_) = puts(kmock)
+    assert takeover["metadata"]["resourceVersion"] == "7"  # replaces exactly what it saw
+    spec = takeover["spec"]
+    assert (spec["holderIdentity"], spec["leaseTransitions"]) == (ME, 4)
+    assert spec["acquireTime"] == spec["renewTime"]
+
+
+async def test_a_lease_its_holder_keeps_renewing_is_never_taken_over(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    for second in range(0, 60, 10):
+        foreign(leases, version=str(10 + second), renew=f"2024-05-01T10:00:{second:02d}.000000Z")
+        await run_for(elector, clock, 10)
+
+    assert not elector.leading.is_set()
+    assert puts(kmock) == []
+
+
+async def test_expiry_is_judged_on_the_local_clock_not_the_lease_timestamps(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    """A renew time long past (or a skewed clock) does not make a Lease expired at first sight."""
+    foreign(leases, renew="2001-01-01T00:00:00.000000Z")
+    await run_for(elector, clock, 10)
+    assert not elector.leading.is_set()
+
+
+async def test_a_released_lease_is_taken_at_once(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    leases.put(NS, NAME, "9", holderIdentity="", leaseDurationSeconds=1, leaseTransitions=3)
+    await run_for(elector, clock, 0.1)
+
+    assert elector.leading.is_set()
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ME
+    assert leases.get(NS, NAME)["spec"]["leaseTransitions"] == 4
+
+
+async def test_a_replace_that_lost_the_race_leaves_the_replica_standing_by(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    leases.put(NS, NAME, "9", holderIdentity="", leaseDurationSeconds=1)
+
+    def read_then_other_wins(request: kmock.Request) -> dict[str, Any]:
+        seen = copy.deepcopy(leases.get(NS, NAME))
+        foreign(leases, version="10")  # the other replica's replace lands between GET and PUT
+        return seen
+
+    kmock["get", kmock.resource(LEASES)][:1] << read_then_other_wins
+    await run_for(elector, clock, 0.1)
+
+    assert not elector.leading.is_set()
+    assert [p["metadata"]["resourceVersion"] for p in puts(kmock)] == ["9"]  # refused with 409
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+
+
+async def test_a_creation_that_lost_the_race_leaves_the_replica_standing_by(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    def other_created_it_first(request: kmock.Request) -> None:
+        foreign(leases)
+        raise KubernetesError(409, "AlreadyExists", "leases already exists")
+
+    kmock["post", kmock.resource(LEASES)] << other_created_it_first
+    await run_for(elector, clock, 0.1)
+
+    assert not elector.leading.is_set()
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+
+async def test_an_api_error_makes_the_holder_stand_by_and_the_loop_go_on(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    leading_at_each_read: list[bool] = []
+
+    def read(request: kmock.Request) -> dict[str, Any]:
+        leading_at_each_read.append(elector.leading.is_set())
+        if not leases.exists(NS, NAME):
+            raise KubernetesObjectNotFoundError()
+        return leases.get(NS, NAME)
+
+    kmock["get", kmock.resource(LEASES)][2:3] << 500 << status(500, "InternalError")
+    kmock["get", kmock.resource(LEASES)] << read
+    await run_for(elector, clock, 20)
+
+    # reads: missing (created), renewal, [the 500], renewal after standing by, renewal
+    assert leading_at_each_read == [False, True, False, True]
+    assert elector.leading.is_set()  # it still holds the Lease: renewed, not taken over
+    assert leases.get(NS, NAME)["spec"]["leaseTransitions"] == 0
+
+
+async def test_a_dropped_connection_does_not_stop_the_election_loop(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    def drop(request: kmock.Request) -> None:
+        raw = request._raw_request
+        assert raw is not None and raw.transport is not None
+        raw.transport.close()  # the client sees the server disconnect
+
+    # aiohttp itself resends idempotent requests (GET, PUT) once on a dropped keep-alive
+    # connection; a POST it cannot resend: the creation of the Lease is the exposed request.
+    kmock["post", kmock.resource(LEASES)][:1] << drop
+    await run_for(elector, clock, 20)  # raises if the loop died
+
+    get, post = kmock.method.GET, kmock.method.POST
+    assert [r.method for r in kmock][:3] == [get, post, get]  # dropped, then looked again
+    assert elector.leading.is_set()  # the next round created it
+
+
+# -- releasing ------------------------------------------------------------------------------------
+
+
+async def test_the_holder_releases_the_lease_on_shutdown(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    foreign(leases)
+    await run_for(elector, clock, 20)  # taken over: transitions 3 -> 4
+    held = leases.get(NS, NAME)
+
+    await elector.release()
+
+    assert not elector.leading.is_set()
+    released = puts(kmock)[-1]
+    assert released["metadata"]["resourceVersion"] == held["metadata"]["resourceVersion"]
+    assert released["spec"]["holderIdentity"] == ""
+    assert released["spec"]["leaseDurationSeconds"] == 1
+    assert released["spec"]["leaseTransitions"] == 4  # the count survives the release
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ""
+
+
+async def test_a_lease_taken_by_someone_else_meanwhile_is_not_released(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    await run_for(elector, clock, 1)
+    foreign(leases, version="50")  # we were too slow to renew; the other replica took over
+    before = len(puts(kmock))
+
+    await elector.release()
+
+    assert len(puts(kmock)) == before
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+    assert not elector.leading.is_set()
+
+
+async def test_a_standby_releases_nothing(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    foreign(leases)
+    await run_for(elector, clock, 5)
+    requests = len(kmock)
+
+    await elector.release()
+
+    assert len(kmock) == requests
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER

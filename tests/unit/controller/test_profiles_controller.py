@@ -1,0 +1,353 @@
+"""The profile controller: each ElasticQuotaProfile's root quota follows its node pool.
+
+Rules (controller/profiles.py): the root quota is created when missing and merge-patched where it
+differs from ``core.profiles.root_quota_manifest`` (the labels and the two annotations the
+controller owns, and the spec); nothing is written when it matches; a profile without a ``tree-id``
+label gets it written back; changes are debounced; nothing is written before ``synced``, by a
+standby, or in dry-run; a failure posts an ``UpdateQuotaFailed`` Event on the profile and is
+retried; a patch, applied as a JSON merge patch, leaves nothing more to patch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.api.parse import parse_profile
+from elasticquota.controller.profiles import ProfileController, root_quota_patch
+from elasticquota.controller.state import ControllerState, QuotaObject
+from elasticquota.core import keys
+from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
+
+if TYPE_CHECKING:
+    from conftest import Bodies, FakeCluster
+
+GPU_POOL = {"pool": "gpu"}
+TREE_ID = profile_tree_id(parse_profile(
+    {"metadata": {"name": "gpu", "namespace": "team"},
+     "spec": {"quotaName": "gpu-root", "nodeSelector": {}}}
+)[0])  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    task = asyncio.create_task(coro)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def desired_root(state: ControllerState) -> dict[str, Any]:
+    profile = state.profiles[("team", "gpu")]
+    current = state.quotas.get(("team", "gpu-root"))
+    manifest = current.as_manifest() if current else None
+    return root_quota_manifest(profile, state.engine.nodes.values(), manifest)
+
+
+@pytest.fixture
+def pool(state: ControllerState, k8s: Bodies, cluster: FakeCluster) -> ControllerState:
+    """Two gpu-pool nodes, one other node, and the profile ``gpu`` (tree-id label not written)."""
+    state.on_node(k8s.node("n1", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
+    state.on_node(k8s.node("n2", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
+    state.on_node(k8s.node("n3", allocatable={"cpu": "4", "memory": "16Gi"}))
+    profile = k8s.profile("gpu", quota_name="gpu-root", match_labels=GPU_POOL)
+    cluster.store(profile)
+    state.on_profile(profile)
+    return state
+
+
+def controller(
+    state: ControllerState, api: client.ApiClient, make_settings: Any, **overrides: Any
+) -> tuple[ProfileController, asyncio.Event]:
+    leading = asyncio.Event()
+    leading.set()
+    return ProfileController(state, api, make_settings(**overrides), leading), leading
+
+
+def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
+    """Store the root exactly as the controller wants it and label the profile."""
+    root = desired_root(state)
+    cluster.store(root)
+    state.on_quota(root)
+    labelled = k8s.profile(
+        "gpu", quota_name="gpu-root", match_labels=GPU_POOL, labels={keys.LABEL_TREE_ID: TREE_ID}
+    )
+    cluster.store(labelled)
+    state.on_profile(labelled)
+
+
+# -- root_quota_patch -----------------------------------------------------------------------------
+
+
+def quota_object(**parts: Any) -> QuotaObject:
+    body = {
+        "metadata": {
+            "name": "gpu-root",
+            "namespace": "team",
+            "labels": parts.get("labels", {}),
+            "annotations": parts.get("annotations", {}),
+        },
+        "spec": parts.get("spec", {}),
+    }
+    return QuotaObject.from_body(body)
+
+
+def manifest(**spec: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "labels": {keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "42"},
+            "annotations": {
+                keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}',
+                keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}",
+                "example.com/note": "kept as it is",
+            },
+        },
+        "spec": {"min": spec.get("min", {"cpu": "8"}), "max": spec.get("max", {"cpu": "100"})},
+    }
+
+
+def test_a_matching_root_needs_no_patch() -> None:
+    current = quota_object(
+        labels={keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "42", "team": "x"},
+        annotations={
+            keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}',
+            keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}",
+        },
+        spec={"min": {"cpu": "8000m"}, "max": {"cpu": 100}},  # same quantities, other notation
+    )
+    assert root_quota_patch(manifest(), current) is None
+
+
+def test_only_differing_labels_and_owned_annotations_are_patched() -> None:
+    current = quota_object(
+        labels={keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "41"},
+        annotations={keys.ANNO_TOTAL_RESOURCE: '{"cpu":"4"}', keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}"},
+        spec={"min": {"cpu": "8"}, "max": {"cpu": "100"}},
+    )
+    assert root_quota_patch(manifest(), current) == {
+        "metadata": {
+            "labels": {keys.LABEL_TREE_ID: "42"},
+            "annotations": {keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}'},
+        }
+    }
+
+
+def test_a_different_min_or_max_patches_the_spec() -> None:
+    labels = {keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "42"}
+    annotations = {keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}', keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}"}
+    current = quota_object(
+        labels=labels, annotations=annotations, spec={"min": {"cpu": "4"}, "max": {"cpu": "100"}}
+    )
+    assert root_quota_patch(manifest(), current) == {
+        "spec": {"min": {"cpu": "8"}, "max": {"cpu": "100"}}
+    }
+
+
+def test_a_spec_key_the_profile_no_longer_has_is_deleted_by_the_patch() -> None:
+    """Merge patches merge maps: a resource dropped from the profile's keys must be sent as null."""
+    labels = {keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "42"}
+    annotations = {keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}', keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}"}
+    spec = {"min": {"cpu": "8", "nvidia.com/gpu": "4"}, "max": {"cpu": "100", "nvidia.com/gpu": "9"}}
+    current = quota_object(labels=labels, annotations=annotations, spec=spec)
+
+    patch = root_quota_patch(manifest(), current)
+
+    assert patch is not None
+    assert patch["spec"]["min"] == {"cpu": "8", "nvidia.com/gpu": None}
+    assert patch["spec"]["max"] == {"cpu": "100", "nvidia.com/gpu": None}
+
+
+# -- ProfileController ----------------------------------------------------------------------------
+
+
+@pytest.mark.looptime
+async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    expected = desired_root(pool)
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(5)
+
+    assert cluster.calls == [
+        ("create_quota", "team", "gpu-root", expected),
+        ("patch_profile", "team", "gpu", {"metadata": {"labels": {keys.LABEL_TREE_ID: TREE_ID}}}),
+    ]
+    assert expected["spec"]["min"] == {"cpu": "16", "memory": "64Gi"}  # n1 + n2, not n3
+    root = pool.quotas[("team", "gpu-root")]
+    assert root.uid == "uid-team-gpu-root"  # the created object is the current one
+    assert TREE_ID in pool.engine.tree_ids()  # and the engine has the profile's tree
+    assert pool.profile_labels[("team", "gpu")] == {keys.LABEL_TREE_ID: TREE_ID}
+
+
+@pytest.mark.looptime
+async def test_an_up_to_date_root_is_not_written(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    up_to_date(pool, cluster, k8s)
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(10)
+    assert cluster.calls == []
+
+
+@pytest.mark.looptime
+async def test_the_root_follows_its_node_pool(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    up_to_date(pool, cluster, k8s)
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(5)
+        pool.on_node(k8s.node("n4", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
+        await asyncio.sleep(5)
+
+    ((verb, _, name, patch),) = cluster.calls
+    assert (verb, name) == ("patch_quota", "gpu-root")
+    assert patch["spec"]["min"] == {"cpu": "24", "memory": "96Gi"}
+    assert patch["metadata"]["annotations"] == {
+        keys.ANNO_TOTAL_RESOURCE: '{"cpu":"24","memory":"96Gi"}'
+    }
+    assert pool.quotas[("team", "gpu-root")].spec["min"] == {"cpu": "24", "memory": "96Gi"}
+
+
+@pytest.mark.looptime
+async def test_changes_within_the_debounce_make_one_pass(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    up_to_date(pool, cluster, k8s)
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings, profile_debounce=2.0)
+    async with running(ctl.run()):
+        await asyncio.sleep(5)
+        for index in range(5):  # five nodes join within 1 s
+            node = k8s.node(f"m{index}", labels=GPU_POOL, allocatable={"cpu": "1", "memory": "1Gi"})
+            pool.on_node(node)
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(10)
+
+    assert [verb for verb, *_ in cluster.calls] == ["patch_quota"]
+    assert cluster.quotas[("team", "gpu-root")]["spec"]["min"] == {"cpu": "21", "memory": "69Gi"}
+
+
+@pytest.mark.looptime
+async def test_a_patch_converges_when_the_profile_dropped_a_resource(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    up_to_date(pool, cluster, k8s)
+    stale = cluster.quotas[("team", "gpu-root")]
+    stale["spec"]["min"]["nvidia.com/gpu"] = "4"
+    stale["spec"]["max"]["nvidia.com/gpu"] = "4611686018427387"
+    pool.on_quota(stale)
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(30)
+
+    assert [verb for verb, *_ in cluster.calls] == ["patch_quota"]  # once, not every debounce
+    assert "nvidia.com/gpu" not in cluster.quotas[("team", "gpu-root")]["spec"]["min"]
+
+
+@pytest.mark.looptime
+async def test_nothing_is_written_before_the_initial_listing(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(30)
+        assert cluster.calls == []
+        pool.mark_synced()
+        await asyncio.sleep(5)
+        assert "create_quota" in cluster.verbs()
+
+
+@pytest.mark.looptime
+async def test_a_standby_writes_nothing_until_it_leads(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    pool.mark_synced()
+    ctl, leading = controller(pool, api, make_settings)
+    leading.clear()
+    async with running(ctl.run()):
+        await asyncio.sleep(30)
+        assert cluster.calls == []
+        leading.set()
+        await asyncio.sleep(1)
+        assert "create_quota" in cluster.verbs()
+
+
+@pytest.mark.looptime
+async def test_dry_run_writes_nothing(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings, dry_run=True)
+    async with running(ctl.run()):
+        await asyncio.sleep(10)
+    assert cluster.calls == []
+
+
+@pytest.mark.looptime
+async def test_a_failure_is_reported_on_the_profile_and_retried(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(10)
+
+    assert cluster.verbs() == ["create_quota", "post_event", "create_quota", "patch_profile"]
+    (event,) = cluster.events
+    assert event["reason"] == "UpdateQuotaFailed"
+    assert event["involvedObject"] == {
+        "apiVersion": "quota.koordinator.sh/v1alpha1",
+        "kind": "ElasticQuotaProfile",
+        "namespace": "team",
+        "name": "gpu",
+    }
+    assert "Forbidden" in event["message"]
+    assert ("team", "gpu-root") in cluster.quotas
+
+
+@pytest.mark.looptime
+async def test_a_root_created_meanwhile_by_someone_else_is_left_to_the_watch(
+    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    cluster.store(desired_root(pool))  # in the cluster, not yet seen by the watch
+    pool.mark_synced()
+    ctl, _ = controller(pool, api, make_settings)
+    async with running(ctl.run()):
+        await asyncio.sleep(10)
+
+    assert set(cluster.verbs()) == {"create_quota", "patch_profile"}  # a 409 is not an error
+    assert ("team", "gpu-root") not in pool.quotas
+    assert cluster.events == []

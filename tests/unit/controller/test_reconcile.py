@@ -1,0 +1,418 @@
+"""Level-based reconciling: which writes a tree needs, how they are sent, when loops may write.
+
+Rules (controller/reconcile.py): only quotas that exist as objects and differ from their result are
+written (an unchanged quota never, a restarted replica nothing); a write is one merge patch of the
+annotations and one of ``status.used``, and the server's object becomes the current one; a refused
+write is counted and retried after the interval; at most ``write_concurrency`` writes are in flight;
+a tree's loop writes at most once per interval and only when woken; nothing is written before the
+initial listing (``synced``) nor by a replica that is not the leader.
+
+Loop tests run on virtual time (looptime): ``asyncio.sleep`` returns at once and the loop's clock
+jumps, so "after 10 s" costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
+from elasticquota.controller.state import ControllerState
+from elasticquota.core import keys
+from elasticquota.core.diff import quota_write
+from elasticquota.core.engine import EngineSettings
+from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies, FakeCluster
+
+DEFAULT = keys.DEFAULT_TREE
+SettingsFactory = Callable[..., Settings]
+
+
+@contextlib.asynccontextmanager
+async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
+    """Run a loop in the background for the body of the block, then stop it."""
+    task = asyncio.create_task(coro)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # let the tasks it cancelled finish
+
+
+def add_quota(state: ControllerState, cluster: FakeCluster, body: dict[str, Any]) -> None:
+    cluster.store(body)
+    state.on_quota(body)
+
+
+@pytest.fixture
+def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """A node, quotas ``a`` and ``b`` (objects never written) and a running pod in ``a``."""
+    state.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
+    add_quota(state, cluster, k8s.quota("a", min={"cpu": "2"}, max={"cpu": "4"}))
+    add_quota(state, cluster, k8s.quota("b", min={"cpu": "2"}, max={"cpu": "4"}))
+    state.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+    return state
+
+
+def written_names(cluster: FakeCluster) -> list[str]:
+    return [name for _, _, name, _ in cluster.writes()]
+
+
+# -- pending_writes -------------------------------------------------------------------------------
+
+
+def test_only_quotas_that_exist_as_objects_are_written(world: ControllerState) -> None:
+    results = world.engine.solve_tree(DEFAULT)
+    assert {keys.ROOT_QUOTA, keys.SYSTEM_QUOTA, keys.DEFAULT_QUOTA} <= set(results)
+    assert {change.name for change in pending_writes(world, results)} == {"a", "b"}
+
+
+def test_pending_writes_are_the_diff_of_each_object(world: ControllerState) -> None:
+    results = world.engine.solve_tree(DEFAULT)
+    current = world.quotas[("team", "a")]
+    expected = quota_write(results["a"], current.annotations, current.status)
+    assert next(c for c in pending_writes(world, results) if c.name == "a") == expected
+
+
+# -- Writer ---------------------------------------------------------------------------------------
+
+
+async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
+    writer = Writer(api, world, make_settings())
+
+    assert await writer.write(change)
+
+    assert cluster.calls == [
+        ("patch_quota", "team", change.name, {"metadata": {"annotations": change.annotations}}),
+        ("patch_quota_status", "team", change.name, {"used": change.used}),
+    ]
+    assert (writer.stats.writes, writer.stats.failures) == (1, 0)
+
+
+async def test_the_servers_object_becomes_the_current_one(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    writer = Writer(api, world, make_settings())
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+
+    assert world.quotas[("team", "a")].annotations == (
+        cluster.quotas[("team", "a")]["metadata"]["annotations"]
+    )
+    assert world.quotas[("team", "a")].status == cluster.quotas[("team", "a")]["status"]
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
+
+
+async def test_a_restarted_replica_writes_nothing(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+) -> None:
+    writer = Writer(api, world, make_settings())
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+
+    fresh = ControllerState.create(EngineSettings())
+    fresh.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
+    for body in cluster.quotas.values():
+        fresh.on_quota(body)
+    fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+
+    assert pending_writes(fresh, fresh.engine.solve_tree(DEFAULT)) == []
+
+
+async def test_only_what_changed_is_sent(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+) -> None:
+    writer = Writer(api, world, make_settings())
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+    cluster.calls.clear()
+
+    # A pending pod changes requests, not used: annotations only.
+    world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+    assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("patch_quota", "b")]
+
+
+async def test_a_status_only_change_sends_no_annotation_patch(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    writer = Writer(api, world, make_settings())
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+    cluster.calls.clear()
+    cluster.store({**cluster.quotas[("team", "a")], "status": {"used": {"cpu": "3"}}})
+    world.on_quota(cluster.quotas[("team", "a")])  # someone edited status.used by hand
+
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+    assert cluster.calls == [("patch_quota_status", "team", "a", {"used": {"cpu": "1"}})]
+
+
+async def test_dry_run_writes_nothing(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    writer = Writer(api, world, make_settings(dry_run=True))
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        assert await writer.write(change)
+    assert cluster.calls == []
+
+
+async def test_a_refused_write_is_counted_and_reported(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable Entity"))
+    change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
+    writer = Writer(api, world, make_settings())
+
+    assert not await writer.write(change)
+
+    assert cluster.verbs() == ["patch_quota"]  # the status is not patched after a refusal
+    assert (writer.stats.writes, writer.stats.failures) == (0, 1)
+    assert world.quotas[("team", change.name)].annotations == {}
+
+
+@pytest.mark.looptime
+async def test_at_most_write_concurrency_writes_are_in_flight(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+) -> None:
+    for index in range(10):
+        add_quota(state, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+    cluster.latency = 1.0
+    writer = Writer(api, state, make_settings(write_concurrency=3))
+
+    changes = pending_writes(state, state.engine.solve_tree(DEFAULT))
+    assert all(await asyncio.gather(*(writer.write(change) for change in changes)))
+
+    assert len(changes) == 10
+    assert cluster.max_in_flight == 3
+
+
+# -- TreeLoop -------------------------------------------------------------------------------------
+
+
+def tree_loop(
+    state: ControllerState,
+    api: client.ApiClient,
+    settings: Settings,
+    leading: asyncio.Event,
+    passes: list[float] | None = None,
+) -> TreeLoop:
+    def on_pass() -> None:
+        if passes is not None:
+            passes.append(asyncio.get_running_loop().time())
+
+    writer = Writer(api, state, settings)
+    return TreeLoop(DEFAULT, state, writer, settings.reconcile_interval, leading, on_pass)
+
+
+async def test_one_pass_reports_whether_every_write_succeeded(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    loop = tree_loop(world, api, make_settings(), asyncio.Event())
+    cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
+    assert not await loop.reconcile_once()
+    assert await loop.reconcile_once()  # the one refused is written now
+    assert await loop.reconcile_once()  # nothing left to write
+    assert sorted(written_names(cluster)) == ["a", "a", "a", "b", "b"]
+
+
+@pytest.mark.looptime
+async def test_a_tree_loop_writes_only_when_woken_and_leading(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    leading = asyncio.Event()
+    loop = tree_loop(world, api, make_settings(), leading)
+    async with running(loop.run()):
+        leading.set()
+        await asyncio.sleep(10)
+        assert cluster.calls == []  # never woken
+
+        leading.clear()
+        loop.wake.set()
+        await asyncio.sleep(10)
+        assert cluster.calls == []  # woken, but not the leader
+
+        leading.set()
+        await asyncio.sleep(0.5)
+        assert sorted(set(written_names(cluster))) == ["a", "b"]
+
+
+@pytest.mark.looptime
+async def test_a_tree_is_written_at_most_once_per_interval(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    passes: list[float] = []
+    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading, passes)
+    async with running(loop.run()):
+        for step in range(40):  # a pod changes every 0.5 s for 20 s, each change wakes the loop
+            world.on_pod(k8s.pod(f"p{step}", quota="b", requests={"cpu": "10m"}))
+            loop.wake.set()
+            await asyncio.sleep(0.5)
+
+    gaps = [later - earlier for earlier, later in zip(passes, passes[1:], strict=False)]
+    assert len(passes) >= 4
+    assert all(gap >= 5.0 for gap in gaps)
+    quota_b_writes = [c for c in cluster.calls if c[0] == "patch_quota" and c[2] == "b"]
+    assert len(quota_b_writes) == len(passes)  # each pass wrote b's latest request once
+
+
+@pytest.mark.looptime
+async def test_a_refused_write_is_retried_one_interval_later(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    looptime: Any,
+) -> None:
+    cluster.fail("patch_quota", ApiException(status=409, reason="Conflict"))
+    leading = asyncio.Event()
+    leading.set()
+    passes: list[float] = []
+    loop = tree_loop(world, api, make_settings(reconcile_interval=3.0), leading, passes)
+    start = float(looptime)
+    async with running(loop.run()):
+        loop.wake.set()
+        await asyncio.sleep(10)
+
+    assert [round(t - start, 3) for t in passes] == [0.0, 3.0]  # retried once, then quiet
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
+
+
+# -- Reconciler -----------------------------------------------------------------------------------
+
+
+@pytest.mark.looptime
+async def test_nothing_is_written_before_the_initial_listing(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    reconciler = Reconciler(world, api, make_settings(), leading)
+    async with running(reconciler.run()):
+        await asyncio.sleep(30)
+        assert cluster.calls == [] and reconciler.passes == 0
+
+        world.mark_synced()
+        await asyncio.sleep(0.5)
+        assert sorted(set(written_names(cluster))) == ["a", "b"]
+
+
+@pytest.mark.looptime
+async def test_a_standby_replica_writes_nothing_until_it_leads(
+    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+) -> None:
+    leading = asyncio.Event()
+    world.mark_synced()
+    reconciler = Reconciler(world, api, make_settings(), leading)
+    async with running(reconciler.run()):
+        await asyncio.sleep(30)
+        assert cluster.calls == []
+
+        leading.set()
+        await asyncio.sleep(2)
+        assert sorted(set(written_names(cluster))) == ["a", "b"]
+
+
+@pytest.mark.looptime
+async def test_writes_happen_only_on_change(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    world.mark_synced()
+    reconciler = Reconciler(world, api, make_settings(), leading)
+    async with running(reconciler.run()):
+        await asyncio.sleep(5)
+        first = len(cluster.calls)
+        assert first == 4  # a and b: annotations and status each
+
+        for _ in range(10):  # echoes of our own writes, relists: nothing to write
+            world.on_quota(cluster.quotas[("team", "a")])
+            await asyncio.sleep(1)
+        assert len(cluster.calls) == first
+        assert reconciler.passes > 2  # the loop did look
+
+        world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
+        await asyncio.sleep(5)
+        assert [(v, n) for v, _, n, _ in cluster.calls[first:]] == [("patch_quota", "b")]
+
+
+@pytest.mark.looptime
+async def test_a_restarted_operator_writes_nothing(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    world.mark_synced()
+    async with running(Reconciler(world, api, make_settings(), leading).run()):
+        await asyncio.sleep(5)
+    cluster.calls.clear()
+
+    fresh = ControllerState.create(EngineSettings())
+    fresh.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
+    for body in list(cluster.quotas.values()):
+        fresh.on_quota(body)
+    fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+    fresh.mark_synced()
+    reconciler = Reconciler(fresh, api, make_settings(), leading)
+    async with running(reconciler.run()):
+        await asyncio.sleep(10)
+    assert reconciler.passes >= 1
+    assert cluster.calls == []
+
+
+@pytest.mark.looptime
+async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
+    state: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+) -> None:
+    pool = k8s.quota("pool", max={"cpu": "4"}, labels={keys.LABEL_TREE_ID: "7"})
+    add_quota(state, cluster, pool)
+    add_quota(state, cluster, k8s.quota("a", max={"cpu": "4"}))
+    leading = asyncio.Event()
+    leading.set()
+    state.mark_synced()
+
+    def tree_tasks() -> set[str]:
+        return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("tree ")}
+
+    async with running(Reconciler(state, api, make_settings(), leading).run()):
+        await asyncio.sleep(2)
+        assert tree_tasks() == {"tree ''", "tree '7'"}
+        assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]
+
+        state.on_quota_deleted(pool)
+        await asyncio.sleep(2)
+        assert tree_tasks() == {"tree ''"}
+    assert tree_tasks() == set()
