@@ -28,19 +28,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
+import kmock
 import pytest
 from kubernetes_asyncio import client
 
-import kmock
 from elasticquota.kube import errors
 
 LEASES = "coordination.k8s.io/v1/leases"
-QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
-PROFILES = "quota.koordinator.sh/v1alpha1/elasticquotaprofiles"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,6 +59,13 @@ def status(code: int, reason: str) -> dict[str, Any]:
     }
 
 
+@pytest.fixture
+def k8s_status() -> Callable[[int, str], dict[str, Any]]:
+    """``k8s_status(code, reason)``: the Status body of an error (test modules cannot import
+    from here: several ``conftest`` modules exist)."""
+    return status
+
+
 @pytest.fixture(autouse=True)
 def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
@@ -77,7 +82,9 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         delays.append(delay)
         await asyncio.sleep(0)
 
-    fake = SimpleNamespace(sleep=sleep, TimeoutError=asyncio.TimeoutError)
+    fake = SimpleNamespace(
+        sleep=sleep, wait_for=asyncio.wait_for, TimeoutError=asyncio.TimeoutError
+    )
     monkeypatch.setattr(errors, "asyncio", fake)
     return delays
 

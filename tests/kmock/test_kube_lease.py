@@ -20,17 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+import kmock
 import pytest
-from conftest import LEASES, status
+from kmock import KubernetesError, KubernetesObjectNotFoundError
 from kubernetes_asyncio import client
 
-import kmock
 from elasticquota.kube import lease as lease_module
 from elasticquota.kube.lease import LeaderElector
-from kmock import KubernetesError, KubernetesObjectNotFoundError
 
 if TYPE_CHECKING:
     from conftest import Leases
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 NS, NAME, ME, OTHER = "quota-system", "elastic-quota-operator", "replica-a", "replica-b"
 LEASE_URL = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{NAME}"
 REAL_SLEEP = asyncio.sleep
+
+LEASES = "coordination.k8s.io/v1/leases"
+
+StatusBody = Callable[[int, str], dict[str, Any]]
 
 
 class Clock:
@@ -246,7 +250,11 @@ async def test_a_creation_that_lost_the_race_leaves_the_replica_standing_by(
 
 
 async def test_an_api_error_makes_the_holder_stand_by_and_the_loop_go_on(
-    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+    kmock: kmock.KubernetesEmulator,
+    elector: LeaderElector,
+    leases: Leases,
+    clock: Clock,
+    k8s_status: StatusBody,
 ) -> None:
     leading_at_each_read: list[bool] = []
 
@@ -256,7 +264,7 @@ async def test_an_api_error_makes_the_holder_stand_by_and_the_loop_go_on(
             raise KubernetesObjectNotFoundError()
         return leases.get(NS, NAME)
 
-    kmock["get", kmock.resource(LEASES)][2:3] << 500 << status(500, "InternalError")
+    kmock["get", kmock.resource(LEASES)][2:3] << 500 << k8s_status(500, "InternalError")
     kmock["get", kmock.resource(LEASES)] << read
     await run_for(elector, clock, 20)
 

@@ -9,14 +9,15 @@ exponential backoff (0.2 s doubling, at most 5 attempts) and then succeed or rai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import kmock
 import pytest
-from conftest import PROFILES, QUOTAS, status
+from kmock import KubernetesError
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-import kmock
 from elasticquota.controller.reconcile import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -30,10 +31,14 @@ from elasticquota.kube.quotas import (
     patch_quota_status,
 )
 from elasticquota.settings import Settings
-from kmock import KubernetesError
 
 QUOTA_URL = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/team/elasticquotas/a"
 REASONS = {409: "Conflict", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
+
+PROFILES = "quota.koordinator.sh/v1alpha1/elasticquotaprofiles"
+QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
+
+StatusBody = Callable[[int, str], dict[str, Any]]
 
 
 def quota_body(name: str = "a", **extra: Any) -> dict[str, Any]:
@@ -138,8 +143,9 @@ async def test_a_transient_refusal_is_retried_and_succeeds(
     quota: dict[str, Any],
     retry_delays: list[float],
     code: int,
+    k8s_status: StatusBody,
 ) -> None:
-    kmock["patch"][:2] << code << status(code, REASONS[code])
+    kmock["patch"][:2] << code << k8s_status(code, REASONS[code])
     patch = {"metadata": {"labels": {"x": "y"}}}
 
     returned = await patch_quota(api, "team", "a", patch)
@@ -151,9 +157,13 @@ async def test_a_transient_refusal_is_retried_and_succeeds(
 
 @pytest.mark.parametrize("code", [409, 500])
 async def test_a_transient_refusal_of_a_status_patch_is_retried(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, quota: dict[str, Any], code: int
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    quota: dict[str, Any],
+    code: int,
+    k8s_status: StatusBody,
 ) -> None:
-    kmock["patch"][:1] << code << status(code, REASONS[code])
+    kmock["patch"][:1] << code << k8s_status(code, REASONS[code])
     returned = await patch_quota_status(api, "team", "a", {"used": {"cpu": "1"}})
     assert len(kmock) == 2
     assert returned["status"] == {"used": {"cpu": "1"}}
@@ -164,8 +174,9 @@ async def test_retries_give_up_after_five_attempts(
     api: client.ApiClient,
     quota: dict[str, Any],
     retry_delays: list[float],
+    k8s_status: StatusBody,
 ) -> None:
-    kmock["patch"] << 503 << status(503, "ServiceUnavailable")
+    kmock["patch"] << 503 << k8s_status(503, "ServiceUnavailable")
 
     with pytest.raises(ApiException) as raised:
         await patch_quota(api, "team", "a", {"metadata": {"labels": {"x": "y"}}})
@@ -186,8 +197,9 @@ async def test_a_final_refusal_is_raised_at_once(
     retry_delays: list[float],
     code: int,
     reason: str,
+    k8s_status: StatusBody,
 ) -> None:
-    kmock["patch"] << code << status(code, reason)
+    kmock["patch"] << code << k8s_status(code, reason)
 
     with pytest.raises(ApiException) as raised:
         await patch_quota(api, "team", "a", {"spec": {"max": {"cpu": "-1"}}})
@@ -232,19 +244,19 @@ async def test_a_creation_refused_by_a_server_error_is_retried(
 
 
 async def test_a_creation_stored_despite_a_server_error_returns_none_on_the_retry(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
     """The object exists after all (409 on the retry): someone created it, the watch brings it."""
-    kmock["post"][:1] << 500 << status(500, "InternalError")
+    kmock["post"][:1] << 500 << k8s_status(500, "InternalError")
     assert await create_quota(api, quota_body("new")) is None
     assert len(kmock) == 2
     assert kmock.objects[QUOTAS, "team", "new"] >= {"spec": {"max": {"cpu": "4"}}}
 
 
 async def test_a_creation_refused_as_invalid_is_raised(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
-    kmock["post"] << 422 << status(422, "Invalid")
+    kmock["post"] << 422 << k8s_status(422, "Invalid")
     with pytest.raises(ApiException) as raised:
         await create_quota(api, quota_body("new"))
     assert (raised.value.status, len(kmock)) == (422, 1)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from elasticquota.settings import Settings
 
@@ -73,8 +75,8 @@ def run_cli(args: argparse.Namespace) -> int:
     }
     try:
         settings = Settings.from_sources(overrides)
-    except ValidationError as error:
-        print(f"error: invalid settings:\n{error}")
+    except (ValidationError, SettingsError) as error:
+        print(f"error: invalid settings:\n{error}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     from elasticquota.controller.runner import run_operator  # Kopf is imported only here
 

@@ -1,7 +1,9 @@
 """Liveness and readiness over HTTP: ``/healthz`` and ``/readyz`` (metrics join them later).
 
 Live: the event loop answers. Ready: the initial listing is in memory (a replica that is ready can
-take over at once). Both report whether this replica is the active one.
+take over at once). Both report whether this replica is the active one. ``/statusz`` tells what the
+replica knows (objects in memory, trees, dirty trees, problems): the first thing to look at when
+annotations lag.
 """
 
 from __future__ import annotations
@@ -24,9 +26,26 @@ def health_app(state: ControllerState, leading: asyncio.Event) -> web.Applicatio
         body = {"ready": ready, "active": leading.is_set()}
         return web.json_response(body, status=200 if ready else 503)
 
+    async def statusz(_: web.Request) -> web.Response:
+        engine = state.engine
+        return web.json_response(
+            {
+                "active": leading.is_set(),
+                "synced": state.synced.is_set(),
+                "quotas": len(state.quotas),
+                "pods": len(engine.pods),
+                "nodes": len(engine.nodes),
+                "profiles": len(state.profiles),
+                "trees": engine.tree_ids(),
+                "dirty_trees": engine.dirty_trees(),
+                "problems": len(state.problems()),
+            }
+        )
+
     app = web.Application()
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/statusz", statusz)
     return app
 
 

@@ -3,9 +3,11 @@
 Events only update memory and set ``trees_changed``. The dispatcher wakes the loop of every dirty
 tree (and every tree when something else may have moved, e.g. our own writes echoing back or a new
 leader). A tree loop solves its tree, computes for each quota the write that would bring the object
-in line (``core.diff``), sends the non-empty ones (bounded concurrency, retried on conflicts,
-throttling and server errors), and then sleeps one interval: at most one write per quota per
-interval. Nothing is written before the initial listing is in memory, nor by a standby replica.
+in line (``core.diff``) and sends the non-empty ones (bounded concurrency, retried on conflicts,
+throttling and server errors), except for quotas written less than one interval ago, which wait
+until their interval has passed: at most one write per quota per interval, and no waiting for a
+quota that has been quiet. Nothing is written before the initial listing is in memory, nor by a
+standby replica.
 """
 
 from __future__ import annotations
@@ -95,7 +97,12 @@ def pending_writes(state: ControllerState, results: Mapping[str, QuotaResult]) -
 
 
 class TreeLoop:
-    """The reconcile loop of one tree."""
+    """The reconcile loop of one tree.
+
+    Woken by events, it solves and diffs at once; a quota written less than one interval ago is
+    deferred until its interval has passed (at most one write per quota per interval), and the
+    loop wakes itself up when the earliest deferred or refused write is due.
+    """
 
     def __init__(
         self,
@@ -113,27 +120,50 @@ class TreeLoop:
         self._leading = leading
         self._on_pass = on_pass
         self.wake = asyncio.Event()
+        self._written_at: dict[tuple[str, str], float] = {}
+        self._retry_in: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     async def run(self) -> None:
         while True:
             await self.wake.wait()
             await self._leading.wait()
             self.wake.clear()
-            complete = await self.reconcile_once()
+            try:
+                await self.reconcile_once()
+            except Exception:  # a bug must not silence this tree for good: log, retry
+                logger.exception("reconciling tree %r failed; retrying", self.tree_id)
+                self._retry_in = self._interval
             self._on_pass()
-            if not complete:
-                self.wake.set()  # retry the refused writes after the interval
-            await asyncio.sleep(self._interval)
+            self._schedule_retry()
+
+    def _schedule_retry(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._retry_in is not None:
+            self._timer = asyncio.get_running_loop().call_later(self._retry_in, self.wake.set)
 
     async def reconcile_once(self) -> bool:
-        """Solve, diff, write. True when every needed write succeeded."""
+        """Solve, diff, write what is due. True when nothing is left to write for now."""
+        now = asyncio.get_running_loop().time()
         results = self._state.engine.solve_tree(self.tree_id)
         self._writer.stats.solves += 1
-        writes = pending_writes(self._state, results)
-        if not writes:
-            return True
-        outcomes = await asyncio.gather(*(self._writer.write(change) for change in writes))
-        return all(outcomes)
+        due, waits = [], []
+        for change in pending_writes(self._state, results):
+            last = self._written_at.get((change.namespace, change.name))
+            if last is not None and now - last < self._interval:
+                waits.append(last + self._interval - now)
+            else:
+                due.append(change)
+        outcomes = await asyncio.gather(*(self._writer.write(change) for change in due))
+        for change, written in zip(due, outcomes, strict=True):
+            if written:
+                self._written_at[(change.namespace, change.name)] = now
+            else:
+                waits.append(self._interval)  # refused: try again one interval later
+        self._retry_in = min(waits) if waits else None
+        return not waits
 
 
 class Reconciler:

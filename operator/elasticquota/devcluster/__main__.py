@@ -64,7 +64,10 @@ def _build() -> int:
 
 
 def _up(crd_dir: Path, controller_manager: bool) -> int:
+    # Both signals stop the cluster cleanly; SIGINT is re-armed because a shell starting us in
+    # the background would have left it ignored.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with LocalCluster(controller_manager=controller_manager) as cluster:
         say(f"kube-apiserver ready at {cluster.server} in {cluster.startup_seconds:.1f} s")
         names = apply_crds_sync(cluster.kubeconfig, crd_dir)

@@ -179,7 +179,7 @@ def build_lock(root: Path) -> Iterator[None]:
 
 
 def ensure_binaries(cache: Path | None = None) -> Binaries:
-    """Cached binaries, building them first (about 3 minutes, ~2.2 GB of scratch disk) if needed."""
+    """Cached binaries, building them first (3-5 minutes, ~2.2 GB of scratch disk) if needed."""
     root = cache if cache is not None else cache_root()
     cached = find_cached(root)
     if cached is not None:
@@ -199,7 +199,7 @@ def _build_into(root: Path) -> Binaries:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="elastic-quota-k8s-build-"))
     builder = _Builder(work)
-    say(f"no cached control plane under {root}; building it in {work} (about 3 minutes)")
+    say(f"no cached control plane under {root}; building it in {work} (3-5 minutes)")
     try:
         binaries = builder.build(root)
     except BaseException:
@@ -431,7 +431,7 @@ class _Builder:
             "KUBE_GIT_TREE_STATE=clean",
         ]
         env = go_environment(os.environ, self.work, goroot, self.tools)
-        step = "compiling kube-apiserver and kube-controller-manager (2-3 minutes)"
+        step = "compiling kube-apiserver and kube-controller-manager (a few minutes)"
         self.run(step, argv, tree, env)
 
     def _install(

@@ -380,11 +380,15 @@ class LocalCluster:
         request = urllib.request.Request(url)
         if context is not None:
             request.add_header("Authorization", f"Bearer {self.token}")
+        # Loopback only: ignore any HTTP(S)_PROXY of the environment.
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
         last = "no answer yet"
         while time.monotonic() < deadline:
             self._check_started()
             try:
-                with urllib.request.urlopen(request, timeout=2, context=context) as response:
+                with opener.open(request, timeout=2) as response:
                     if response.status == 200:
                         return
                     last = f"HTTP {response.status}"

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
 T = TypeVar("T")
@@ -25,7 +26,8 @@ def is_retryable(error: BaseException) -> bool:
     """Transient API failures: conflicts, throttling, server errors, broken connections."""
     if isinstance(error, ApiException):
         return error.status in RETRYABLE_STATUSES or (error.status or 0) >= 500
-    return isinstance(error, (OSError, asyncio.TimeoutError))
+    # aiohttp's ServerDisconnectedError and kin are no OSError.
+    return isinstance(error, (OSError, asyncio.TimeoutError, aiohttp.ClientConnectionError))
 
 
 def describe(error: BaseException) -> str:
@@ -49,12 +51,17 @@ async def with_retries(
     attempts: int = 5,
     first_delay: float = 0.2,
     max_delay: float = 5.0,
+    attempt_timeout: float = 30.0,
 ) -> T:
-    """Run ``call``, retrying transient failures with exponential backoff; re-raise the rest."""
+    """Run ``call``, retrying transient failures with exponential backoff; re-raise the rest.
+
+    Each attempt is bounded by ``attempt_timeout`` seconds (a timeout is transient too), so that no
+    request can hang a loop forever.
+    """
     delay = first_delay
     for attempt in range(1, attempts + 1):
         try:
-            return await call()
+            return await asyncio.wait_for(call(), attempt_timeout)
         except Exception as error:
             if attempt == attempts or not is_retryable(error):
                 raise

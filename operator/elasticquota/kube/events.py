@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.errors import with_retries
 
@@ -45,8 +46,14 @@ async def post_event(
 ) -> None:
     """Post one Event (retried on transient errors)."""
     body = event_body(involved, reason, message, event_type)
+
+    async def create() -> None:
+        try:
+            await client.CoreV1Api(api).create_namespaced_event(body["metadata"]["namespace"], body)
+        except ApiException as error:
+            if error.status != 409:  # the name is unique: 409 is an earlier attempt that landed
+                raise
+
     await with_retries(
-        lambda: client.CoreV1Api(api).create_namespaced_event(body["metadata"]["namespace"], body),
-        f"post Event on {involved.get('kind')} {involved.get('name')}",
-        attempts=3,
+        create, f"post Event on {involved.get('kind')} {involved.get('name')}", attempts=3
     )

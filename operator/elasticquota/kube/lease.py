@@ -163,5 +163,5 @@ class LeaderElector:
                 },
             }
             await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
-        except (ApiException, OSError) as error:
+        except (ApiException, OSError, aiohttp.ClientError) as error:
             logger.warning("could not release the leader lease: %s", describe(error))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client.rest import RESTResponse
 
 from elasticquota.kube.errors import with_retries
 from elasticquota.kube.quotas import MERGE_PATCH
@@ -21,13 +23,20 @@ async def bind_pod(api: client.ApiClient, namespace: str, name: str, node: str) 
         "metadata": {"name": name, "namespace": namespace},
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
-    await with_retries(
-        lambda: client.CoreV1Api(api).create_namespaced_pod_binding(
+
+    async def bind() -> None:
+        # The reply (a Status) is read raw, as the generated client cannot read it as a Binding;
+        # unpreloaded, its status is not checked by the client: a refusal would pass for success.
+        response = await client.CoreV1Api(api).create_namespaced_pod_binding(
             name, namespace, body, _preload_content=False
-        ),
-        f"bind Pod {namespace}/{name} to {node}",
-        attempts=3,
-    )
+        )
+        try:
+            if not 200 <= response.status <= 299:
+                raise ApiException(http_resp=RESTResponse(response, await response.read()))
+        finally:
+            response.release()
+
+    await with_retries(bind, f"bind Pod {namespace}/{name} to {node}", attempts=3)
 
 
 async def mark_running(api: client.ApiClient, namespace: str, name: str) -> None:

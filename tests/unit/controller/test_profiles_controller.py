@@ -130,7 +130,10 @@ def test_a_matching_root_needs_no_patch() -> None:
 def test_only_differing_labels_and_owned_annotations_are_patched() -> None:
     current = quota_object(
         labels={keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "41"},
-        annotations={keys.ANNO_TOTAL_RESOURCE: '{"cpu":"4"}', keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}"},
+        annotations={
+            keys.ANNO_TOTAL_RESOURCE: '{"cpu":"4"}',
+            keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}",
+        },
         spec={"min": {"cpu": "8"}, "max": {"cpu": "100"}},
     )
     assert root_quota_patch(manifest(), current) == {
@@ -156,7 +159,10 @@ def test_a_spec_key_the_profile_no_longer_has_is_deleted_by_the_patch() -> None:
     """Merge patches merge maps: a resource dropped from the profile's keys must be sent as null."""
     labels = {keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "42"}
     annotations = {keys.ANNO_TOTAL_RESOURCE: '{"cpu":"8"}', keys.ANNO_UNSCHEDULABLE_RESOURCE: "{}"}
-    spec = {"min": {"cpu": "8", "nvidia.com/gpu": "4"}, "max": {"cpu": "100", "nvidia.com/gpu": "9"}}
+    spec = {
+        "min": {"cpu": "8", "nvidia.com/gpu": "4"},
+        "max": {"cpu": "100", "nvidia.com/gpu": "9"},
+    }
     current = quota_object(labels=labels, annotations=annotations, spec=spec)
 
     patch = root_quota_patch(manifest(), current)

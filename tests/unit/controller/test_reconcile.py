@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -109,15 +110,20 @@ async def test_the_servers_object_becomes_the_current_one(
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
 
-    assert world.quotas[("team", "a")].annotations == (
-        cluster.quotas[("team", "a")]["metadata"]["annotations"]
+    assert (
+        world.quotas[("team", "a")].annotations
+        == (cluster.quotas[("team", "a")]["metadata"]["annotations"])
     )
     assert world.quotas[("team", "a")].status == cluster.quotas[("team", "a")]["status"]
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
 
 
 async def test_a_restarted_replica_writes_nothing(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
 ) -> None:
     writer = Writer(api, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
@@ -133,7 +139,11 @@ async def test_a_restarted_replica_writes_nothing(
 
 
 async def test_only_what_changed_is_sent(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
 ) -> None:
     writer = Writer(api, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
@@ -145,6 +155,7 @@ async def test_only_what_changed_is_sent(
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
     assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("patch_quota", "b")]
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []  # the reply was kept
 
 
 async def test_a_status_only_change_sends_no_annotation_patch(
@@ -187,7 +198,11 @@ async def test_a_refused_write_is_counted_and_reported(
 
 @pytest.mark.looptime
 async def test_at_most_write_concurrency_writes_are_in_flight(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any, k8s: Bodies
+    state: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
 ) -> None:
     for index in range(10):
         add_quota(state, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
@@ -252,28 +267,59 @@ async def test_a_tree_loop_writes_only_when_woken_and_leading(
 
 
 @pytest.mark.looptime
-async def test_a_tree_is_written_at_most_once_per_interval(
+async def test_a_quota_is_written_at_most_once_per_interval(
     world: ControllerState,
     cluster: FakeCluster,
     api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
+    looptime: Any,
 ) -> None:
     leading = asyncio.Event()
     leading.set()
-    passes: list[float] = []
-    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading, passes)
+    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    write_times: list[float] = []
+
+    class TimedCalls(list[Any]):
+        def append(self, call: Any) -> None:
+            if call[0] == "patch_quota" and call[2] == "b":
+                write_times.append(float(looptime))
+            super().append(call)
+
+    cluster.calls = TimedCalls()
     async with running(loop.run()):
         for step in range(40):  # a pod changes every 0.5 s for 20 s, each change wakes the loop
             world.on_pod(k8s.pod(f"p{step}", quota="b", requests={"cpu": "10m"}))
             loop.wake.set()
             await asyncio.sleep(0.5)
+        await asyncio.sleep(6)  # the last change is written once its interval has passed
 
-    gaps = [later - earlier for earlier, later in zip(passes, passes[1:], strict=False)]
-    assert len(passes) >= 4
+    gaps = [later - earlier for earlier, later in itertools.pairwise(write_times)]
+    assert len(write_times) >= 4
     assert all(gap >= 5.0 for gap in gaps)
-    quota_b_writes = [c for c in cluster.calls if c[0] == "patch_quota" and c[2] == "b"]
-    assert len(quota_b_writes) == len(passes)  # each pass wrote b's latest request once
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
+
+
+@pytest.mark.looptime
+async def test_a_quiet_quota_is_written_without_waiting(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    k8s: Bodies,
+    looptime: Any,
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    async with running(loop.run()):
+        loop.wake.set()
+        await asyncio.sleep(10)  # initial writes done, interval long past
+        cluster.calls.clear()
+        world.on_pod(k8s.pod("late", quota="b", requests={"cpu": "10m"}))
+        loop.wake.set()
+        await asyncio.sleep(0.01)
+        assert [c[2] for c in cluster.calls if c[0] == "patch_quota"] == ["b"]
 
 
 @pytest.mark.looptime

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 CPU = "cpu"
 
 
-def pod(name: str, cpu: int = 1000, **fields: object) -> PodInfo:
-    return PodInfo(namespace="team", name=name, requests={CPU: cpu}, **fields)  # type: ignore[arg-type]
+def pod(name: str, cpu: int = 1000, **fields: Any) -> PodInfo:
+    return PodInfo(namespace="team", name=name, requests={CPU: cpu}, **fields)
 
 
-def node(name: str, cpu: int = 4000, **fields: object) -> NodeInfo:
-    return NodeInfo(name=name, allocatable={CPU: cpu}, **fields)  # type: ignore[arg-type]
+def node(name: str, cpu: int = 4000, **fields: Any) -> NodeInfo:
+    return NodeInfo(name=name, allocatable={CPU: cpu}, **fields)
 
 
 # -- pure helpers ---------------------------------------------------------------------------------

@@ -49,7 +49,11 @@ def test_a_quota_is_kept_as_last_seen_and_given_to_the_engine(
     state.on_quota(body)
 
     seen = state.quotas[("team", "a")]
-    assert (seen.uid, seen.annotations, seen.status) == ("uid-team-a", {"note": "x"}, body["status"])
+    assert (seen.uid, seen.annotations, seen.status) == (
+        "uid-team-a",
+        {"note": "x"},
+        body["status"],
+    )
     assert seen.spec == {"min": {CPU: "1"}, "max": {CPU: "4"}}
     assert seen.involved() == {
         "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
@@ -69,9 +73,7 @@ def test_a_quota_change_wakes_the_tree_loops_but_not_the_profile_controller(
     assert not state.profiles_changed.is_set()
 
 
-def test_an_unchanged_quota_still_wakes_the_tree_loops(
-    state: ControllerState, k8s: Bodies
-) -> None:
+def test_an_unchanged_quota_still_wakes_the_tree_loops(state: ControllerState, k8s: Bodies) -> None:
     """Our own writes echo back with the same spec: the loops must diff them (and write nothing)."""
     body = k8s.quota("a", max={CPU: "4"})
     state.on_quota(body)

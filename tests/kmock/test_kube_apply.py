@@ -1,0 +1,123 @@
+"""kube.apply against KMock: creating the objects of a set of manifests (demo, integration tests).
+
+Rules (kube/apply.py): each supported kind is created at its own endpoint; a Node's status goes
+through the status subresource (merge patch) after the Node is created, as a kubelet would write
+it; a Pod is created without its status; an object that exists already is left alone (False); an
+unsupported kind is refused; manifests are applied in dependency order.
+
+Namespaces are left out: KMock cannot parse a POST to ``/api/v1/namespaces`` (see conftest).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import kmock
+import pytest
+from kubernetes_asyncio import client
+
+from elasticquota.kube.apply import APPLY_ORDER, apply_manifest, apply_order
+from elasticquota.kube.quotas import MERGE_PATCH
+
+NODE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1", "labels": {"pool": "gpu"}},
+    "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}},
+}
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "team"},
+    "spec": {"nodeName": "n1", "containers": [{"name": "main", "image": "busybox"}]},
+    "status": {"phase": "Running"},
+}
+
+PROFILES = "quota.koordinator.sh/v1alpha1/elasticquotaprofiles"
+QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
+
+
+async def test_a_node_is_created_then_given_its_status(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    before = copy.deepcopy(NODE)
+    assert await apply_manifest(api, NODE)
+
+    create, status = list(kmock)
+    assert (create.method, create.url.path) == (kmock.method.POST, "/api/v1/nodes")
+    assert "status" not in create.data
+    assert (status.method, status.url.path) == (kmock.method.PATCH, "/api/v1/nodes/n1/status")
+    assert status.headers["Content-Type"] == MERGE_PATCH
+    assert status.data == {"status": NODE["status"]}
+    assert before == NODE  # the caller's manifest is not modified
+
+
+async def test_a_pod_is_created_without_its_status(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    assert await apply_manifest(api, POD)
+    (request,) = list(kmock)
+    assert request.url.path == "/api/v1/namespaces/team/pods"
+    assert request.data == {key: value for key, value in POD.items() if key != "status"}
+
+
+async def test_quotas_and_profiles_are_created_in_their_namespace(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    quota = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "a", "namespace": "team"},
+        "spec": {"max": {"cpu": "4"}},
+    }
+    profile = {
+        "apiVersion": "quota.koordinator.sh/v1alpha1",
+        "kind": "ElasticQuotaProfile",
+        "metadata": {"name": "gpu", "namespace": "team"},
+        "spec": {"quotaName": "gpu-root", "nodeSelector": {"matchLabels": {"pool": "gpu"}}},
+    }
+    assert await apply_manifest(api, quota)
+    assert await apply_manifest(api, profile)
+    assert kmock.objects[QUOTAS, "team", "a"] == quota
+    assert kmock.objects[PROFILES, "team", "gpu"] == profile
+
+
+async def test_a_priority_class_is_created(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    manifest = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
+    assert await apply_manifest(api, manifest)
+    assert kmock[0].url.path == "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+@pytest.mark.parametrize("manifest", [NODE, POD], ids=["node", "pod"])
+async def test_an_existing_object_is_left_alone(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, manifest: dict[str, Any]
+) -> None:
+    assert await apply_manifest(api, manifest)
+    count = len(kmock)
+    assert not await apply_manifest(api, manifest)
+    assert len(kmock) == count + 1  # one refused creation, nothing else
+
+
+async def test_an_unsupported_kind_is_refused(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    with pytest.raises(ValueError, match="Deployment"):
+        await apply_manifest(api, {"kind": "Deployment", "metadata": {"name": "d"}})
+    assert len(kmock) == 0
+
+
+def test_manifests_are_applied_in_dependency_order() -> None:
+    kinds = ["Pod", "ElasticQuota", "Other", "Node", "ElasticQuotaProfile", "Namespace"]
+    kinds.append("PriorityClass")
+    ordered = [m["kind"] for m in apply_order([{"kind": kind} for kind in kinds])]
+    assert ordered == [*APPLY_ORDER, "Other"]
+    assert APPLY_ORDER.index("Namespace") < APPLY_ORDER.index("ElasticQuota")
+    assert APPLY_ORDER.index("ElasticQuota") < APPLY_ORDER.index("Pod")
