@@ -26,6 +26,7 @@ from harness import (
 )
 from kubernetes_asyncio import client
 
+from elasticquota.cli.tree_command import draw
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.client import make_api_client
@@ -88,6 +89,11 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     await eventually(lambda: converged(api), 30, operator, "converged after bind + delete")
     analytics = await get_quota(api, "analytics", "analytics")
     assert analytics["status"]["used"]["cpu"] == "16"
+
+    # `elastic-quota tree` draws what the operator wrote, in plan's layout
+    tree = await draw(None, None)
+    ml_row = next(line for line in tree.splitlines() if line.strip().startswith("ml-research"))
+    assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28571m"]  # over its runtime
 
 
 async def assert_no_operator_bookkeeping(api: client.ApiClient) -> None:
