@@ -23,20 +23,18 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from elasticquota.cli.cluster_objects import cluster_manifests
 from elasticquota.core import keys
 from elasticquota.core.diff import quota_write
 from elasticquota.kube.apply import apply_manifest, apply_order
 from elasticquota.kube.quotas import (
-    PROFILE_GROUP,
-    PROFILE_PLURAL,
-    PROFILE_VERSION,
     QUOTA_GROUP,
     QUOTA_PLURAL,
     QUOTA_VERSION,
     list_quotas,
 )
 from elasticquota.plan.compute import Plan, compute_plan
-from elasticquota.plan.loader import Manifests, load_paths
+from elasticquota.plan.loader import load_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -139,39 +137,6 @@ async def eventually(
 
 
 # -- cluster reads --------------------------------------------------------------------------------
-
-
-async def raw_list(api: client.ApiClient, call: Callable[..., Any], *args: Any) -> list[Any]:
-    response = await call(*args, _preload_content=False)
-    items: list[Any] = json.loads(await response.read())["items"]
-    return items
-
-
-async def cluster_manifests(api: client.ApiClient) -> Manifests:
-    """Every object ``plan`` reads, as the cluster holds it now."""
-    core = client.CoreV1Api(api)
-    objects = client.CustomObjectsApi(api)
-    manifests = Manifests()
-    manifests.quotas = await list_quotas(api)
-    manifests.profiles = (
-        await objects.list_cluster_custom_object(PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL)
-    )["items"]
-    manifests.pods = [
-        {"apiVersion": "v1", "kind": "Pod", **pod}
-        for pod in await raw_list(api, core.list_pod_for_all_namespaces)
-    ]
-    manifests.nodes = [
-        {"apiVersion": "v1", "kind": "Node", **node} for node in await raw_list(api, core.list_node)
-    ]
-    manifests.priority_classes = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **item}
-        for item in await raw_list(api, client.SchedulingV1Api(api).list_priority_class)
-    ]
-    for quota in manifests.quotas:
-        quota.setdefault("kind", "ElasticQuota")
-    for profile in manifests.profiles:
-        profile.setdefault("kind", "ElasticQuotaProfile")
-    return manifests
 
 
 async def cluster_plan(api: client.ApiClient) -> Plan:

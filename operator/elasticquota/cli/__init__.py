@@ -1,4 +1,4 @@
-"""The `elastic-quota` command: `plan`, `run` (the operator), `tree` (live view), `demo`."""
+"""The `elastic-quota` command: `plan`, `run`, `tree`, `explain`, `demo`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from elasticquota import __version__
 from elasticquota.cli.demo_command import add_demo_parser
+from elasticquota.cli.explain_command import add_explain_parser
 from elasticquota.cli.plan_command import add_plan_parser
 from elasticquota.cli.run_command import add_run_parser
 from elasticquota.cli.tree_command import add_tree_parser
@@ -23,6 +24,7 @@ def parser() -> argparse.ArgumentParser:
     add_plan_parser(commands)
     add_run_parser(commands)
     add_tree_parser(commands)
+    add_explain_parser(commands)
     add_demo_parser(commands)
     return top
 

@@ -1,0 +1,126 @@
+"""Why a pod waits, or would be revoked: its quota, the path to the root, and what blocks it.
+
+For a pending pod: each level from its quota up to the top, with runtime / used / request for the
+pod's resources; the admission verdict (``core.admission``) and, when blocked, how much would have
+to be freed or added at the blocking level. For a running pod of a quota above its runtime: whether
+the next revocation round would evict it. Pure: it reads a solved ``Snapshot``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from elasticquota.core.admission import Shortfall, check_pod
+from elasticquota.core.models import PodInfo
+from elasticquota.core.quantity import format_units
+from elasticquota.core.resources import mask
+from elasticquota.core.results import Snapshot
+from elasticquota.core.revocation import is_over_used, select_victims
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One quota on the pod's path, restricted to the pod's resources."""
+
+    quota: str
+    runtime: dict[str, int]
+    used: dict[str, int]
+    request: dict[str, int]
+
+
+@dataclass(slots=True)
+class Explanation:
+    pod: str
+    quota: str
+    state: str
+    verdict: str
+    levels: list[Level] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [
+            f"pod {self.pod}: {self.state}",
+            f"quota: {self.quota}",
+            f"verdict: {self.verdict}",
+        ]
+        if self.levels:
+            lines.append("path to the root (pod's resources: runtime / used / request):")
+            for depth, level in enumerate(self.levels):
+                figures = ", ".join(
+                    f"{key} {_fmt(key, level.runtime.get(key))} / {_fmt(key, level.used.get(key))}"
+                    f" / {_fmt(key, level.request.get(key))}"
+                    for key in sorted(set(level.used) | set(level.runtime) | set(level.request))
+                )
+                lines.append(f"  {'  ' * depth}{level.quota}: {figures or '-'}")
+        lines += [f"to fit: {line}" for line in self.advice]
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(resource: str, units: int | None) -> str:
+    return "-" if units is None else format_units(resource, units)
+
+
+def _levels(snapshot: Snapshot, quota: str, pod: PodInfo) -> list[Level]:
+    keys = set(mask(pod.requests, snapshot.quotas[quota].max)) or set(pod.requests)
+    levels = []
+    for name in [quota, *snapshot.ancestors(quota)]:
+        result = snapshot.quotas[name]
+        levels.append(
+            Level(
+                name,
+                mask(result.runtime, keys),
+                mask(result.used, keys),
+                mask(result.request, keys),
+            )
+        )
+    return levels
+
+
+def _advice(shortfall: Shortfall) -> str:
+    missing = shortfall.used + shortfall.request - shortfall.limit
+    r = shortfall.resource
+    if shortfall.limit_name.startswith("min"):
+        return (
+            f"quota {shortfall.quota} needs {format_units(r, missing)} more {r} of min for "
+            f"non-preemptible pods (raise its min, or free non-preemptible usage)"
+        )
+    return (
+        f"quota {shortfall.quota} needs {format_units(r, missing)} more {r}: pods of the quota "
+        f"releasing that much, or its runtime growing by it (siblings lending more, a higher "
+        f"min or weight)"
+    )
+
+
+def explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool = False) -> Explanation:
+    """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown."""
+    pod = snapshot.pods[pod_key]
+    quota = snapshot.pod_quota[pod_key]
+    levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []
+    if pod.is_terminal:
+        return Explanation(pod_key, quota, f"finished ({pod.phase})", "holds nothing", levels)
+    if pod.is_assigned:
+        return _explain_running(snapshot, pod, quota, levels)
+    verdict = check_pod(snapshot, pod, check_ancestors)
+    state = "pending"
+    if verdict.admitted:
+        return Explanation(pod_key, quota, state, f"fits now ({verdict.reason})", levels)
+    advice = [_advice(item) for item in verdict.shortfalls]
+    return Explanation(pod_key, quota, state, f"waits: {verdict.reason}", levels, advice)
+
+
+def _explain_running(
+    snapshot: Snapshot, pod: PodInfo, quota: str, levels: list[Level]
+) -> Explanation:
+    result = snapshot.quotas[quota]
+    state = f"running on {pod.node_name}"
+    if result.reserved or not is_over_used(result.used, result.runtime):
+        return Explanation(pod.key, quota, state, "within its quota's runtime", levels)
+    victims = select_victims(snapshot.pods_of(quota), result.used, result.runtime, result.max)
+    if any(victim.key == pod.key for victim in victims):
+        verdict = (
+            f"its quota uses more than its runtime; the next revocation round evicts it "
+            f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
+        )
+    else:
+        verdict = "its quota uses more than its runtime, but this pod is not among the victims"
+    return Explanation(pod.key, quota, state, verdict, levels)

@@ -1,0 +1,67 @@
+"""`explain`: the path, the blocking level and resource, the numbers, and what would change it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elasticquota.cli import main
+from elasticquota.core.explain import explain
+from elasticquota.core.results import Snapshot
+from elasticquota.plan.compute import compute_plan
+from elasticquota.plan.loader import load_paths
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> Snapshot:
+    return compute_plan(load_paths([EXAMPLES])).snapshot
+
+
+def test_a_blocked_pending_pod_names_the_quota_resource_numbers_and_the_gap(
+    snapshot: Snapshot,
+) -> None:
+    found = explain(snapshot, "analytics/report-3")
+    assert found.state == "pending"
+    assert found.verdict == "waits: quota analytics: cpu used 8 + request 16 > runtime 19429m"
+    assert [level.quota for level in found.levels] == ["analytics"]
+    assert found.levels[0].runtime == {"cpu": 19429, "memory": 64 * 2**30}
+    assert found.advice[0].startswith("quota analytics needs 4571m more cpu")
+
+
+def test_a_pending_pod_that_fits_says_so(snapshot: Snapshot) -> None:
+    found = explain(snapshot, "analytics/report-2")
+    assert found.verdict == "fits now (fits in quota analytics)"
+    assert found.advice == []
+
+
+def test_the_path_goes_up_to_the_top_level_quota(snapshot: Snapshot) -> None:
+    found = explain(snapshot, "ml-research/train-1")
+    assert [level.quota for level in found.levels] == ["ml-research", "engineering"]
+
+
+def test_a_running_pod_of_an_over_used_quota_is_told_whether_it_is_a_victim(
+    snapshot: Snapshot,
+) -> None:
+    victim = explain(snapshot, "ml-research/train-5")
+    assert "the next revocation round evicts it" in victim.verdict
+    assert "ml-research/train-4, ml-research/train-5" in victim.verdict
+    spared = explain(snapshot, "ml-research/train-1")
+    assert spared.verdict.endswith("this pod is not among the victims")
+
+
+def test_a_running_pod_within_its_runtime(snapshot: Snapshot) -> None:
+    assert explain(snapshot, "platform-ci/ci-runner-1").verdict == "within its quota's runtime"
+
+
+def test_the_command_reads_manifests_and_reports_unknown_pods(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["explain", "report-3", "-n", "analytics", "-f", str(EXAMPLES)]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: waits: quota analytics: cpu used 8 + request 16 > runtime 19429m" in out
+    assert "  analytics: cpu 19429m / 8 / 32" in out
+    assert main(["explain", "nobody/nothing", "-f", str(EXAMPLES)]) == 1
+    assert "pod nobody/nothing not found" in capsys.readouterr().err
