@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
@@ -47,6 +47,19 @@ class Settings(BaseSettings):
     revocation_delay: float = Field(default=120.0, ge=0)
     """Seconds a quota may stay above its runtime before its pods are revoked."""
 
+    revocation: bool = True
+    """Evict pods of quotas that stay above their runtime (Koordinator: monitorAllQuotas, off
+    by default there; on here: without a custom scheduler it is how borrowed resources return)."""
+
+    revoke_default_quota: bool = False
+    """Also revoke pods of koordinator-default-quota (never those of the system quota)."""
+
+    revocation_interval: float = Field(default=1.0, gt=0)
+    """Seconds between over-use checks (Koordinator: revokePodInterval)."""
+
+    eviction_rate: float = Field(default=5.0, gt=0)
+    """At most this many evictions per second, across all quotas."""
+
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""
 
@@ -77,6 +90,50 @@ class Settings(BaseSettings):
     simulate_nodes: bool = False
     """DEMO ONLY: bind pending pods that fit to nodes and mark them Running (there is no scheduler
     or kubelet in the local control plane). Never on a real cluster."""
+
+    webhook_port: int = Field(default=0, ge=0, le=65535)
+    """Port of the HTTPS admission webhook server; 0 (the default) disables the webhooks."""
+
+    webhook_address: str = "0.0.0.0"
+    """Address the webhook server listens on."""
+
+    webhook_host: str | None = None
+    """Host name or IP the API server reaches the webhooks at (the URL in the webhook
+    configurations, and a name of the self-signed certificate); unset: the listen address
+    (127.0.0.1 for 0.0.0.0). In a cluster: the webhook Service's DNS name."""
+
+    webhook_cert_file: str | None = None
+    """PEM serving certificate of the webhook server; unset: a self-signed one is made at
+    start-up (with ``webhook_key_file``: both or neither)."""
+
+    webhook_key_file: str | None = None
+    """PEM private key of ``webhook_cert_file``."""
+
+    webhook_ca_file: str | None = None
+    """PEM CA bundle the API server verifies the certificate with (``caBundle``); unset: the
+    certificate itself (right for a self-signed one)."""
+
+    webhook_failure_policy: Literal["Fail", "Ignore"] = "Fail"
+    """What the API server does when the webhooks cannot be reached: refuse the request (Fail,
+    as the reference) or let it through unchecked (Ignore)."""
+
+    webhook_configuration: str = "elastic-quota-operator.elasticquota.dev"
+    """Name of the Validating/MutatingWebhookConfiguration the operator creates and keeps
+    current (its webhooks are named ``<handler>.<name>``, so the name needs a dot); empty: the
+    configurations are managed by someone else (e.g. a Helm chart)."""
+
+    @property
+    def webhook_enabled(self) -> bool:
+        """Admission webhooks are served when a webhook port is set."""
+        return self.webhook_port > 0
+
+    @model_validator(mode="after")
+    def _cert_and_key_together(self) -> Settings:
+        if (self.webhook_cert_file is None) != (self.webhook_key_file is None):
+            raise ValueError(
+                "webhook_cert_file and webhook_key_file go together: set both or neither"
+            )
+        return self
 
     @property
     def effective_lease_namespace(self) -> str:

@@ -258,6 +258,7 @@ def parse_pod(raw: Mapping[str, Any]) -> Parsed:
         node_name=view.spec.node_name,
         start_time=_timestamp(view.status.start_time),
         created=meta.creation_timestamp or "",
+        terminating=bool(meta.deletion_timestamp),
     )
     return pod, problems
 

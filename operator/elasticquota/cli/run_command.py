@@ -34,6 +34,13 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     run.add_argument("--reconcile-interval", type=float, help="seconds between writes per tree")
     run.add_argument("--revocation-delay", type=float, help="seconds of over-use before revoking")
     run.add_argument(
+        "--no-revocation",
+        dest="revocation",
+        action="store_false",
+        default=None,
+        help="never evict pods of over-used quotas",
+    )
+    run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
     )
     run.add_argument("--metrics-port", type=int, help="port of /healthz and /readyz (0: off)")
@@ -64,6 +71,7 @@ def run_cli(args: argparse.Namespace) -> int:
             "scale_min_quota",
             "reconcile_interval",
             "revocation_delay",
+            "revocation",
             "dry_run",
             "metrics_port",
             "log_level",

@@ -24,8 +24,10 @@ from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
 from elasticquota.controller.reconcile import Reconciler
 from elasticquota.controller.reserved import ensure_reserved_quotas
+from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.simulator import NodeSimulator
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import configure_admission, register_webhooks
 from elasticquota.core.engine import EngineSettings
 from elasticquota.kernels.warmup import warm_up
 from elasticquota.kube.client import make_api_client
@@ -46,6 +48,8 @@ def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
     tuned.watching.server_timeout = 300
     tuned.watching.client_timeout = 330
     tuned.networking.request_timeout = 60
+    if settings.webhook_enabled:
+        configure_admission(tuned, settings)
     return tuned
 
 
@@ -60,6 +64,8 @@ def make_state(settings: Settings) -> ControllerState:
 def make_registry(state: ControllerState, settings: Settings) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register(registry, state)
+    if settings.webhook_enabled:
+        register_webhooks(registry, state, settings)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -103,6 +109,11 @@ class Operator:
             ("problems", self._report_problems()),
             ("reserved quotas", self._ensure_reserved()),
         ]
+        if self.settings.revocation:
+            revocation = RevocationController(
+                self.state, self.api, self.settings, self.leader.leading
+            )
+            loops.append(("revocation", revocation.run()))
         if self.settings.simulate_nodes:
             simulator = NodeSimulator(self.state, self.api, self.leader.leading)
             loops.append(("node simulation", simulator.run()))

@@ -76,6 +76,8 @@ class PodInfo:
     #: status.startTime as epoch seconds; None counts as "now" when ordering victims.
     start_time: float | None = None
     created: str = ""
+    #: metadata.deletionTimestamp is set: the pod is going (it still counts until it is gone).
+    terminating: bool = False
 
     @property
     def key(self) -> str:

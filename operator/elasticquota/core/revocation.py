@@ -48,7 +48,7 @@ def select_victims(
     for pod in least_important_first([pod for pod in pods if pod.is_assigned]):
         if not is_over_used(current, runtime):
             break
-        if not pod.preemptible:
+        if not pod.preemptible or pod.terminating:  # never these; terminating ones already go
             continue
         request = mask(pod.requests, tracked)
         current = {key: current.get(key, 0) - value for key, value in request.items()}
@@ -65,6 +65,22 @@ def select_victims(
     return victims
 
 
+def used_without_terminating(
+    used: Mapping[str, int], pods: list[PodInfo], tracked: Mapping[str, int]
+) -> ResourceList:
+    """``used`` with the requests of terminating pods taken out: they are already going.
+
+    (They still count in ``used`` until they are gone, as in the reference; revocation must not
+    evict another pod for resources that are already being given back.)
+    """
+    remaining = dict(used)
+    for pod in pods:
+        if pod.terminating and pod.is_assigned:
+            for key, value in mask(pod.requests, tracked).items():
+                remaining[key] = max(0, remaining.get(key, 0) - value)
+    return remaining
+
+
 def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
     """For every over-used quota (root and system excluded), its victims in eviction order."""
     plan = []
@@ -72,8 +88,10 @@ def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
         result = snapshot.quotas[name]
         if name in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA) or result.reserved:
             continue
-        if not is_over_used(result.used, result.runtime):
+        pods = snapshot.pods_of(name)
+        used = used_without_terminating(result.used, pods, result.max)
+        if not is_over_used(used, result.runtime):
             continue
-        victims = select_victims(snapshot.pods_of(name), result.used, result.runtime, result.max)
+        victims = select_victims(pods, used, result.runtime, result.max)
         plan.append((name, victims))
     return plan

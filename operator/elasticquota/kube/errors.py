@@ -11,10 +11,11 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client.rest import RESTResponse
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -38,6 +39,19 @@ def describe(error: BaseException) -> str:
             message = json.loads(error.body or "{}").get("message") or message
         return f"HTTP {error.status}: {message}"
     return f"{type(error).__name__}: {error}"
+
+
+async def raise_for_status(response: Any) -> None:
+    """Check and release an unpreloaded response (``_preload_content=False``).
+
+    Some replies (Status objects from subresources like binding and eviction) cannot be read as the
+    generated model; read raw, the client no longer checks their status, so this does.
+    """
+    try:
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=RESTResponse(response, await response.read()))
+    finally:
+        response.release()
 
 
 def status_of(error: BaseException) -> int | None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import datetime
 
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.client.rest import RESTResponse
 
-from elasticquota.kube.errors import with_retries
+from elasticquota.kube.errors import raise_for_status, with_retries
 from elasticquota.kube.quotas import MERGE_PATCH
 
 
@@ -30,11 +28,7 @@ async def bind_pod(api: client.ApiClient, namespace: str, name: str, node: str) 
         response = await client.CoreV1Api(api).create_namespaced_pod_binding(
             name, namespace, body, _preload_content=False
         )
-        try:
-            if not 200 <= response.status <= 299:
-                raise ApiException(http_resp=RESTResponse(response, await response.read()))
-        finally:
-            response.release()
+        await raise_for_status(response)
 
     await with_retries(bind, f"bind Pod {namespace}/{name} to {node}", attempts=3)
 

@@ -1,0 +1,198 @@
+"""Over-use revocation: a quota that stays above its runtime gives back its least important pods.
+
+Every ``revocation_interval`` the active replica checks every quota (not the root nor the system
+quota; the default quota only when enabled). A quota whose used exceeds its runtime for longer than
+``revocation_delay`` gets one revocation round: the victims of ``core.revocation.select_victims``
+(least important first to try, non-preemptible and terminating pods never) are evicted through the
+Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and on the quota. A
+PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of each over-use is
+kept on the quota (``elasticquota.dev/over-used-since``), so a restart during the delay neither
+forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evicted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState
+from elasticquota.core import keys
+from elasticquota.core.models import PodInfo
+from elasticquota.core.overuse import (
+    ANNO_OVER_USED_SINCE,
+    OverUseTimer,
+    format_since,
+    parse_since,
+)
+from elasticquota.core.quantity import format_units
+from elasticquota.core.results import QuotaResult
+from elasticquota.core.revocation import (
+    is_over_used,
+    select_victims,
+    used_without_terminating,
+)
+from elasticquota.kube.errors import describe
+from elasticquota.kube.events import post_event
+from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.quotas import patch_quota
+from elasticquota.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+NEVER_REVOKED = (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA)
+
+
+def over_use_summary(result: QuotaResult) -> str:
+    """``cpu used 40 > runtime 28571m`` for every over-used resource."""
+    return ", ".join(
+        f"{key} used {format_units(key, used)} > runtime {format_units(key, result.runtime[key])}"
+        for key, used in sorted(result.used.items())
+        if key in result.runtime and used > result.runtime[key]
+    )
+
+
+class RateLimiter:
+    """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate``."""
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._rate = rate
+        self._tokens = rate
+        self._clock = clock
+        self._stamp = clock()
+
+    async def acquire(self) -> None:
+        while True:
+            now = self._clock()
+            self._tokens = min(self._rate, self._tokens + (now - self._stamp) * self._rate)
+            self._stamp = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            await asyncio.sleep((1 - self._tokens) / self._rate)
+
+
+class RevocationController:
+    """Checks over-use, keeps the timers on the quotas, and evicts when a round is due."""
+
+    def __init__(
+        self,
+        state: ControllerState,
+        api: client.ApiClient,
+        settings: Settings,
+        leading: asyncio.Event,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._state = state
+        self._api = api
+        self._settings = settings
+        self._leading = leading
+        self._clock = clock
+        self._timer = OverUseTimer(settings.revocation_delay)
+        self._evictor = Evictor(api)
+        self._limiter = RateLimiter(settings.eviction_rate)
+        self.evicted: list[str] = []
+
+    async def run(self) -> None:
+        await self._state.synced.wait()
+        self._restore_timers()
+        while True:
+            await self._leading.wait()
+            await self.check_once()
+            await asyncio.sleep(self._settings.revocation_interval)
+
+    def _restore_timers(self) -> None:
+        """Over-uses that started before a restart keep their start time."""
+        for quota in self._state.quotas.values():
+            since = parse_since(quota.annotations.get(ANNO_OVER_USED_SINCE))
+            if since is not None:
+                self._timer.since[quota.name] = since
+
+    def _monitored(self, name: str) -> bool:
+        if name in NEVER_REVOKED:
+            return False
+        return name != keys.DEFAULT_QUOTA or self._settings.revoke_default_quota
+
+    async def check_once(self) -> None:
+        """One check of every monitored quota; a round for each one that is due."""
+        snapshot = self._state.engine.solve()
+        now = self._clock()
+        for name in sorted(snapshot.quotas):
+            result = snapshot.quotas[name]
+            if not self._monitored(name):
+                continue
+            pods = snapshot.pods_of(name)
+            used = used_without_terminating(result.used, pods, result.max)
+            before = self._timer.since.get(name)
+            due = self._timer.observe(name, is_over_used(used, result.runtime), now)
+            await self._persist_since(result, before)
+            if due:
+                await self._revoke(result, select_victims(pods, used, result.runtime, result.max))
+
+    async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
+        """Keep the over-use start on the quota object when it changes."""
+        after = self._timer.since.get(result.name)
+        if after == before or self._settings.dry_run:
+            return
+        value = format_since(after) if after is not None else None
+        quota = self._state.quotas.get((result.namespace, result.name))
+        if quota is None or quota.annotations.get(ANNO_OVER_USED_SINCE) == value:
+            return
+        patch = {"metadata": {"annotations": {ANNO_OVER_USED_SINCE: value}}}
+        try:
+            self._state.on_quota(await patch_quota(self._api, result.namespace, result.name, patch))
+        except Exception as error:
+            logger.warning("could not record over-use of %s: %s", result.name, describe(error))
+
+    async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
+        summary = over_use_summary(result)
+        names = ", ".join(pod.key for pod in victims) or "none evictable"
+        action = "would evict" if self._settings.dry_run else "evicting"
+        message = (
+            f"over its runtime for more than {self._settings.revocation_delay:g}s ({summary}); "
+            f"{action}: {names}"
+        )
+        logger.warning("quota %s: %s", result.name, message)
+        await self._event_on_quota(result, "QuotaOverUsed", message)
+        if self._settings.dry_run:
+            return
+        for pod in victims:
+            await self._limiter.acquire()
+            await self._evict(pod, result, summary)
+
+    async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
+        try:
+            outcome = await self._evictor.evict(pod.namespace, pod.name)
+        except Exception as error:
+            logger.warning("evicting %s failed: %s", pod.key, describe(error))
+            await self._event_on_pod(pod, "RevocationFailed", describe(error))
+            return
+        if outcome is EvictionOutcome.EVICTED:
+            self.evicted.append(pod.key)
+            await self._event_on_pod(
+                pod, "Revoked", f"evicted: quota {result.name} is over its runtime ({summary})"
+            )
+        elif outcome is EvictionOutcome.BLOCKED:
+            await self._event_on_pod(
+                pod,
+                "RevocationBlocked",
+                "a PodDisruptionBudget refused the eviction; the next round tries again",
+            )
+
+    async def _event_on_pod(self, pod: PodInfo, reason: str, message: str) -> None:
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+        await self._event(involved, reason, message)
+
+    async def _event_on_quota(self, result: QuotaResult, reason: str, message: str) -> None:
+        quota = self._state.quotas.get((result.namespace, result.name))
+        if quota is not None and not self._settings.dry_run:
+            await self._event(quota.involved(), reason, message)
+
+    async def _event(self, involved: dict[str, str], reason: str, message: str) -> None:
+        try:
+            await post_event(self._api, involved, reason, message)
+        except Exception as error:
+            logger.warning("could not post an Event (%s): %s", reason, describe(error))

@@ -1,0 +1,71 @@
+"""Pod evictions through the Eviction API, so that PodDisruptionBudgets are honoured.
+
+``policy/v1`` first; an API server that does not know it (before Kubernetes 1.22 it answers 400 "no
+kind Eviction is registered for version policy/v1") gets ``policy/v1beta1`` from then on. A 429 is a
+PodDisruptionBudget (or throttling) saying "not now": the pod stays and a later round tries again.
+A 404 means the pod is already gone.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.errors import raise_for_status, with_retries
+
+EVICTION_VERSIONS = ("policy/v1", "policy/v1beta1")
+
+
+class EvictionOutcome(enum.Enum):
+    EVICTED = "evicted"
+    BLOCKED = "blocked"  # 429: a PodDisruptionBudget (or throttling) refused it for now
+    GONE = "gone"  # 404: nothing left to evict
+
+
+def _is_unknown_version(error: ApiException) -> bool:
+    body = error.body.decode(errors="replace") if isinstance(error.body, bytes) else error.body
+    return (
+        isinstance(body, str) and error.status in (400, 404) and "is registered for version" in body
+    )
+
+
+class Evictor:
+    """Evicts pods, remembering which Eviction version the API server speaks."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
+        self._versions = list(EVICTION_VERSIONS)
+
+    def _body(self, namespace: str, name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": self._versions[0],
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+
+    async def _post(self, namespace: str, name: str) -> None:
+        response = await client.CoreV1Api(self._api).create_namespaced_pod_eviction(
+            name, namespace, self._body(namespace, name), _preload_content=False
+        )
+        await raise_for_status(response)
+
+    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        """Evict one pod; errors other than 404/429 are raised (after transient retries)."""
+        while True:
+            try:
+                await with_retries(
+                    lambda: self._post(namespace, name), f"evict Pod {namespace}/{name}", attempts=3
+                )
+            except ApiException as error:
+                if error.status == 404 and not _is_unknown_version(error):
+                    return EvictionOutcome.GONE
+                if error.status == 429:
+                    return EvictionOutcome.BLOCKED
+                if _is_unknown_version(error) and len(self._versions) > 1:
+                    self._versions.pop(0)
+                    continue
+                raise
+            return EvictionOutcome.EVICTED

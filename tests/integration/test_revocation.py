@@ -1,0 +1,206 @@
+"""Over-use revocation on a real API server: borrowed resources come back, after the delay only.
+
+A profile tree of its own (one node, 10 cpu) keeps the test's arithmetic apart from the session's
+other objects: ``lender`` and ``borrower`` each have min 5. The borrower runs four 2-cpu pods (used
+8) while the lender is idle; then the lender asks for its min, the borrower's runtime drops to 5,
+and after the delay its least important pods are evicted (a PodDisruptionBudget protects one of
+them). The operator is restarted during the delay: the over-use start survives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from harness import (
+    OperatorProcess,
+    ensure_namespace,
+    eventually,
+    get_quota,
+    node_manifest,
+    pod_manifest,
+    quota_manifest,
+)
+from kubernetes_asyncio import client
+
+from elasticquota.core import keys
+from elasticquota.core.overuse import ANNO_OVER_USED_SINCE, parse_since
+from elasticquota.kube.apply import apply_manifest
+from elasticquota.kube.client import make_api_client
+from elasticquota.kube.errors import raise_for_status
+from elasticquota.kube.pods import mark_running
+
+pytestmark = pytest.mark.timeout(300)
+DELAY = 8.0
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    api = await make_api_client()
+    yield api
+    await api.close()
+
+
+async def pool_tree(api: client.ApiClient, namespace: str, pool: str) -> str:
+    """A profile over one 10-cpu node; returns the node name."""
+    node = f"node-{pool}"
+    await apply_manifest(api, node_manifest(node, "10", "40Gi", {"pool": pool}))
+    await apply_manifest(
+        api,
+        {
+            "apiVersion": "quota.koordinator.sh/v1alpha1",
+            "kind": "ElasticQuotaProfile",
+            "metadata": {"name": "pool", "namespace": namespace},
+            "spec": {
+                "quotaName": f"root-{pool}",
+                "quotaLabels": {keys.LABEL_IS_PARENT: "true"},
+                "nodeSelector": {"matchLabels": {"pool": pool}},
+            },
+        },
+    )
+    for name in ("lender", "borrower"):
+        await apply_manifest(
+            api,
+            quota_manifest(
+                namespace, f"{name}-{pool}", {"cpu": "5"}, {"cpu": "10"}, parent=f"root-{pool}"
+            ),
+        )
+    return node
+
+
+async def priority_classes(api: client.ApiClient, pool: str) -> None:
+    for name, value in (("low", 0), ("mid", 10), ("high", 20)):
+        await apply_manifest(
+            api,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"{name}-{pool}"},
+                "value": value,
+            },
+        )
+
+
+async def running_pod(
+    api: client.ApiClient, namespace: str, name: str, quota: str, node: str, priority: str
+) -> None:
+    labels = {keys.POD_LABEL_QUOTA: quota, "app": name}
+    await apply_manifest(
+        api,
+        pod_manifest(namespace, name, "2", labels=labels, node=node, priority_class=priority),
+    )
+    await mark_running(api, namespace, name)
+    await asyncio.sleep(1.1)  # distinct start times (second resolution): later = less important
+
+
+async def create_pdb(api: client.ApiClient, namespace: str, app: str) -> None:
+    """A PodDisruptionBudget keeping the one pod labelled ``app`` (policy/v1beta1 on 1.20)."""
+    body = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "protect", "namespace": namespace},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+    }
+    response = await api.call_api(
+        f"/apis/policy/v1beta1/namespaces/{namespace}/poddisruptionbudgets",
+        "POST",
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+    await raise_for_status(response)
+
+
+async def terminating(api: client.ApiClient, namespace: str) -> set[str]:
+    pods = await client.CoreV1Api(api).list_namespaced_pod(namespace)
+    return {pod.metadata.name for pod in pods.items if pod.metadata.deletion_timestamp}
+
+
+async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_delay(
+    api: client.ApiClient,
+) -> None:
+    pool = uuid.uuid4().hex[:6]
+    namespace = f"revoke-{pool}"
+    await ensure_namespace(api, namespace)
+    await priority_classes(api, pool)
+    node = await pool_tree(api, namespace, pool)
+    borrower, lender = f"borrower-{pool}", f"lender-{pool}"
+    for name, priority in (
+        ("b-high", "high"),
+        ("b-mid", "mid"),
+        ("b-low-a", "low"),
+        ("b-low-b", "low"),
+    ):
+        await running_pod(api, namespace, name, borrower, node, f"{priority}-{pool}")
+    # b-low-b started last: the first to try; a PodDisruptionBudget protects it
+    await create_pdb(api, namespace, "b-low-b")
+    args = ("--revocation-delay", str(DELAY))
+    first = OperatorProcess(f"rv-{pool}", *args).start()
+    second: OperatorProcess | None = None
+    try:
+        await first.wait_ready()
+        await first.wait_active()
+
+        async def borrower_runtime_is(cpu: str) -> bool:
+            annotations = (await get_quota(api, namespace, borrower))["metadata"].get(
+                "annotations"
+            ) or {}
+            runtime = json.loads(annotations.get(keys.ANNO_RUNTIME, "{}"))
+            return bool(runtime.get("cpu") == cpu)
+
+        await eventually(lambda: borrower_runtime_is("8"), 60, first, "the borrower holds 8 cpu")
+
+        # the lender asks for its min: the borrower's runtime drops to 5, it is over-used
+        await apply_manifest(
+            api, pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
+        )
+        await eventually(
+            lambda: borrower_runtime_is("5"), 30, first, "the borrower's runtime drops"
+        )
+
+        async def since() -> float | None:
+            quota = await get_quota(api, namespace, borrower)
+            return parse_since(
+                (quota["metadata"].get("annotations") or {}).get(ANNO_OVER_USED_SINCE)
+            )
+
+        async def since_recorded() -> bool:
+            return await since() is not None
+
+        await eventually(since_recorded, 30, first, "the over-use start is recorded")
+        started = await since()
+        assert started is not None
+        assert await terminating(api, namespace) == set()  # nothing before the delay
+
+        first.stop()  # a restart during the delay
+        second = OperatorProcess(f"rv2-{pool}", *args).start()
+        await second.wait_ready()
+        await second.wait_active()
+
+        async def evicted() -> bool:
+            return "b-low-a" in await terminating(api, namespace)
+
+        await eventually(evicted, 60, second, "the least important evictable pod is evicted")
+        evicted_at = time.time()
+        assert evicted_at >= started + DELAY  # not before the delay...
+        assert evicted_at < started + DELAY + 6  # ...and the restart did not start it over
+        assert (
+            await since() != started
+        )  # a round restarts the timer (another delay before the next)
+
+        await asyncio.sleep(2)
+        assert await terminating(api, namespace) == {"b-low-a"}  # the PDB kept b-low-b
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+        reasons = {(event.involved_object.name, event.reason) for event in events.items}
+        assert ("b-low-b", "RevocationBlocked") in reasons
+        assert ("b-low-a", "Revoked") in reasons
+        assert (borrower, "QuotaOverUsed") in reasons
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
