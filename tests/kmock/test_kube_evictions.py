@@ -1,0 +1,81 @@
+"""kube.evictions against KMock: the Eviction request, the policy/v1beta1 fallback, and outcomes.
+
+Rules (kube/evictions.py): a pod is evicted by POSTing an Eviction to its ``eviction`` subresource,
+``policy/v1`` first; a server that does not know that version (400 "no kind Eviction is registered
+for version policy/v1", as Kubernetes before 1.22) gets ``policy/v1beta1``, and keeps getting it.
+A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED. A 404 means it is gone. Other errors raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import kmock
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.evictions import EvictionOutcome, Evictor
+
+EVICTION_URL = "/api/v1/namespaces/team/pods/p/eviction"
+StatusBody = Callable[[int, str], dict[str, Any]]
+UNKNOWN_V1 = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "message": 'Eviction in version "v1" cannot be handled as a Eviction: no kind "Eviction" '
+    'is registered for version "policy/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"',
+    "reason": "BadRequest",
+    "code": 400,
+}
+
+
+def versions(kmock: kmock.KubernetesEmulator) -> list[str]:
+    return [request.data["apiVersion"] for request in kmock if request.method == kmock.method.POST]
+
+
+async def test_an_eviction_is_a_policy_v1_eviction_of_the_pod(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    assert await Evictor(api).evict("team", "p") is EvictionOutcome.EVICTED
+    (request,) = list(kmock)
+    assert (request.method, request.url.path) == (kmock.method.POST, EVICTION_URL)
+    assert request.data == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": "team"},
+    }
+
+
+async def test_an_old_server_gets_policy_v1beta1_from_then_on(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    kmock["post"][:1] << 400 << UNKNOWN_V1
+    evictor = Evictor(api)
+    assert await evictor.evict("team", "p") is EvictionOutcome.EVICTED
+    assert await evictor.evict("team", "p") is EvictionOutcome.EVICTED
+    assert versions(kmock) == ["policy/v1", "policy/v1beta1", "policy/v1beta1"]
+
+
+async def test_a_disruption_budget_refusal_leaves_the_pod(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
+    assert await Evictor(api).evict("team", "p") is EvictionOutcome.BLOCKED
+
+
+async def test_a_pod_that_is_gone_is_not_an_error(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    kmock["post"] << 404 << k8s_status(404, "NotFound")
+    assert await Evictor(api).evict("team", "p") is EvictionOutcome.GONE
+
+
+async def test_a_refusal_for_another_reason_is_raised(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    kmock["post"] << 403 << k8s_status(403, "Forbidden")
+    with pytest.raises(ApiException) as raised:
+        await Evictor(api).evict("team", "p")
+    assert raised.value.status == 403

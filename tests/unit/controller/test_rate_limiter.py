@@ -1,0 +1,21 @@
+"""The eviction rate limit: a token bucket of ``rate`` per second."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from elasticquota.controller.revocation import RateLimiter
+
+
+@pytest.mark.looptime
+async def test_at_most_rate_acquisitions_per_second_after_a_burst() -> None:
+    loop = asyncio.get_running_loop()
+    limiter = RateLimiter(2.0, clock=loop.time)
+    start = loop.time()
+    times = []
+    for _ in range(6):
+        await limiter.acquire()
+        times.append(round(loop.time() - start, 3))
+    assert times == [0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
