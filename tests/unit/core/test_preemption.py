@@ -1,0 +1,82 @@
+"""In-quota preemption (§3.3): the fewest strictly lower-priority pods of the same quota."""
+
+from __future__ import annotations
+
+from elasticquota.core.engine import QuotaEngine
+from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.preemption import preemption_victims
+from elasticquota.core.results import Snapshot
+
+MAX = {"cpu": 10_000}
+
+
+def running(name: str, cpu: int, priority: int, quota: str = "team", **extra: object) -> PodInfo:
+    return PodInfo(
+        namespace="ns",
+        name=name,
+        requests={"cpu": cpu},
+        quota_label=quota,
+        priority=priority,
+        node_name="n1",
+        phase="Running",
+        start_time=float(priority),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def pending(name: str, cpu: int, priority: int, quota: str = "team") -> PodInfo:
+    return PodInfo(
+        namespace="ns", name=name, requests={"cpu": cpu}, quota_label=quota, priority=priority
+    )
+
+
+def solve(*pods: PodInfo) -> Snapshot:
+    """Two quotas with min = max = 4 cpu each on an 8-cpu cluster: runtime 4 whatever happens."""
+    quotas = [
+        QuotaSpec(name=name, namespace="ns", min={"cpu": 4000}, max={"cpu": 4000}, allow_lent=False)
+        for name in ("team", "other")
+    ]
+    node = NodeInfo(name="n1", allocatable={"cpu": 8000})
+    return QuotaEngine().load(quotas=quotas, pods=pods, nodes=[node]).solve()
+
+
+def names(victims: list[PodInfo] | None) -> list[str] | None:
+    return None if victims is None else [pod.name for pod in victims]
+
+
+def test_a_pod_that_fits_needs_no_victim() -> None:
+    snapshot = solve(running("a", 1000, 0), pending("new", 2000, 5))
+    assert preemption_victims(snapshot, snapshot.pods["ns/new"]) == []
+
+
+def test_the_fewest_lowest_priority_pods_make_room() -> None:
+    snapshot = solve(
+        running("low", 1000, 0), running("mid", 2000, 1), running("high", 1000, 9),
+        pending("new", 2000, 5),
+    )  # fmt: skip
+    # used 4 + 2 > 4: low (1) is not enough, low + mid is, then low is spared (mid alone frees 2)
+    assert names(preemption_victims(snapshot, snapshot.pods["ns/new"])) == ["mid"]
+
+
+def test_only_strictly_lower_priority_preemptible_running_pods_of_the_same_quota() -> None:
+    snapshot = solve(
+        running("same", 2000, 5),
+        running("guarded", 2000, 0, preemptible=False),
+        running("elsewhere", 2000, 0, quota="other"),
+        pending("new", 2000, 5),
+    )
+    assert preemption_victims(snapshot, snapshot.pods["ns/new"]) is None
+
+
+def test_terminating_pods_are_not_chosen_again() -> None:
+    snapshot = solve(
+        running("going", 2000, 0, terminating=True),
+        running("low", 2000, 1),
+        pending("new", 2000, 5),
+    )
+    assert names(preemption_victims(snapshot, snapshot.pods["ns/new"])) == ["low"]
+
+
+def test_nothing_is_chosen_when_even_every_candidate_would_not_make_room() -> None:
+    snapshot = solve(running("low", 1000, 0), running("high", 3000, 9), pending("new", 3000, 5))
+    assert preemption_victims(snapshot, snapshot.pods["ns/new"]) is None
