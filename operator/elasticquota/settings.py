@@ -60,6 +60,10 @@ class Settings(BaseSettings):
     eviction_rate: float = Field(default=5.0, gt=0)
     """At most this many evictions per second, across all quotas."""
 
+    gating: bool = True
+    """Release pods gated with ``elasticquota.dev/admission`` when they fit (API servers 1.27+;
+    older ones are detected and gating stays off)."""
+
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""
 

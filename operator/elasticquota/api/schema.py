@@ -54,6 +54,7 @@ class PodSpecView(View):
     overhead: dict[str, Any] = Field(default_factory=dict)
     node_name: str = Field(default="", alias="nodeName")
     priority: int | None = None
+    scheduling_gates: list[dict[str, Any]] = Field(default_factory=list, alias="schedulingGates")
 
 
 class PodStatusView(View):

@@ -18,6 +18,7 @@ from typing import Any
 import kopf
 from kubernetes_asyncio import client
 
+from elasticquota.controller.gating import GateController
 from elasticquota.controller.handlers import register
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.problems import ProblemReporter
@@ -33,6 +34,7 @@ from elasticquota.kernels.warmup import warm_up
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import describe
 from elasticquota.kube.lease import LeaderElector
+from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.settings import Settings
 
@@ -109,6 +111,8 @@ class Operator:
             ("problems", self._report_problems()),
             ("reserved quotas", self._ensure_reserved()),
         ]
+        if self.settings.gating:
+            loops.append(("gating", self._gate()))
         if self.settings.revocation:
             revocation = RevocationController(
                 self.state, self.api, self.settings, self.leader.leading
@@ -154,6 +158,19 @@ class Operator:
         except Exception as error:  # e.g. no permission: the namespace may well exist already
             logger.info("could not ensure the lease namespace: %s", describe(error))
         await self.leader.run()
+
+    async def _gate(self) -> None:
+        """Gating where the API server has scheduling gates; said once when it has not."""
+        await self.state.synced.wait()
+        supported, version = await supports_scheduling_gates(self.api)
+        if not supported:
+            logger.warning(
+                "the API server (%s) has no pod scheduling gates (Kubernetes 1.27+): admission "
+                "gating is off, over-use revocation still runs",
+                version,
+            )
+            return
+        await GateController(self.state, self.api, self.settings, self.leader.leading).run()
 
     async def _ensure_reserved(self) -> None:
         await self.state.synced.wait()

@@ -41,6 +41,9 @@ EXT_PREFIX: Final = "elasticquota.dev"
 ANNO_LENDING_LIMIT: Final = f"{EXT_PREFIX}/lending-limit"
 ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
 
+#: The scheduling gate that holds a new pod back until it fits its quota.
+ADMISSION_GATE: Final = f"{EXT_PREFIX}/admission"
+
 # Pod labels.
 POD_LABEL_QUOTA: Final = f"{PREFIX}/name"
 POD_LABEL_QUOTA_ALIASES: Final = (POD_LABEL_QUOTA, f"{PREFIX}/quota-name")

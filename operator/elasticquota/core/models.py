@@ -78,6 +78,8 @@ class PodInfo:
     created: str = ""
     #: metadata.deletionTimestamp is set: the pod is going (it still counts until it is gone).
     terminating: bool = False
+    #: spec.schedulingGates names: the scheduler ignores the pod while any is present.
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -1,0 +1,86 @@
+"""Admission gating: gated pods are released when they fit their quota, in priority order.
+
+On API servers with pod scheduling gates (Kubernetes 1.27+), every ``reconcile_interval`` the active
+replica decides for every gated pod (``core.gating``): pods that fit lose the gate
+``elasticquota.dev/admission`` (and get the condition ``ElasticQuotaAdmission=True``); pods that do
+not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
+resource and the numbers (written again only when the reason changes). On older API servers, which
+drop the field, this is detected once, logged, and the operator runs revocation only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.gating import GateDecision, gate_decisions
+from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.kube.errors import describe
+from elasticquota.kube.events import post_event
+from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
+from elasticquota.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class GateController:
+    """Releases gated pods that fit; tells the others why they wait."""
+
+    def __init__(
+        self,
+        state: ControllerState,
+        api: client.ApiClient,
+        settings: Settings,
+        leading: asyncio.Event,
+    ) -> None:
+        self._state = state
+        self._api = api
+        self._settings = settings
+        self._leading = leading
+        self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
+        self.released: list[str] = []
+
+    async def run(self) -> None:
+        await self._state.synced.wait()
+        while True:
+            await self._leading.wait()
+            await self.step()
+            await asyncio.sleep(self._settings.reconcile_interval)
+
+    async def step(self) -> None:
+        """One round over every gated pod."""
+        decisions = gate_decisions(self._state.engine.solve())
+        for decision in decisions:
+            try:
+                if decision.release:
+                    await self._release(decision)
+                else:
+                    await self._hold(decision)
+            except Exception as error:
+                logger.warning("gating %s: %s", decision.pod.key, describe(error))
+        waiting = {decision.pod.key for decision in decisions}
+        self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
+
+    async def _release(self, decision: GateDecision) -> None:
+        pod = decision.pod
+        logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
+        if self._settings.dry_run:
+            return
+        remaining = [gate for gate in pod.scheduling_gates if gate != ADMISSION_GATE]
+        await set_scheduling_gates(self._api, pod.namespace, pod.name, remaining)
+        await set_waiting_condition(
+            self._api, pod.namespace, pod.name, False, decision.verdict.reason
+        )
+        self.released.append(pod.key)
+
+    async def _hold(self, decision: GateDecision) -> None:
+        pod, reason = decision.pod, decision.verdict.reason
+        if self._told.get(pod.key) == reason or self._settings.dry_run:
+            return
+        await set_waiting_condition(self._api, pod.namespace, pod.name, True, reason)
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+        await post_event(self._api, involved, "WaitingForQuota", reason, "Normal")
+        self._told[pod.key] = reason

@@ -1,0 +1,74 @@
+"""Admission gating without a custom scheduler: which gated pods may go now, and in which order.
+
+New pods of managed quotas carry the scheduling gate ``elasticquota.dev/admission``; the scheduler
+ignores them until it is removed. A gated pod is released when it fits its quota (the PreFilter
+check of ``core.admission``), highest priority first, then oldest. Pods released but not bound yet
+(pending, no gate) are counted as if they already used their request, so that releasing several
+pods that each fit alone never overshoots the runtime together. Pods of reserved quotas are never
+held back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from elasticquota.core.admission import Verdict, check_pod
+from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.models import PodInfo
+from elasticquota.core.resources import ResourceList, add, mask
+from elasticquota.core.results import QuotaResult, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """Release the pod (True) or keep it gated, with the verdict that says why."""
+
+    pod: PodInfo
+    release: bool
+    verdict: Verdict
+
+
+def is_gated(pod: PodInfo) -> bool:
+    return ADMISSION_GATE in pod.scheduling_gates and pod.counts_in_request and not pod.node_name
+
+
+def _in_flight(snapshot: Snapshot, quota: str) -> ResourceList:
+    """Requests of the quota's released pods that are not bound yet."""
+    tracked = snapshot.quotas[quota].max
+    total: ResourceList = {}
+    for pod in snapshot.pods_of(quota):
+        if pod.counts_in_request and not pod.node_name and not pod.scheduling_gates:
+            total = add(total, mask(pod.requests, tracked))
+    return total
+
+
+def admission_order(pods: list[PodInfo]) -> list[PodInfo]:
+    """Highest priority first, then oldest (creation time), then by key."""
+    return sorted(pods, key=lambda pod: (-pod.priority, pod.created or "~", pod.key))
+
+
+def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[GateDecision]:
+    """One decision per gated pod, in admission order."""
+    gated = admission_order([pod for pod in snapshot.pods.values() if is_gated(pod)])
+    extra: dict[str, ResourceList] = {}  # per quota: in-flight requests, growing as pods go
+    decisions = []
+    for pod in gated:
+        quota = snapshot.pod_quota[pod.key]
+        if quota not in extra:
+            extra[quota] = _in_flight(snapshot, quota)
+        view = _with_extra_used(snapshot, quota, extra[quota])
+        verdict = check_pod(view, pod, check_ancestors)
+        if verdict.admitted:
+            extra[quota] = add(extra[quota], mask(pod.requests, snapshot.quotas[quota].max))
+        decisions.append(GateDecision(pod, verdict.admitted, verdict))
+    return decisions
+
+
+def _with_extra_used(snapshot: Snapshot, quota: str, extra: ResourceList) -> Snapshot:
+    """The snapshot with ``extra`` added to the quota's used (and non-preemptible used)."""
+    if not extra:
+        return snapshot
+    result: QuotaResult = snapshot.quotas[quota]
+    quotas = dict(snapshot.quotas)
+    quotas[quota] = replace(result, used=add(result.used, extra))
+    return replace(snapshot, quotas=quotas)
