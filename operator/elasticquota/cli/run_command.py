@@ -59,7 +59,47 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         default=None,
         help="DEMO ONLY: bind pods that fit and mark them Running (no scheduler/kubelet locally)",
     )
+    add_webhook_arguments(run)
     run.set_defaults(handler=run_cli)
+
+
+#: The settings of the admission webhooks that have a flag (``--webhook-port`` ...).
+WEBHOOK_SETTINGS = (
+    "webhook_port",
+    "webhook_address",
+    "webhook_host",
+    "webhook_cert_file",
+    "webhook_key_file",
+    "webhook_ca_file",
+    "webhook_failure_policy",
+    "webhook_configuration",
+)
+
+
+def add_webhook_arguments(run: argparse.ArgumentParser) -> None:
+    """Flags of the admission webhooks (README, Admission webhooks)."""
+    webhooks = run.add_argument_group("admission webhooks (served when --webhook-port is set)")
+    webhooks.add_argument("--webhook-port", type=int, help="HTTPS port of the webhooks (0: off)")
+    webhooks.add_argument("--webhook-address", help="listen address (default 0.0.0.0)")
+    webhooks.add_argument(
+        "--webhook-host", help="host name or IP the API server reaches the webhooks at"
+    )
+    webhooks.add_argument(
+        "--webhook-cert", dest="webhook_cert_file", help="PEM certificate (default: self-signed)"
+    )
+    webhooks.add_argument("--webhook-key", dest="webhook_key_file", help="PEM private key")
+    webhooks.add_argument(
+        "--webhook-ca", dest="webhook_ca_file", help="PEM CA bundle for the API server"
+    )
+    webhooks.add_argument(
+        "--webhook-failure-policy",
+        choices=("Fail", "Ignore"),
+        help="when the webhooks are unreachable: refuse (Fail, default) or admit (Ignore)",
+    )
+    webhooks.add_argument(
+        "--webhook-configuration",
+        help="name of the webhook configurations the operator manages ('': not managed)",
+    )
 
 
 def run_cli(args: argparse.Namespace) -> int:
@@ -79,6 +119,7 @@ def run_cli(args: argparse.Namespace) -> int:
             "lease_name",
             "identity",
             "simulate_nodes",
+            *WEBHOOK_SETTINGS,
         )
     }
     try:

@@ -181,45 +181,61 @@ def _parent_label(raw: Mapping[str, Any]) -> str:
     return keys.ROOT_QUOTA
 
 
-class ClusterView:
-    """The quotas and pods the operator knows now: read-only, indexed for the rules.
+QuotaKey = tuple[str, str]
 
+
+class QuotaCatalog:
+    """The quotas, indexed by object, by name, by parent and by annotated namespace.
+
+    Kept current one object at a time (``upsert`` / ``remove``), so that a long-lived catalog
+    costs nothing per request; a quota is parsed on first use and again only when it changes.
     Quota names are global, as in the reference; of quotas sharing a name the first by namespace
-    is "the" quota of that name. Quotas are parsed on first use only: a request reads a handful of
-    them (itself, its parent, its siblings and children), not the whole cluster.
+    is "the" quota of that name.
     """
 
-    def __init__(self, quotas: Iterable[Mapping[str, Any]], pods: Iterable[PodInfo] = ()) -> None:
-        self._raw: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self._facts: dict[tuple[str, str], QuotaFacts] = {}
-        self._by_name: dict[str, tuple[str, str]] = {}
-        self._children: dict[str, set[str]] = {}
-        self._namespace_owner: dict[str, str] = {}
+    def __init__(self, quotas: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._raw: dict[QuotaKey, Mapping[str, Any]] = {}
+        self._facts: dict[QuotaKey, QuotaFacts] = {}
+        self._by_name: dict[str, set[QuotaKey]] = {}
+        self._children: dict[str, dict[QuotaKey, str]] = {}
+        self._namespaces: dict[QuotaKey, tuple[str, ...]] = {}
+        self._owners: dict[str, set[QuotaKey]] = {}
         for raw in quotas:
-            metadata = _mapping(raw.get("metadata"))
-            key = (str(metadata.get("namespace") or ""), object_name(raw))
-            self._raw[key] = raw
-        for key in sorted(self._raw):
-            self._index(key)
-        self.pods: tuple[PodInfo, ...] = tuple(sorted(pods, key=lambda pod: pod.key))
+            self.upsert(raw)
 
-    def _index(self, key: tuple[str, str]) -> None:
+    @staticmethod
+    def key_of(raw: Mapping[str, Any]) -> QuotaKey:
+        return str(_mapping(raw.get("metadata")).get("namespace") or ""), object_name(raw)
+
+    def upsert(self, raw: Mapping[str, Any]) -> None:
+        key = self.key_of(raw)
+        self.remove(key)
         name = key[1]
-        self._by_name.setdefault(name, key)
-        raw = self._raw[key]
+        self._raw[key] = raw
+        self._by_name.setdefault(name, set()).add(key)
         if name != keys.ROOT_QUOTA:
-            self._children.setdefault(_parent_label(raw), set()).add(name)
+            self._children.setdefault(_parent_label(raw), {})[key] = name
         annotations = _string_map(_mapping(raw.get("metadata")).get("annotations"))
-        for namespace in _namespaces(name, annotations, []):
-            self._namespace_owner.setdefault(namespace, name)
+        self._namespaces[key] = _namespaces(name, annotations, [])
+        for namespace in self._namespaces[key]:
+            self._owners.setdefault(namespace, set()).add(key)
 
-    def quota(self, name: str) -> QuotaFacts | None:
-        """The quota of that name (any namespace)."""
-        key = self._by_name.get(name)
-        return None if key is None else self.quota_at(*key)
+    def remove(self, key: QuotaKey) -> None:
+        raw = self._raw.pop(key, None)
+        if raw is None:
+            return
+        self._facts.pop(key, None)
+        _discard(self._by_name, key[1], key)
+        if key[1] != keys.ROOT_QUOTA:
+            siblings = self._children.get(_parent_label(raw), {})
+            siblings.pop(key, None)
+        for namespace in self._namespaces.pop(key, ()):
+            _discard(self._owners, namespace, key)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
     def quota_at(self, namespace: str, name: str) -> QuotaFacts | None:
-        """The stored copy of exactly this object."""
         key = (namespace, name)
         if key not in self._facts:
             raw = self._raw.get(key)
@@ -228,13 +244,62 @@ class ClusterView:
             self._facts[key] = read_quota(raw)[0]
         return self._facts[key]
 
+    def key_named(self, name: str) -> QuotaKey | None:
+        keys_ = self._by_name.get(name)
+        return min(keys_) if keys_ else None
+
+    def children(self, name: str) -> list[str]:
+        return sorted(set(self._children.get(name, {}).values()) - {name})
+
+    def namespace_owner(self, namespace: str) -> str | None:
+        owners = self._owners.get(namespace)
+        return min(owners)[1] if owners else None
+
+
+def _discard(index: dict[str, set[QuotaKey]], name: str, key: QuotaKey) -> None:
+    members = index.get(name)
+    if members is not None:
+        members.discard(key)
+        if not members:
+            del index[name]
+
+
+class ClusterView:
+    """What the rules read: the quotas (a ``QuotaCatalog``) and the pods, read-only.
+
+    Only a DELETE or an ``is-parent`` change looks at the pods, so they are listed on first use.
+    """
+
+    def __init__(
+        self, quotas: QuotaCatalog | Iterable[Mapping[str, Any]], pods: Iterable[PodInfo] = ()
+    ) -> None:
+        self._catalog = quotas if isinstance(quotas, QuotaCatalog) else QuotaCatalog(quotas)
+        self._pod_source = pods
+        self._pods: tuple[PodInfo, ...] | None = None
+
+    def quota(self, name: str) -> QuotaFacts | None:
+        """The quota of that name (any namespace)."""
+        key = self._catalog.key_named(name)
+        return None if key is None else self._catalog.quota_at(*key)
+
+    def quota_at(self, namespace: str, name: str) -> QuotaFacts | None:
+        """The stored copy of exactly this object."""
+        return self._catalog.quota_at(namespace, name)
+
     def children(self, name: str) -> list[str]:
         """Names of the quotas whose parent label names ``name``, sorted."""
-        return sorted(self._children.get(name, set()) - {name})
+        return self._catalog.children(name)
 
     def namespace_owner(self, namespace: str) -> str | None:
         """The quota whose ``namespaces`` annotation lists ``namespace``."""
-        return self._namespace_owner.get(namespace)
+        return self._catalog.namespace_owner(namespace)
+
+    @property
+    def pods(self) -> tuple[PodInfo, ...]:
+        """Every known pod, by ``namespace/name``."""
+        if self._pods is None:
+            self._pods = tuple(sorted(self._pod_source, key=lambda pod: pod.key))
+        return self._pods
 
     def pods_labelled(self, quota: str) -> list[PodInfo]:
         """Pods whose quota label names ``quota`` (the only pods DELETE looks at, §4.5)."""
@@ -785,12 +850,18 @@ def pod_quota(pod: Mapping[str, Any], view: ClusterView) -> str:
 def validate_pod(
     new: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView
 ) -> list[Violation]:
-    """No pods in parent quotas; the ``preemptible`` label never changes (§4.6)."""
+    """No pods in parent quotas; the ``preemptible`` label never changes (§4.6).
+
+    Deviation: an UPDATE that leaves the pod in the same quota is not refused for being in a
+    parent quota (the reference re-checks every update): a pod admitted before the webhooks, or
+    before its quota became a parent, must still be able to drop a finalizer or a scheduling gate.
+    """
     found = []
     name = object_name(new)
     quota_name = pod_quota(new, view)
     quota = view.quota(quota_name) if quota_name != keys.DEFAULT_QUOTA else None
-    if quota is not None and quota.is_parent:
+    moved = old is None or pod_quota(old, view) != quota_name
+    if quota is not None and quota.is_parent and moved:
         found.append(
             Violation(
                 "pod-in-parent",

@@ -1,0 +1,315 @@
+"""Admission webhooks: Kopf validating / mutating handlers over the operator's memory, and their
+HTTPS server.
+
+Three webhooks, as the reference's (§4): ``validate-elasticquota`` (CREATE, UPDATE, DELETE),
+``mutate-elasticquota`` (CREATE) and ``validate-pod`` (CREATE, UPDATE). The handlers only parse,
+call the pure rules of ``elasticquota.core.validation`` / ``core.mutation`` and turn violations
+into ``kopf.AdmissionError`` (HTTP 403, every violation's message joined by ``; ``). The rules read
+a ``ClusterView`` built from the memory the watch keeps current (``ControllerState``), plus what
+was admitted a moment ago and not yet seen by the watch (``RecentAdmissions``): without it a child
+created right after its parent would be refused because the parent "does not exist" yet (the
+reference likewise updates its topology on every accepted admission).
+
+Handlers are coroutines (see ``handlers``). Kopf serves them at ``/<handler id>`` and, when
+``webhook_configuration`` is set, creates the webhook configurations and keeps their URL and CA
+bundle current; a replica that stops cleanly removes its webhooks again (Kopf's non-persistent
+webhooks), one that crashes leaves them to the failure policy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import kopf
+
+from elasticquota.controller.certs import self_signed_certificate
+from elasticquota.controller.handlers import PODS, QUOTAS
+from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.core.mutation import quota_defaults
+from elasticquota.core.validation import (
+    ClusterView,
+    QuotaCatalog,
+    Violation,
+    object_name,
+    validate_pod,
+    validate_quota_create,
+    validate_quota_delete,
+    validate_quota_update,
+)
+from elasticquota.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+VALIDATE_QUOTA = "validate-elasticquota"
+MUTATE_QUOTA = "mutate-elasticquota"
+VALIDATE_POD = "validate-pod"
+#: The request breaks a rule.
+DENIED = 403
+#: The operator's memory is not complete yet (initial listing in progress).
+NOT_READY = 503
+#: How long an admitted object stands in for what the watch has not delivered yet.
+RECENT_TTL = 30.0
+
+
+# -- the view of the cluster ---------------------------------------------------------------------
+
+
+def quota_body(quota: QuotaObject) -> dict[str, Any]:
+    """A quota of the memory as the raw object the rules read (no copies of the maps)."""
+    return {
+        "metadata": {
+            "name": quota.name,
+            "namespace": quota.namespace,
+            "labels": quota.labels,
+            "annotations": quota.annotations,
+        },
+        "spec": quota.spec,
+        "status": quota.status,
+    }
+
+
+@dataclass(slots=True)
+class _Admitted:
+    body: Mapping[str, Any] | None  # None: deleted
+    #: What the memory held for this key when it was admitted: once that changes, the watch has
+    #: caught up and the memory is the truth again.
+    seen: QuotaObject | None
+    deadline: float
+
+
+class RecentAdmissions:
+    """Quotas admitted (created, updated, deleted) whose watch event has not arrived yet."""
+
+    def __init__(self, ttl: float = RECENT_TTL, clock: Callable[[], float] = time.monotonic):
+        self._ttl = ttl
+        self._clock = clock
+        self._entries: dict[ObjectKey, _Admitted] = {}
+
+    def remember(
+        self, state: ControllerState, key: ObjectKey, body: Mapping[str, Any] | None
+    ) -> None:
+        self._entries[key] = _Admitted(body, state.quotas.get(key), self._clock() + self._ttl)
+
+    def overlay(self, state: ControllerState) -> dict[ObjectKey, Mapping[str, Any] | None]:
+        """The admissions still ahead of the memory (stale ones are forgotten here)."""
+        now = self._clock()
+        for key, entry in list(self._entries.items()):
+            if now > entry.deadline or state.quotas.get(key) is not entry.seen:
+                del self._entries[key]
+        return {key: entry.body for key, entry in self._entries.items()}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class QuotaMirror:
+    """A ``QuotaCatalog`` that follows the memory (and the recent admissions) incrementally.
+
+    On each request the objects the memory holds are compared by identity with those the
+    catalog was last given (the memory replaces a quota's object on every event): only what
+    changed is re-indexed, so a request costs a pass over the keys, not a rebuild.
+    """
+
+    def __init__(self, state: ControllerState, recent: RecentAdmissions) -> None:
+        self._state = state
+        self._recent = recent
+        self.catalog = QuotaCatalog()
+        self._held: dict[ObjectKey, object] = {}
+
+    def refresh(self) -> QuotaCatalog:
+        overlay = self._recent.overlay(self._state)
+        current: dict[ObjectKey, object | None] = dict(self._state.quotas)
+        current.update(overlay)
+        for key in [key for key in self._held if current.get(key) is None]:
+            self.catalog.remove(key)
+            del self._held[key]
+        for key, source in current.items():
+            if source is not None and self._held.get(key) is not source:
+                body = quota_body(source) if isinstance(source, QuotaObject) else source
+                self.catalog.upsert(cast(Mapping[str, Any], body))
+                self._held[key] = source
+        return self.catalog
+
+
+def cluster_view(mirror: QuotaMirror, state: ControllerState) -> ClusterView:
+    """The quotas and pods as the operator knows them, recent admissions included."""
+    return ClusterView(mirror.refresh(), state.engine.pods.values())
+
+
+# -- the handlers' logic ---------------------------------------------------------------------------
+
+
+def _key(body: Mapping[str, Any]) -> ObjectKey:
+    metadata = body.get("metadata") or {}
+    return str(metadata.get("namespace") or ""), object_name(body)
+
+
+def deny(violations: list[Violation], what: str = "") -> None:
+    """Raise the admission error carrying every violation, if there is any (and log it)."""
+    if violations:
+        message = "; ".join(violation.message for violation in violations)
+        if what:
+            logger.info("refused %s: %s", what, message)
+        raise kopf.AdmissionError(message, code=DENIED)
+
+
+class Admission:
+    """The three webhooks' decisions, over one operator's memory."""
+
+    def __init__(self, state: ControllerState, settings: Settings) -> None:
+        self.state = state
+        self.fail_closed = settings.webhook_failure_policy == "Fail"
+        self.ignore_namespaces = frozenset(settings.ignore_namespaces)
+        self.recent = RecentAdmissions()
+        self.quotas = QuotaMirror(state, self.recent)
+
+    def view(self) -> ClusterView:
+        return cluster_view(self.quotas, self.state)
+
+    def ready(self) -> bool:
+        """Whether to judge now. Before the initial listing is in memory the operator cannot
+        tell; it refuses (failure policy Fail: nothing unchecked gets in) or lets the request
+        through (Ignore), as the API server would do if the webhook were unreachable."""
+        if self.state.synced.is_set():
+            return True
+        if self.fail_closed:
+            raise kopf.AdmissionError(
+                "the elastic quota operator is still loading the cluster's quotas and pods; "
+                "retry in a few seconds",
+                code=NOT_READY,
+            )
+        return False
+
+    def validate_quota(
+        self,
+        operation: str | None,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        dryrun: bool = False,
+    ) -> None:
+        if not self.ready():
+            return
+        view = self.view()
+        if operation == "CREATE":
+            violations = validate_quota_create(body, view)
+        elif operation == "UPDATE":
+            violations = validate_quota_update(old or {}, body, view)
+        elif operation == "DELETE":
+            violations = validate_quota_delete(old or body, view)
+        else:
+            return
+        namespace, name = _key(body)
+        deny(violations, f"{operation} ElasticQuota {namespace}/{name}")
+        if not dryrun:
+            remembered = None if operation == "DELETE" else dict(body)
+            self.recent.remember(self.state, _key(body), remembered)
+
+    def mutate_quota(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
+        if not self.ready():
+            return
+        defaults = quota_defaults(body, self.view())
+        deny(defaults.violations)
+        for key, value in defaults.labels.items():
+            patch.metadata.labels[key] = value
+        for key, value in defaults.annotations.items():
+            patch.metadata.annotations[key] = value
+
+    def validate_pod(
+        self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
+    ) -> None:
+        namespace, name = _key(body)
+        if namespace in self.ignore_namespaces or not self.ready():
+            return
+        violations = validate_pod(body, old if operation == "UPDATE" else None, self.view())
+        deny(violations, f"{operation} Pod {namespace}/{name}")
+
+
+# -- registration and the server ------------------------------------------------------------
+
+
+def register_webhooks(
+    registry: kopf.OperatorRegistry, state: ControllerState, settings: Settings
+) -> Admission:
+    """Register the admission handlers into ``registry`` (the server: ``configure_admission``)."""
+    admission = Admission(state, settings)
+    ignore = settings.webhook_failure_policy == "Ignore"
+    quota_operations: Collection[Any] = ("CREATE", "UPDATE", "DELETE")
+
+    @kopf.on.validate(
+        *QUOTAS,
+        id=VALIDATE_QUOTA,
+        operations=quota_operations,
+        ignore_failures=ignore,
+        registry=registry,
+    )
+    async def validate_quota(
+        body: kopf.Body,
+        dryrun: bool,
+        subresource: str | None,
+        operation: str | None = None,
+        old: kopf.Body | None = None,
+        **_: Any,
+    ) -> None:
+        if subresource is None:
+            admission.validate_quota(operation, body, old, dryrun)
+
+    @kopf.on.mutate(
+        *QUOTAS, id=MUTATE_QUOTA, operations=["CREATE"], ignore_failures=ignore, registry=registry
+    )
+    async def mutate_quota(
+        body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
+    ) -> None:
+        if subresource is None:
+            admission.mutate_quota(body, patch)
+
+    @kopf.on.validate(
+        *PODS,
+        id=VALIDATE_POD,
+        operations=["CREATE", "UPDATE"],
+        ignore_failures=ignore,
+        registry=registry,
+    )
+    async def validate_pod(
+        body: kopf.Body,
+        subresource: str | None,
+        operation: str | None = None,
+        old: kopf.Body | None = None,
+        **_: Any,
+    ) -> None:
+        if subresource is None:
+            admission.validate_pod(operation, body, old)
+
+    return admission
+
+
+class WebhookServer(kopf.WebhookServer):
+    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography``."""
+
+    @staticmethod
+    def build_certificate(
+        hostnames: Collection[str], password: str | None = None
+    ) -> tuple[bytes, bytes]:
+        return self_signed_certificate(hostnames, password)
+
+
+def webhook_server(settings: Settings) -> kopf.WebhookServer:
+    """The webhook server the settings describe: a provided certificate, else a self-signed one
+    for the advertised host and the listen address."""
+    return WebhookServer(
+        addr=settings.webhook_address,
+        port=settings.webhook_port,
+        host=settings.webhook_host,
+        certfile=settings.webhook_cert_file,
+        pkeyfile=settings.webhook_key_file,
+        cafile=settings.webhook_ca_file,
+    )
+
+
+def configure_admission(tuned: kopf.OperatorSettings, settings: Settings) -> None:
+    """Serve the webhooks, and manage their configurations unless someone else does."""
+    tuned.admission.server = webhook_server(settings)
+    tuned.admission.managed = settings.webhook_configuration or None

@@ -1,0 +1,360 @@
+"""The admission webhooks' wiring: Kopf registrations, decisions over the operator's memory, the
+AdmissionReview round trip through Kopf, the server settings and the self-signed certificate.
+
+Rules (controller/webhooks.py): handlers are coroutines registered only when a webhook port is set,
+with the failure policy of the settings; a refusal is a ``kopf.AdmissionError`` (403) carrying every
+violation; before the initial listing the operator refuses (Fail) or abstains (Ignore); what was
+just admitted is seen by the next request until the watch delivers it; pods of ignored namespaces
+are not checked; the operator's own writes (reserved quotas) are admitted.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import ipaddress
+import json
+import ssl
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import kopf
+import pytest
+from cryptography import x509
+from kopf._cogs.structs import ephemera, references
+from kopf._core.engines.admission import serve_admission_request
+from kopf._core.engines.indexing import OperatorIndexers
+from kopf._core.reactor.inventory import ResourceMemories
+
+from elasticquota.controller.certs import self_signed_certificate, split_names
+from elasticquota.controller.reserved import reserved_manifests
+from elasticquota.controller.runner import kopf_settings, make_registry
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import (
+    MUTATE_QUOTA,
+    VALIDATE_POD,
+    VALIDATE_QUOTA,
+    Admission,
+    RecentAdmissions,
+    WebhookServer,
+    register_webhooks,
+)
+from elasticquota.core import keys
+from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies
+
+QUOTA_RESOURCE = references.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
+POD_RESOURCE = references.Resource("", "v1", "pods")
+
+
+@pytest.fixture
+def webhook_settings(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings(webhook_port=9443)
+
+
+@pytest.fixture
+def synced(state: ControllerState) -> ControllerState:
+    state.mark_synced()
+    return state
+
+
+@pytest.fixture
+def admission(synced: ControllerState, webhook_settings: Settings) -> Admission:
+    return register_webhooks(kopf.OperatorRegistry(), synced, webhook_settings)
+
+
+def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
+    with pytest.raises(kopf.AdmissionError) as caught:
+        call()
+    return caught.value
+
+
+# -- registration ---------------------------------------------------------------------------------
+
+
+def test_webhooks_are_registered_only_when_a_port_is_set(
+    state: ControllerState, make_settings: Callable[..., Settings]
+) -> None:
+    assert make_registry(state, make_settings())._webhooks.get_all_handlers() == []
+    assert kopf_settings(make_settings()).admission.server is None
+    registry = make_registry(state, make_settings(webhook_port=9443))
+    handlers = {h.id: h for h in registry._webhooks.get_all_handlers()}
+    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, VALIDATE_POD])
+    assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
+    assert sorted(handlers[VALIDATE_QUOTA].operations or []) == ["CREATE", "DELETE", "UPDATE"]
+    assert list(handlers[MUTATE_QUOTA].operations or []) == ["CREATE"]
+    assert sorted(handlers[VALIDATE_POD].operations or []) == ["CREATE", "UPDATE"]
+
+
+@pytest.mark.parametrize(("policy", "ignored"), [("Fail", False), ("Ignore", True)])
+def test_the_failure_policy_is_the_settings(
+    state: ControllerState, make_settings: Callable[..., Settings], policy: str, ignored: bool
+) -> None:
+    registry = make_registry(state, make_settings(webhook_port=1, webhook_failure_policy=policy))
+    assert {h.ignore_failures for h in registry._webhooks.get_all_handlers()} == {ignored}
+
+
+def test_the_server_and_the_managed_configurations_come_from_the_settings(
+    make_settings: Callable[..., Settings],
+) -> None:
+    tuned = kopf_settings(
+        make_settings(webhook_port=9443, webhook_address="127.0.0.1", webhook_host="eq.svc")
+    )
+    server = tuned.admission.server
+    assert isinstance(server, WebhookServer)
+    assert (server.addr, server.port, server.host) == ("127.0.0.1", 9443, "eq.svc")
+    assert (server.certfile, server.pkeyfile, server.cafile) == (None, None, None)
+    assert tuned.admission.managed == "elastic-quota-operator.elasticquota.dev"
+    unmanaged = kopf_settings(make_settings(webhook_port=9443, webhook_configuration=""))
+    assert unmanaged.admission.managed is None
+
+
+def test_a_provided_certificate_is_used_as_is(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings(
+        webhook_port=9443, webhook_cert_file="/tls/tls.crt", webhook_key_file="/tls/tls.key",
+        webhook_ca_file="/tls/ca.crt",
+    )  # fmt: skip
+    server = kopf_settings(settings).admission.server
+    assert (server.certfile, server.pkeyfile, server.cafile) == (
+        "/tls/tls.crt", "/tls/tls.key", "/tls/ca.crt",
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="both or neither"):
+        make_settings(webhook_port=9443, webhook_cert_file="/tls/tls.crt")
+
+
+# -- decisions over the memory --------------------------------------------------------------------
+
+
+def test_a_broken_quota_is_refused_with_403_and_every_message(
+    admission: Admission, k8s: Bodies
+) -> None:
+    broken = k8s.quota("q", min={"cpu": "5", "memory": "-1"}, max={"cpu": "4", "memory": "1Gi"})
+    error = refusal(lambda: admission.validate_quota("CREATE", broken, None))
+    assert error.code == 403
+    assert str(error) == (
+        "q quota.Spec.Min's value < 0, in dimensions :[memory] (memory=-1); "
+        "resourceKey cpu of quota q min 5 > max 4"
+    )
+
+
+def test_what_was_just_admitted_is_seen_until_the_watch_delivers_it(
+    admission: Admission, synced: ControllerState, k8s: Bodies
+) -> None:
+    parent = k8s.quota("dept", min={"cpu": "4"}, max={"cpu": "8"}, is_parent=True)
+    admission.validate_quota("CREATE", parent, None)
+    child = k8s.quota("team", min={"cpu": "2"}, max={"cpu": "8"}, parent="dept")
+    admission.validate_quota("CREATE", child, None)  # the parent is not in memory yet
+    assert len(admission.recent) == 2
+    greedy = k8s.quota("greedy", min={"cpu": "3"}, max={"cpu": "8"}, parent="dept")
+    error = refusal(lambda: admission.validate_quota("CREATE", greedy, None))
+    assert "parent: dept (sum of its children's min with greedy: cpu 5" in str(error)
+    synced.on_quota(parent)
+    synced.on_quota(child)
+    admission.view()
+    assert len(admission.recent) == 0  # the memory is the truth again
+    admission.validate_quota("DELETE", child, child)
+    admission.validate_quota("CREATE", child, None)  # deleted a moment ago: the name is free
+
+
+def test_the_view_follows_the_memory(
+    admission: Admission, synced: ControllerState, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("dept", min={"cpu": "4"}, is_parent=True))
+    assert admission.view().quota("dept") is not None
+    synced.on_quota(k8s.quota("dept", min={"cpu": "2"}, is_parent=True))
+    dept = admission.view().quota("dept")
+    assert dept is not None and dept.min == {"cpu": 2000}
+    synced.on_quota_deleted(k8s.quota("dept"))
+    assert admission.view().quota("dept") is None
+
+
+def test_recent_admissions_expire(synced: ControllerState, k8s: Bodies) -> None:
+    now = [0.0]
+    recent = RecentAdmissions(ttl=30.0, clock=lambda: now[0])
+    recent.remember(synced, ("team", "q"), k8s.quota("q"))
+    assert list(recent.overlay(synced)) == [("team", "q")]
+    now[0] = 31.0
+    assert recent.overlay(synced) == {}
+
+
+def test_a_dry_run_is_judged_but_not_remembered(admission: Admission, k8s: Bodies) -> None:
+    admission.validate_quota("CREATE", k8s.quota("q"), None, dryrun=True)
+    assert len(admission.recent) == 0
+
+
+def test_before_the_initial_listing_fail_refuses_and_ignore_abstains(
+    state: ControllerState, make_settings: Callable[..., Settings], k8s: Bodies
+) -> None:
+    broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
+    closed = register_webhooks(kopf.OperatorRegistry(), state, make_settings(webhook_port=1))
+    error = refusal(lambda: closed.validate_quota("CREATE", broken, None))
+    assert error.code == 503
+    assert "still loading" in str(error)
+    opened = register_webhooks(
+        kopf.OperatorRegistry(),
+        state,
+        make_settings(webhook_port=1, webhook_failure_policy="Ignore"),
+    )
+    opened.validate_quota("CREATE", broken, None)  # no error: let through, as if unreachable
+
+
+def test_pods_of_ignored_namespaces_are_not_checked(
+    synced: ControllerState, make_settings: Callable[..., Settings], k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("dept", is_parent=True))
+    pod = k8s.pod("p", namespace="batch", quota="dept")
+    checked = register_webhooks(kopf.OperatorRegistry(), synced, make_settings(webhook_port=1))
+    error = refusal(lambda: checked.validate_pod("CREATE", pod, None))
+    assert str(error) == "pod can not be linked to a parentQuotaGroup,quota:dept, pod:p"
+    ignoring = register_webhooks(
+        kopf.OperatorRegistry(),
+        synced,
+        make_settings(webhook_port=1, ignore_namespaces=["batch"]),
+    )
+    ignoring.validate_pod("CREATE", pod, None)
+
+
+def test_deleting_a_quota_checks_the_pods_in_memory(
+    admission: Admission, synced: ControllerState, k8s: Bodies
+) -> None:
+    team = k8s.quota("team-a", max={"cpu": "8"})
+    synced.on_quota(team)
+    synced.on_pod(k8s.pod("p1", quota="team-a", requests={"cpu": "1"}))
+    error = refusal(lambda: admission.validate_quota("DELETE", team, team))
+    assert str(error) == "delete quota failed, quota team-a has 1 child pods: team/p1"
+    synced.on_pod_deleted(k8s.pod("p1"))
+    admission.validate_quota("DELETE", team, team)
+
+
+def test_the_operators_own_reserved_quotas_are_admitted(admission: Admission) -> None:
+    for manifest in reserved_manifests("koordinator-system"):
+        patch = kopf.Patch()
+        admission.mutate_quota(manifest, patch)
+        mutated = json.loads(json.dumps(manifest))
+        for key, value in (patch.get("metadata") or {}).items():
+            mutated["metadata"].setdefault(key, {}).update(value)
+        admission.validate_quota("CREATE", mutated, None)
+
+
+# -- the AdmissionReview round trip through Kopf ---------------------------------------------------
+
+
+async def review(
+    registry: kopf.OperatorRegistry, webhook: str, resource: references.Resource, **request: Any
+) -> dict[str, Any]:
+    """Serve one AdmissionReview the way Kopf's webhook server does, and return the response."""
+    insights = references.Insights()
+    insights.webhook_resources.add(resource)
+    payload = {
+        "uid": str(uuid.uuid4()),
+        "resource": {"group": resource.group, "version": resource.version,
+                     "resource": resource.plural},
+        "userInfo": {"username": "tester"},
+        **request,
+    }  # fmt: skip
+    response = await serve_admission_request(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": payload},
+        webhook=webhook,
+        settings=kopf.OperatorSettings(),
+        memories=ResourceMemories(),
+        memobase=ephemera.AnyMemo(kopf.Memo()),
+        registry=registry,
+        insights=insights,
+        indices=OperatorIndexers().indices,
+    )
+    result: dict[str, Any] = dict(response["response"])
+    return result
+
+
+async def test_kopf_answers_a_refusal_with_the_message(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    registry = make_registry(synced, webhook_settings)
+    broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
+    answer = await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
+                          object=broken)  # fmt: skip
+    assert answer["allowed"] is False
+    assert answer["status"] == {"message": "resourceKey cpu of quota q min 5 > max 4", "code": 403}
+
+
+def escaped(key: str) -> str:
+    """A key as a JSON pointer segment (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("dept", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
+    registry = make_registry(synced, webhook_settings)
+    created = k8s.quota("team", max={"cpu": "2", "memory": "4Gi"}, parent="dept")
+    answer = await review(registry, MUTATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
+                          object=created)  # fmt: skip
+    assert answer["allowed"] is True
+    assert answer["patchType"] == "JSONPatch"
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    assert sorted(operations, key=lambda op: op["path"]) == [
+        {"op": "add", "path": f"/metadata/annotations/{escaped(keys.ANNO_SHARED_WEIGHT)}",
+         "value": '{"cpu":"2","memory":"4Gi"}'},
+        {"op": "add", "path": f"/metadata/labels/{escaped(keys.LABEL_TREE_ID)}", "value": "t1"},
+    ]  # fmt: skip
+
+
+async def test_kopf_answers_a_pod_label_change_with_the_message(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    registry = make_registry(synced, webhook_settings)
+    old = k8s.pod("p", quota="team")
+    new = json.loads(json.dumps(old))
+    new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
+    answer = await review(registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE", object=new,
+                          oldObject=old)  # fmt: skip
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith("Preemptible label is forbidden modify now.")
+
+
+async def test_kopf_lets_a_status_write_through_untouched(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    registry = make_registry(synced, webhook_settings)
+    broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
+    answer = await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="UPDATE",
+                          subResource="status", object=broken, oldObject=broken)  # fmt: skip
+    assert answer["allowed"] is True
+
+
+# -- the certificate ------------------------------------------------------------------------------
+
+
+def test_the_self_signed_certificate_names_every_host_and_loads() -> None:
+    cert_pem, key_pem = self_signed_certificate(["eq.svc", "127.0.0.1", "0.0.0.0", "eq.svc"])
+    certificate = x509.load_pem_x509_certificate(cert_pem)
+    names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["eq.svc"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert certificate.issuer == certificate.subject  # its own CA: the caBundle is itself
+    with tempfile.TemporaryDirectory() as directory:
+        cert_file, key_file = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        cert_file.write_bytes(cert_pem)
+        key_file.write_bytes(key_pem)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert_file, key_file)
+        client = ssl.create_default_context(cadata=cert_pem.decode())
+        assert client.cert_store_stats()["x509_ca"] == 1
+
+
+def test_the_server_makes_its_certificate_without_kopfs_extras() -> None:
+    cert_pem, key_pem = WebhookServer.build_certificate(["localhost", "127.0.0.1"], "secret")
+    assert b"ENCRYPTED PRIVATE KEY" in key_pem
+    assert x509.load_pem_x509_certificate(cert_pem).subject.rfc4514_string() == "CN=localhost"
+
+
+def test_unspecified_addresses_are_not_names() -> None:
+    assert split_names(["0.0.0.0", "::", "a", "::1"]) == (["a"], [ipaddress.ip_address("::1")])
+    with pytest.raises(ValueError, match="at least one"):
+        self_signed_certificate(["0.0.0.0"])
