@@ -1,0 +1,67 @@
+"""Pod admission (§4.6): no pods in parent quotas, the preemptible label cannot change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from elasticquota.core import keys
+from elasticquota.core.validation.facts import (
+    Violation,
+    _mapping,
+    object_name,
+)
+from elasticquota.core.validation.view import ClusterView
+
+
+def _labels(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _mapping(_mapping(raw.get("metadata")).get("labels"))
+
+
+def pod_quota(pod: Mapping[str, Any], view: ClusterView) -> str:
+    """The quota a pod belongs to (README "Pod → quota"): an unknown quota means the default."""
+    labels = _labels(pod)
+    namespace = str(_mapping(pod.get("metadata")).get("namespace") or "")
+    for key in keys.POD_LABEL_QUOTA_ALIASES:
+        if labels.get(key):
+            label = str(labels[key])
+            return label if view.quota(label) is not None else keys.DEFAULT_QUOTA
+    same_name = view.quota_at(namespace, namespace)
+    if same_name is not None:
+        return same_name.name
+    return view.namespace_owner(namespace) or keys.DEFAULT_QUOTA
+
+
+def validate_pod(
+    new: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView
+) -> list[Violation]:
+    """No pods in parent quotas; the ``preemptible`` label never changes (§4.6).
+
+    Deviation: an UPDATE that leaves the pod in the same quota is not refused for being in a
+    parent quota (the reference re-checks every update): a pod admitted before the webhooks, or
+    before its quota became a parent, must still be able to drop a finalizer or a scheduling gate.
+    """
+    found = []
+    name = object_name(new)
+    quota_name = pod_quota(new, view)
+    quota = view.quota(quota_name) if quota_name != keys.DEFAULT_QUOTA else None
+    moved = old is None or pod_quota(old, view) != quota_name
+    if quota is not None and quota.is_parent and moved:
+        found.append(
+            Violation(
+                "pod-in-parent",
+                f"pod can not be linked to a parentQuotaGroup,quota:{quota_name}, pod:{name}",
+            )
+        )
+    if old is not None:
+        key = keys.POD_LABEL_PREEMPTIBLE
+        before, after = _labels(old).get(key) or "", _labels(new).get(key) or ""
+        if before != after:
+            found.append(
+                Violation(
+                    "preemptible-label",
+                    f"Preemptible label is forbidden modify now. (pod {name}: {key} "
+                    f"{before!r} -> {after!r})",
+                )
+            )
+    return found

@@ -1,0 +1,136 @@
+"""ElasticQuota CREATE / UPDATE / DELETE (§4.1, §4.2, §4.5): the order in which the rules run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from elasticquota.core import keys
+from elasticquota.core.validation.facts import (
+    _WATCHED_ANNOTATIONS,
+    _WATCHED_LABELS,
+    QuotaFacts,
+    Violation,
+    _mapping,
+    read_quota,
+)
+from elasticquota.core.validation.messages import _list_some
+from elasticquota.core.validation.self_item import (
+    self_item_violations,
+)
+from elasticquota.core.validation.topology import (
+    topology_violations,
+)
+from elasticquota.core.validation.view import ClusterView
+
+
+def _namespaces_free(quota: QuotaFacts, view: ClusterView, operation: str) -> list[Violation]:
+    found = []
+    for namespace in quota.namespaces:
+        owner = view.namespace_owner(namespace)
+        if owner is None or owner == quota.name:
+            continue
+        if operation == "CREATE":
+            message = (
+                f"AddQuota quota {quota.name}'s annotation namespace {namespace} is already "
+                f"bound to quota {owner}"
+            )
+        else:
+            message = (
+                f"UpdateQuota, quota {quota.name} update namespaces, but namespace {namespace} "
+                f"is already bound to quota {owner}"
+            )
+        found.append(Violation("namespaces-unique", message))
+    return found
+
+
+def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Violation]:
+    """§4.1: a new name, free namespaces, then the self-item and topology checks."""
+    quota, found = read_quota(new)
+    existing = view.quota(quota.name)
+    if existing is not None:
+        found.append(
+            Violation(
+                "name-unique",
+                f"AddQuota quota already exist:{quota.name} (in namespace {existing.namespace}; "
+                "quota names are unique across namespaces)",
+            )
+        )
+    found += _namespaces_free(quota, view, "CREATE")
+    found += self_item_violations(quota)
+    found += topology_violations(quota, None, view)
+    return found
+
+
+def quota_unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """§4.2 step 0: nothing the rules look at changed (annotation and status writes pass)."""
+
+    def watched(raw: Mapping[str, Any]) -> tuple[Any, ...]:
+        metadata = _mapping(raw.get("metadata"))
+        labels = _mapping(metadata.get("labels"))
+        annotations = _mapping(metadata.get("annotations"))
+        return (
+            tuple(labels.get(key) or "" for key in _WATCHED_LABELS),
+            tuple(annotations.get(key) or "" for key in _WATCHED_ANNOTATIONS),
+            dict(_mapping(raw.get("spec"))),
+        )
+
+    return watched(old) == watched(new)
+
+
+def validate_quota_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], view: ClusterView
+) -> list[Violation]:
+    """§4.2: reserved quotas are frozen, namespaces stay unique, then the checks against the
+    stored copy."""
+    if quota_unchanged(old, new):
+        return []
+    quota, found = read_quota(new)
+    if quota.name in (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA):
+        return [
+            Violation(
+                "reserved-update",
+                f"invalid quota {quota.name}: the root and system quotas cannot be updated",
+            )
+        ]
+    found += _namespaces_free(quota, view, "UPDATE")
+    stored = view.quota_at(quota.namespace, quota.name)
+    if stored is None:
+        found.append(
+            Violation("known", f"UpdateQuota quota not exist in quotaInfoMap:{quota.name}")
+        )
+        return found
+    old_namespaces = read_quota(old)[0].namespaces
+    found += self_item_violations(quota)
+    found += topology_violations(quota, stored, view, old_namespaces)
+    return found
+
+
+def validate_quota_delete(old: Mapping[str, Any], view: ClusterView) -> list[Violation]:
+    """§4.5: reserved quotas stay; a quota with child quotas or labelled pods stays."""
+    quota = read_quota(old)[0]
+    name = quota.name
+    if name in keys.RESERVED_QUOTAS:
+        return [Violation("reserved-delete", f"can not delete quotaGroup :{name}")]
+    if view.quota_at(quota.namespace, name) is None:
+        return [Violation("known", f"not found quota:{name}")]
+    found = []
+    children = view.children(name)
+    if children:
+        found.append(
+            Violation(
+                "delete-children",
+                f"delete quota failed, quota {name} has {len(children)} child quotas: "
+                f"{', '.join(children)}",
+            )
+        )
+    pods = view.pods_labelled(name)
+    if pods:
+        found.append(
+            Violation(
+                "delete-pods",
+                f"delete quota failed, quota {name} has {len(pods)} child pods: "
+                f"{_list_some([pod.key for pod in pods])}",
+            )
+        )
+    return found

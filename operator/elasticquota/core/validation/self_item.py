@@ -1,0 +1,166 @@
+"""Self-item checks (§4.3) and the lending / borrowing limit annotations."""
+
+from __future__ import annotations
+
+import json
+
+from elasticquota.core import keys
+from elasticquota.core.quantity import QuantityError, format_units
+from elasticquota.core.resources import ResourceList, parse_resource_list_json
+from elasticquota.core.validation.facts import (
+    ANNO_MAX_STRICT_CHECK_KEYS,
+    QuotaFacts,
+    Violation,
+)
+from elasticquota.core.validation.messages import _amounts, _names, _written
+
+
+def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
+    values: ResourceList = getattr(quota, where)
+    negative = sorted(name for name, value in values.items() if value < 0)
+    if not negative:
+        return []
+    written = ", ".join(f"{name}={_written(quota, where, name)}" for name in negative)
+    return [
+        Violation(
+            f"negative-{where}",
+            f"{quota.name} quota.Spec.{label}'s value < 0, in dimensions :{_names(negative)} "
+            f"({written})",
+        )
+    ]
+
+
+def _annotation_list(
+    quota: QuotaFacts, key: str, rule: str, reference_wording: bool = False
+) -> tuple[ResourceList | None, list[Violation]]:
+    """A ResourceList annotation: parsed, or a violation; None when absent or empty."""
+    text = quota.annotations.get(key, "")
+    if not text:
+        return None, []
+    try:
+        values = parse_resource_list_json(text)
+    except QuantityError as error:
+        where = f"quota.Annotation[{key}]'s value" if reference_wording else f"annotation {key}"
+        return None, [Violation(rule, f"{quota.name} {where} is invalid: {error}")]
+    return values, []
+
+
+def _shared_weight(quota: QuotaFacts) -> list[Violation]:
+    key = keys.ANNO_SHARED_WEIGHT
+    weight, found = _annotation_list(quota, key, "shared-weight", reference_wording=True)
+    if weight is None:
+        return found
+    negative = sorted(name for name, value in weight.items() if value < 0)
+    if negative:
+        found.append(
+            Violation(
+                "shared-weight",
+                f"{quota.name} quota.Annotation[{key}]'s value < 0, in dimension "
+                f":{_names(negative)} ({_amounts(weight, negative)})",
+            )
+        )
+    return found
+
+
+def _min_within_max(quota: QuotaFacts) -> list[Violation]:
+    found = []
+    for name in sorted(quota.min):
+        if name not in quota.max:
+            found.append(
+                Violation(
+                    "min-key-in-max",
+                    f"resourceKey {name} of quota {quota.name} is included in min, which is not "
+                    "included in max",
+                )
+            )
+        elif quota.min[name] > quota.max[name]:
+            found.append(
+                Violation(
+                    "min-le-max",
+                    f"resourceKey {name} of quota {quota.name} min "
+                    f"{_written(quota, 'min', name)} > max {_written(quota, 'max', name)}",
+                )
+            )
+    return found
+
+
+def _max_strict_keys(quota: QuotaFacts) -> list[Violation]:
+    """``max-strict-check-resource-keys``: for those keys, max must stay at or above used."""
+    text = quota.annotations.get(ANNO_MAX_STRICT_CHECK_KEYS, "")
+    if not text:
+        return []
+    try:
+        names = json.loads(text)
+    except json.JSONDecodeError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(item, str) for item in names):
+        return [
+            Violation(
+                "max-strict-keys",
+                f"{quota.name} quota.Annotation[{ANNO_MAX_STRICT_CHECK_KEYS}]'s value is invalid: "
+                f"expected a JSON list of resource names, got {text!r}",
+            )
+        ]
+    found = []
+    for name in names:
+        if name not in quota.used:
+            continue  # never used: nothing to compare
+        if name not in quota.max:
+            message = (
+                f"resourceKey {name} of quota {quota.name} is included in used, which is not "
+                "included in max but should check max >= used"
+            )
+            found.append(Violation("max-strict-keys", message))
+        elif quota.max[name] < quota.used[name]:
+            found.append(
+                Violation(
+                    "max-strict-keys",
+                    f"resourceKey {name} of quota {quota.name} max {_written(quota, 'max', name)} "
+                    f"< used {_written(quota, 'used', name)}",
+                )
+            )
+    return found
+
+
+def _limits(quota: QuotaFacts) -> list[Violation]:
+    """The extension annotations: valid, non-negative ResourceLists; lending at most min."""
+    found: list[Violation] = []
+    for key, rule in ((keys.ANNO_LENDING_LIMIT, "lending-limit"),
+                      (keys.ANNO_BORROWING_LIMIT, "borrowing-limit")):  # fmt: skip
+        values, problems = _annotation_list(quota, key, rule)
+        found += problems
+        if values is None:
+            continue
+        negative = sorted(name for name, value in values.items() if value < 0)
+        if negative:
+            found.append(
+                Violation(
+                    rule,
+                    f"{quota.name} annotation {key} has negative values: "
+                    f"{_amounts(values, negative)}",
+                )
+            )
+        if rule == "lending-limit":
+            above = sorted(n for n, v in values.items() if v > max(quota.min.get(n, 0), 0))
+            for name in above:
+                found.append(
+                    Violation(
+                        rule,
+                        f"{quota.name} lending limit {name} {format_units(name, values[name])} > "
+                        f"min {format_units(name, quota.min.get(name, 0))}: a quota can lend at "
+                        "most its min",
+                    )
+                )
+    return found
+
+
+def self_item_violations(quota: QuotaFacts) -> list[Violation]:
+    """Every rule about the quota alone (§4.3), plus the lending / borrowing limits."""
+    return [
+        *_negatives(quota, "max", "Max"),
+        *_negatives(quota, "min", "Min"),
+        *_shared_weight(quota),
+        *_min_within_max(quota),
+        *_max_strict_keys(quota),
+        *_limits(quota),
+    ]
