@@ -18,17 +18,8 @@ from typing import Any
 import kopf
 
 from elasticquota.controller.state import ControllerState
-from elasticquota.kube.quotas import (
-    PROFILE_GROUP,
-    PROFILE_PLURAL,
-    PROFILE_VERSION,
-    QUOTA_GROUP,
-    QUOTA_PLURAL,
-    QUOTA_VERSION,
-)
+from elasticquota.kube.quotas import PROFILES, QUOTAS
 
-QUOTAS = (QUOTA_GROUP, QUOTA_VERSION, QUOTA_PLURAL)
-PROFILES = (PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL)
 PODS = ("", "v1", "pods")
 NODES = ("", "v1", "nodes")
 

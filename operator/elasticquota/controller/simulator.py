@@ -17,6 +17,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.admission import check_pod
+from elasticquota.core.gating import admission_order
 from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
 from elasticquota.core.profiles import profile_tree_id, selects
 from elasticquota.core.resources import ResourceList, add
@@ -64,11 +65,6 @@ def choose_node(
     return None
 
 
-def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
-    """Highest priority first, then oldest."""
-    return sorted(pods, key=lambda pod: (-pod.priority, pod.created, pod.key))
-
-
 class NodeSimulator:
     """Binds pods that fit and marks them Running, once per interval, on the active replica."""
 
@@ -94,7 +90,7 @@ class NodeSimulator:
         usage = node_usage(snapshot.pods.values())
         started: set[str] = set()
         pending = [pod for pod in snapshot.pods.values() if pod.counts_in_request]
-        for pod in admission_order(p for p in pending if not p.node_name):
+        for pod in admission_order([p for p in pending if not p.node_name]):
             quota = snapshot.pod_quota.get(pod.key)
             if quota is None or quota in started or not check_pod(snapshot, pod).admitted:
                 continue

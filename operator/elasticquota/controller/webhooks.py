@@ -27,7 +27,7 @@ from typing import Any, cast
 import kopf
 
 from elasticquota.controller.certs import self_signed_certificate
-from elasticquota.controller.handlers import PODS, QUOTAS
+from elasticquota.controller.handlers import PODS
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
 from elasticquota.core.mutation import quota_defaults
 from elasticquota.core.validation import (
@@ -40,6 +40,7 @@ from elasticquota.core.validation import (
     validate_quota_delete,
     validate_quota_update,
 )
+from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ held back.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from elasticquota.core.admission import Verdict, check_pod
@@ -42,7 +43,7 @@ def _in_flight(snapshot: Snapshot, quota: str) -> ResourceList:
     return total
 
 
-def admission_order(pods: list[PodInfo]) -> list[PodInfo]:
+def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
     """Highest priority first, then oldest (creation time), then by key."""
     return sorted(pods, key=lambda pod: (-pod.priority, pod.created or "~", pod.key))
 

@@ -21,48 +21,50 @@ PROFILE_GROUP = "quota.koordinator.sh"
 PROFILE_VERSION = "v1alpha1"
 PROFILE_PLURAL = "elasticquotaprofiles"
 MERGE_PATCH = "application/merge-patch+json"
+QUOTAS = (QUOTA_GROUP, QUOTA_VERSION, QUOTA_PLURAL)
+PROFILES = (PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL)
 
 
 def _objects(api: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api)
 
 
+async def _merge_patch(
+    api: client.ApiClient,
+    resource: tuple[str, str, str],
+    namespace: str,
+    name: str,
+    body: dict[str, Any],
+    subresource: str = "",
+) -> dict[str, Any]:
+    """One JSON merge patch of a custom object (or its status), retried; the server's object."""
+    group, version, plural = resource
+    objects = _objects(api)
+    send = (
+        objects.patch_namespaced_custom_object_status
+        if subresource == "status"
+        else objects.patch_namespaced_custom_object
+    )
+    kind = "ElasticQuota" if plural == QUOTA_PLURAL else "ElasticQuotaProfile"
+    result: dict[str, Any] = await with_retries(
+        lambda: send(group, version, namespace, plural, name, body, _content_type=MERGE_PATCH),
+        f"patch {kind} {namespace}/{name} {subresource}".rstrip(),
+    )
+    return result
+
+
 async def patch_quota(
     api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch the quota object (metadata and spec)."""
-    result: dict[str, Any] = await with_retries(
-        lambda: _objects(api).patch_namespaced_custom_object(
-            QUOTA_GROUP,
-            QUOTA_VERSION,
-            namespace,
-            QUOTA_PLURAL,
-            name,
-            patch,
-            _content_type=MERGE_PATCH,
-        ),
-        f"patch ElasticQuota {namespace}/{name}",
-    )
-    return result
+    return await _merge_patch(api, QUOTAS, namespace, name, patch)
 
 
 async def patch_quota_status(
     api: client.ApiClient, namespace: str, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch the quota's status subresource."""
-    result: dict[str, Any] = await with_retries(
-        lambda: _objects(api).patch_namespaced_custom_object_status(
-            QUOTA_GROUP,
-            QUOTA_VERSION,
-            namespace,
-            QUOTA_PLURAL,
-            name,
-            {"status": status},
-            _content_type=MERGE_PATCH,
-        ),
-        f"patch ElasticQuota {namespace}/{name} status",
-    )
-    return result
+    return await _merge_patch(api, QUOTAS, namespace, name, {"status": status}, "status")
 
 
 async def create_quota(api: client.ApiClient, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,19 +91,7 @@ async def patch_profile(
     api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch an ElasticQuotaProfile (the tree-id label the controller writes back)."""
-    result: dict[str, Any] = await with_retries(
-        lambda: _objects(api).patch_namespaced_custom_object(
-            PROFILE_GROUP,
-            PROFILE_VERSION,
-            namespace,
-            PROFILE_PLURAL,
-            name,
-            patch,
-            _content_type=MERGE_PATCH,
-        ),
-        f"patch ElasticQuotaProfile {namespace}/{name}",
-    )
-    return result
+    return await _merge_patch(api, PROFILES, namespace, name, patch)
 
 
 async def list_quotas(api: client.ApiClient) -> list[dict[str, Any]]:

@@ -21,12 +21,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.simulator import (
     NodeSimulator,
-    admission_order,
     choose_node,
     eligible_nodes,
     node_usage,
 )
 from elasticquota.controller.state import ControllerState
+from elasticquota.core.gating import admission_order
 from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
 from elasticquota.core.profiles import profile_tree_id
 
