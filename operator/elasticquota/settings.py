@@ -61,8 +61,11 @@ class Settings(BaseSettings):
     """At most this many evictions per second, across all quotas."""
 
     gating: bool = True
-    """Release pods gated with ``elasticquota.dev/admission`` when they fit (API servers 1.27+;
-    older ones are detected and gating stays off)."""
+    """Gate new pods of managed quotas with ``elasticquota.dev/admission`` (mutating webhook) and
+    release them when they fit (API servers 1.27+; older ones are detected and gating stays off)."""
+
+    gating_exclude_namespaces: list[str] = Field(default_factory=lambda: ["kube-system"])
+    """Pods of these namespaces are never gated."""
 
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""

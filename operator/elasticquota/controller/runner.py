@@ -170,6 +170,7 @@ class Operator:
                 version,
             )
             return
+        self.state.gates_supported = True  # from now on the pod webhook adds the gate
         await GateController(self.state, self.api, self.settings, self.leader.leading).run()
 
     async def _ensure_reserved(self) -> None:

@@ -88,6 +88,8 @@ class ControllerState:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     trees_changed: asyncio.Event = field(default_factory=asyncio.Event)
     profiles_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The API server keeps pod scheduling gates (set once the version is known).
+    gates_supported: bool = False
 
     @classmethod
     def create(

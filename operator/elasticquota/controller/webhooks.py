@@ -29,12 +29,14 @@ import kopf
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.controller.handlers import PODS
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.core.gating import gates_with_admission
 from elasticquota.core.mutation import quota_defaults
 from elasticquota.core.validation import (
     ClusterView,
     QuotaCatalog,
     Violation,
     object_name,
+    pod_quota,
     validate_pod,
     validate_quota_create,
     validate_quota_delete,
@@ -47,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 VALIDATE_QUOTA = "validate-elasticquota"
 MUTATE_QUOTA = "mutate-elasticquota"
+GATE_POD = "gate-pod"
 VALIDATE_POD = "validate-pod"
 #: The request breaks a rule.
 DENIED = 403
@@ -165,6 +168,8 @@ class Admission:
         self.state = state
         self.fail_closed = settings.webhook_failure_policy == "Fail"
         self.ignore_namespaces = frozenset(settings.ignore_namespaces)
+        self.gating = settings.gating
+        self.gating_exclude = frozenset(settings.gating_exclude_namespaces) | self.ignore_namespaces
         self.recent = RecentAdmissions()
         self.quotas = QuotaMirror(state, self.recent)
 
@@ -219,6 +224,15 @@ class Admission:
         for key, value in defaults.annotations.items():
             patch.metadata.annotations[key] = value
 
+    def gate_pod(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
+        """New pods of managed quotas get the admission gate (where the API server keeps it)."""
+        if not (self.gating and self.state.gates_supported and self.state.synced.is_set()):
+            return  # fail open: an ungated pod is still limited by revocation
+        quota = pod_quota(body, self.view())
+        gates = gates_with_admission(body, quota, self.gating_exclude)
+        if gates is not None:
+            patch.spec["schedulingGates"] = gates
+
     def validate_pod(
         self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
     ) -> None:
@@ -266,6 +280,15 @@ def register_webhooks(
     ) -> None:
         if subresource is None:
             admission.mutate_quota(body, patch)
+
+    @kopf.on.mutate(
+        *PODS, id=GATE_POD, operations=["CREATE"], ignore_failures=True, registry=registry
+    )
+    async def gate_pod(
+        body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
+    ) -> None:
+        if subresource is None:
+            admission.gate_pod(body, patch)
 
     @kopf.on.validate(
         *PODS,

@@ -10,11 +10,12 @@ held back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from elasticquota.core.admission import Verdict, check_pod
-from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.keys import ADMISSION_GATE, RESERVED_QUOTAS
 from elasticquota.core.models import PodInfo
 from elasticquota.core.resources import ResourceList, add, mask
 from elasticquota.core.results import QuotaResult, Snapshot
@@ -27,6 +28,28 @@ class GateDecision:
     pod: PodInfo
     release: bool
     verdict: Verdict
+
+
+def gates_with_admission(
+    pod: Mapping[str, Any], quota: str, excluded_namespaces: Collection[str]
+) -> list[dict[str, Any]] | None:
+    """A new pod's scheduling gates with ours added, or None when it is not to be held back.
+
+    Not gated: pods of excluded namespaces (kube-system by default), pods of the reserved quotas
+    (the system and default quotas are not limited; unmanaged pods go straight through), pods bound
+    already (``nodeName`` set: the API refuses gates on them), pods that carry the gate already.
+    """
+    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    assert isinstance(metadata, Mapping) and isinstance(spec, Mapping)
+    if metadata.get("namespace") in excluded_namespaces or quota in RESERVED_QUOTAS:
+        return None
+    if spec.get("nodeName"):
+        return None
+    gates = [dict(gate) for gate in spec.get("schedulingGates") or [] if isinstance(gate, Mapping)]
+    if any(gate.get("name") == ADMISSION_GATE for gate in gates):
+        return None
+    return [*gates, {"name": ADMISSION_GATE}]
 
 
 def is_gated(pod: PodInfo) -> bool:

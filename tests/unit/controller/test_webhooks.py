@@ -34,6 +34,7 @@ from elasticquota.controller.reserved import reserved_manifests
 from elasticquota.controller.runner import kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import (
+    GATE_POD,
     MUTATE_QUOTA,
     VALIDATE_POD,
     VALIDATE_QUOTA,
@@ -43,6 +44,7 @@ from elasticquota.controller.webhooks import (
     register_webhooks,
 )
 from elasticquota.core import keys
+from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -84,11 +86,12 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert kopf_settings(make_settings()).admission.server is None
     registry = make_registry(state, make_settings(webhook_port=9443))
     handlers = {h.id: h for h in registry._webhooks.get_all_handlers()}
-    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, VALIDATE_POD])
+    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, GATE_POD, VALIDATE_POD])
     assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
     assert sorted(handlers[VALIDATE_QUOTA].operations or []) == ["CREATE", "DELETE", "UPDATE"]
     assert list(handlers[MUTATE_QUOTA].operations or []) == ["CREATE"]
     assert sorted(handlers[VALIDATE_POD].operations or []) == ["CREATE", "UPDATE"]
+    assert list(handlers[GATE_POD].operations or []) == ["CREATE"]
 
 
 @pytest.mark.parametrize(("policy", "ignored"), [("Fail", False), ("Ignore", True)])
@@ -96,7 +99,10 @@ def test_the_failure_policy_is_the_settings(
     state: ControllerState, make_settings: Callable[..., Settings], policy: str, ignored: bool
 ) -> None:
     registry = make_registry(state, make_settings(webhook_port=1, webhook_failure_policy=policy))
-    assert {h.ignore_failures for h in registry._webhooks.get_all_handlers()} == {ignored}
+    handlers = registry._webhooks.get_all_handlers()
+    assert {h.ignore_failures for h in handlers if h.id != GATE_POD} == {ignored}
+    # the gate is always fail-open: a pod of a dead operator is created ungated, not refused
+    assert [h.ignore_failures for h in handlers if h.id == GATE_POD] == [True]
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(
@@ -358,3 +364,43 @@ def test_unspecified_addresses_are_not_names() -> None:
     assert split_names(["0.0.0.0", "::", "a", "::1"]) == (["a"], [ipaddress.ip_address("::1")])
     with pytest.raises(ValueError, match="at least one"):
         self_signed_certificate(["0.0.0.0"])
+
+
+# -- the admission gate on new pods ---------------------------------------------------------------
+
+
+async def gate_answer(state: ControllerState, settings: Settings, pod: Any) -> dict[str, Any]:
+    answer = await review(
+        make_registry(state, settings), GATE_POD, POD_RESOURCE, operation="CREATE", object=pod
+    )
+    assert answer["allowed"] is True
+    return answer
+
+
+def added_gates(answer: dict[str, Any]) -> Any:
+    operations = json.loads(base64.b64decode(answer["patch"])) if answer.get("patch") else []
+    return [op["value"] for op in operations if op["path"] == "/spec/schedulingGates"]
+
+
+async def test_a_new_pod_of_a_managed_quota_gets_the_admission_gate(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("team"))
+    synced.gates_supported = True
+    answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="team"))
+    assert added_gates(answer) == [[{"name": ADMISSION_GATE}]]
+
+
+async def test_no_gate_where_the_server_drops_it_or_for_unmanaged_pods(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("team"))
+    pod = k8s.pod("p", quota="team")
+    assert added_gates(await gate_answer(synced, webhook_settings, pod)) == []  # 1.20: no gates
+    synced.gates_supported = True
+    unmanaged = k8s.pod("q", "elsewhere")  # no quota: the default quota, which is not limited
+    assert added_gates(await gate_answer(synced, webhook_settings, unmanaged)) == []
+    system = k8s.pod("s", "kube-system", quota="team")
+    assert added_gates(await gate_answer(synced, webhook_settings, system)) == []
+    bound = k8s.pod("b", quota="team", node="n1")
+    assert added_gates(await gate_answer(synced, webhook_settings, bound)) == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.gating import gate_decisions, is_gated
+from elasticquota.core.gating import gate_decisions, gates_with_admission, is_gated
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
 from elasticquota.core.results import Snapshot
@@ -79,3 +79,29 @@ def test_scheduling_gates_need_kubernetes_1_27() -> None:
     assert gates_supported("1", "30+")
     assert not gates_supported("1", "20")
     assert not gates_supported("1", "26+")
+
+
+def test_the_gate_is_added_after_other_gates_once() -> None:
+    pod = {"metadata": {"namespace": "ns"}, "spec": {"schedulingGates": [{"name": "x.io/other"}]}}
+    assert gates_with_admission(pod, "team", ["kube-system"]) == [
+        {"name": "x.io/other"},
+        {"name": ADMISSION_GATE},
+    ]
+    gated = {
+        "metadata": {"namespace": "ns"},
+        "spec": {"schedulingGates": [{"name": ADMISSION_GATE}]},
+    }
+    assert gates_with_admission(gated, "team", ["kube-system"]) is None
+
+
+def test_excluded_namespaces_reserved_quotas_and_bound_pods_are_not_gated() -> None:
+    plain = {"metadata": {"namespace": "ns"}, "spec": {}}
+    assert (
+        gates_with_admission(
+            {**plain, "metadata": {"namespace": "kube-system"}}, "team", ["kube-system"]
+        )
+        is None
+    )
+    assert gates_with_admission(plain, "koordinator-system-quota", []) is None
+    assert gates_with_admission(plain, "koordinator-default-quota", []) is None
+    assert gates_with_admission({**plain, "spec": {"nodeName": "n1"}}, "team", []) is None
