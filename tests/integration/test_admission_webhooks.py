@@ -148,7 +148,7 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
     suffix = webhooks.configuration
     assert await webhooks.configurations(api) == [
         [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
-        [f"gate-pod.{suffix}", f"mutate-elasticquota.{suffix}"],
+        [f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}"],
     ]
     namespace = unique("admit")
     await ensure_namespace(api, namespace)

@@ -29,8 +29,11 @@ import kopf
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.controller.handlers import PODS
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.core.affinity import affinity_with_profile
 from elasticquota.core.gating import gates_with_admission
+from elasticquota.core.models import ProfileSpec
 from elasticquota.core.mutation import quota_defaults
+from elasticquota.core.profiles import profile_tree_id
 from elasticquota.core.validation import (
     ClusterView,
     QuotaCatalog,
@@ -49,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 VALIDATE_QUOTA = "validate-elasticquota"
 MUTATE_QUOTA = "mutate-elasticquota"
-GATE_POD = "gate-pod"
+MUTATE_POD = "mutate-pod"
 VALIDATE_POD = "validate-pod"
 #: The request breaks a rule.
 DENIED = 403
@@ -224,14 +227,28 @@ class Admission:
         for key, value in defaults.annotations.items():
             patch.metadata.annotations[key] = value
 
-    def gate_pod(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
-        """New pods of managed quotas get the admission gate (where the API server keeps it)."""
-        if not (self.gating and self.state.gates_supported and self.state.synced.is_set()):
-            return  # fail open: an ungated pod is still limited by revocation
+    def mutate_pod(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
+        """New pods: the profile's node affinity (§4.8) and the admission gate (1.27+ servers)."""
+        if not self.state.synced.is_set():
+            return  # fail open: the pod is still accounted, and limited by revocation
         quota = pod_quota(body, self.view())
-        gates = gates_with_admission(body, quota, self.gating_exclude)
-        if gates is not None:
-            patch.spec["schedulingGates"] = gates
+        profile = self._profile_of(quota)
+        if profile is not None:
+            patch.spec["affinity"] = affinity_with_profile(body, profile)
+        if self.gating and self.state.gates_supported:
+            gates = gates_with_admission(body, quota, self.gating_exclude)
+            if gates is not None:
+                patch.spec["schedulingGates"] = gates
+
+    def _profile_of(self, quota: str) -> ProfileSpec | None:
+        """The profile whose tree the quota belongs to (the first by namespace/name), if any."""
+        tree = self.state.engine.tree_of(quota)
+        if not tree:
+            return None
+        for key in sorted(self.state.profiles):
+            if profile_tree_id(self.state.profiles[key]) == tree:
+                return self.state.profiles[key]
+        return None
 
     def validate_pod(
         self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
@@ -282,13 +299,13 @@ def register_webhooks(
             admission.mutate_quota(body, patch)
 
     @kopf.on.mutate(
-        *PODS, id=GATE_POD, operations=["CREATE"], ignore_failures=True, registry=registry
+        *PODS, id=MUTATE_POD, operations=["CREATE"], ignore_failures=True, registry=registry
     )
-    async def gate_pod(
+    async def mutate_pod(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
         if subresource is None:
-            admission.gate_pod(body, patch)
+            admission.mutate_pod(body, patch)
 
     @kopf.on.validate(
         *PODS,

@@ -183,6 +183,12 @@ class QuotaEngine:
             self._rebuild()
         return sorted(self._trees)
 
+    def tree_of(self, quota: str) -> str | None:
+        """The tree a valid quota belongs to (inherited from its parent when unlabelled)."""
+        if self._topology_dirty:
+            self._rebuild()
+        return self._topology.tree_of.get(quota)
+
     def dirty_trees(self) -> list[str]:
         """Trees whose results are out of date (all of them after a topology change)."""
         return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]

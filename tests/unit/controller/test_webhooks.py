@@ -34,7 +34,7 @@ from elasticquota.controller.reserved import reserved_manifests
 from elasticquota.controller.runner import kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import (
-    GATE_POD,
+    MUTATE_POD,
     MUTATE_QUOTA,
     VALIDATE_POD,
     VALIDATE_QUOTA,
@@ -86,12 +86,12 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert kopf_settings(make_settings()).admission.server is None
     registry = make_registry(state, make_settings(webhook_port=9443))
     handlers = {h.id: h for h in registry._webhooks.get_all_handlers()}
-    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, GATE_POD, VALIDATE_POD])
+    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD])
     assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
     assert sorted(handlers[VALIDATE_QUOTA].operations or []) == ["CREATE", "DELETE", "UPDATE"]
     assert list(handlers[MUTATE_QUOTA].operations or []) == ["CREATE"]
     assert sorted(handlers[VALIDATE_POD].operations or []) == ["CREATE", "UPDATE"]
-    assert list(handlers[GATE_POD].operations or []) == ["CREATE"]
+    assert list(handlers[MUTATE_POD].operations or []) == ["CREATE"]
 
 
 @pytest.mark.parametrize(("policy", "ignored"), [("Fail", False), ("Ignore", True)])
@@ -100,9 +100,9 @@ def test_the_failure_policy_is_the_settings(
 ) -> None:
     registry = make_registry(state, make_settings(webhook_port=1, webhook_failure_policy=policy))
     handlers = registry._webhooks.get_all_handlers()
-    assert {h.ignore_failures for h in handlers if h.id != GATE_POD} == {ignored}
+    assert {h.ignore_failures for h in handlers if h.id != MUTATE_POD} == {ignored}
     # the gate is always fail-open: a pod of a dead operator is created ungated, not refused
-    assert [h.ignore_failures for h in handlers if h.id == GATE_POD] == [True]
+    assert [h.ignore_failures for h in handlers if h.id == MUTATE_POD] == [True]
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(
@@ -371,7 +371,7 @@ def test_unspecified_addresses_are_not_names() -> None:
 
 async def gate_answer(state: ControllerState, settings: Settings, pod: Any) -> dict[str, Any]:
     answer = await review(
-        make_registry(state, settings), GATE_POD, POD_RESOURCE, operation="CREATE", object=pod
+        make_registry(state, settings), MUTATE_POD, POD_RESOURCE, operation="CREATE", object=pod
     )
     assert answer["allowed"] is True
     return answer
@@ -404,3 +404,32 @@ async def test_no_gate_where_the_server_drops_it_or_for_unmanaged_pods(
     assert added_gates(await gate_answer(synced, webhook_settings, system)) == []
     bound = k8s.pod("b", quota="team", node="n1")
     assert added_gates(await gate_answer(synced, webhook_settings, bound)) == []
+
+
+async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    profile = {
+        "apiVersion": "quota.koordinator.sh/v1alpha1",
+        "kind": "ElasticQuotaProfile",
+        "metadata": {"name": "gpu-pool", "namespace": "team", "labels": {keys.LABEL_TREE_ID: "t1"}},
+        "spec": {"quotaName": "gpu-root", "nodeSelector": {"matchLabels": {"pool": "gpu"}}},
+    }
+    synced.on_profile(profile)
+    synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
+    synced.on_quota(k8s.quota("trainers", parent="gpu-root"))  # inherits tree t1
+    answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="trainers"))
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    (affinity,) = [op["value"] for op in operations if op["path"] == "/spec/affinity"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
+        ]
+    }
+    default_tree_pod = k8s.pod("q", quota="team")
+    synced.on_quota(k8s.quota("team"))
+    answer = await gate_answer(synced, webhook_settings, default_tree_pod)
+    assert "patch" not in answer or all(
+        op["path"] != "/spec/affinity" for op in json.loads(base64.b64decode(answer["patch"]))
+    )
