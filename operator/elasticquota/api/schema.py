@@ -55,6 +55,7 @@ class PodSpecView(View):
     node_name: str = Field(default="", alias="nodeName")
     priority: int | None = None
     scheduling_gates: list[dict[str, Any]] = Field(default_factory=list, alias="schedulingGates")
+    preemption_policy: str | None = Field(default=None, alias="preemptionPolicy")
 
 
 class PodStatusView(View):

@@ -4,8 +4,10 @@ On API servers with pod scheduling gates (Kubernetes 1.27+), every ``reconcile_i
 replica decides for every gated pod (``core.gating``): pods that fit lose the gate
 ``elasticquota.dev/admission`` (and get the condition ``ElasticQuotaAdmission=True``); pods that do
 not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
-resource and the numbers (written again only when the reason changes). On older API servers, which
-drop the field, this is detected once, logged, and the operator runs revocation only.
+resource and the numbers (written again only when the reason changes). A waiting pod that would fit
+if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
+preemption, ``core.preemption``; one quota at a time, rate-limited like revocation). On older API
+servers, which drop the field, this is detected once, logged, and the operator runs revocation only.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ import logging
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.revocation import RateLimiter
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.preemption import preemption_victims
+from elasticquota.core.results import Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
+from elasticquota.kube.evictions import EvictionOutcome, Evictor
 from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
 from elasticquota.settings import Settings
 
@@ -41,7 +47,10 @@ class GateController:
         self._settings = settings
         self._leading = leading
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
+        self._evictor = Evictor(api)
+        self._limiter = RateLimiter(settings.eviction_rate)
         self.released: list[str] = []
+        self.preempted: list[str] = []
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -52,13 +61,18 @@ class GateController:
 
     async def step(self) -> None:
         """One round over every gated pod."""
-        decisions = gate_decisions(self._state.engine.solve())
+        snapshot = self._state.engine.solve()
+        decisions = gate_decisions(snapshot)
+        preempting: set[str] = set()  # at most one preemption per quota per round
         for decision in decisions:
             try:
                 if decision.release:
                     await self._release(decision)
-                else:
-                    await self._hold(decision)
+                    continue
+                await self._hold(decision)
+                quota = snapshot.pod_quota[decision.pod.key]
+                if quota not in preempting and await self._preempt(snapshot, decision):
+                    preempting.add(quota)
             except Exception as error:
                 logger.warning("gating %s: %s", decision.pod.key, describe(error))
         waiting = {decision.pod.key for decision in decisions}
@@ -75,6 +89,28 @@ class GateController:
             self._api, pod.namespace, pod.name, False, decision.verdict.reason
         )
         self.released.append(pod.key)
+
+    async def _preempt(self, snapshot: Snapshot, decision: GateDecision) -> bool:
+        """In-quota preemption (§3.3): evict the fewest lower-priority pods that make room."""
+        victims = preemption_victims(snapshot, decision.pod)
+        if not victims:
+            return False
+        names = ", ".join(victim.key for victim in victims)
+        logger.info("preempting %s for %s", names, decision.pod.key)
+        if self._settings.dry_run:
+            return True
+        for victim in victims:
+            await self._limiter.acquire()
+            outcome = await self._evictor.evict(victim.namespace, victim.name)
+            if outcome is EvictionOutcome.EVICTED:
+                self.preempted.append(victim.key)
+                involved = {
+                    "apiVersion": "v1", "kind": "Pod",
+                    "namespace": victim.namespace, "name": victim.name,
+                }  # fmt: skip
+                message = f"evicted to make room in its quota for {decision.pod.key}"
+                await post_event(self._api, involved, "PreemptedInQuota", message)
+        return True
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason

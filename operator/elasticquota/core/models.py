@@ -80,6 +80,8 @@ class PodInfo:
     terminating: bool = False
     #: spec.schedulingGates names: the scheduler ignores the pod while any is present.
     scheduling_gates: tuple[str, ...] = ()
+    #: spec.preemptionPolicy "Never": the pod never takes others' places.
+    never_preempts: bool = False
 
     @property
     def key(self) -> str:

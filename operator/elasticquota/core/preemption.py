@@ -6,6 +6,8 @@ the quota's assigned pods that are preemptible, not terminating, not in the defa
 reference's ``disableDefaultQuotaPreemption``), of strictly lower priority. The fewest of them are
 chosen, lowest priority first (then latest start), such that ``used - evicted + pod <= runtime`` on
 every resource the quota's runtime has; if even all of them would not make room, none is chosen.
+A pod with ``preemptionPolicy: Never`` takes nobody's place, and while earlier victims of the quota
+are still terminating nothing more is chosen (they are making the room already).
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ def preemption_victims(snapshot: Snapshot, pod: PodInfo) -> list[PodInfo] | None
     result = snapshot.quotas[quota]
     if result.reserved:
         return None
+    if any(other.terminating for other in snapshot.pods_of(quota) if other.priority < pod.priority):
+        return None  # earlier victims are still going: wait for them rather than evict more
     request = mask(pod.requests, result.max)
     used = dict(result.used)
     if _fits(used, request, result.runtime):
         return []
-    if quota == DEFAULT_QUOTA:
+    if quota == DEFAULT_QUOTA or pod.never_preempts:
         return None
     victims: list[PodInfo] = []
     candidates = [

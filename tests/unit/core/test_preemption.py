@@ -68,13 +68,24 @@ def test_only_strictly_lower_priority_preemptible_running_pods_of_the_same_quota
     assert preemption_victims(snapshot, snapshot.pods["ns/new"]) is None
 
 
-def test_terminating_pods_are_not_chosen_again() -> None:
+def test_while_earlier_victims_terminate_nothing_more_is_chosen() -> None:
+    """As the reference's wait on a terminating lower-priority pod: they are making room."""
     snapshot = solve(
         running("going", 2000, 0, terminating=True),
         running("low", 2000, 1),
         pending("new", 2000, 5),
     )
+    assert preemption_victims(snapshot, snapshot.pods["ns/new"]) is None
+
+
+def test_a_pod_that_never_preempts_takes_nobodys_place() -> None:
+    snapshot = solve(running("low", 4000, 0), pending("new", 2000, 5))
     assert names(preemption_victims(snapshot, snapshot.pods["ns/new"])) == ["low"]
+    polite = PodInfo(
+        namespace="ns", name="new", requests={"cpu": 2000}, quota_label="team", priority=5,
+        never_preempts=True,
+    )  # fmt: skip
+    assert preemption_victims(solve(running("low", 4000, 0), polite), polite) is None
 
 
 def test_nothing_is_chosen_when_even_every_candidate_would_not_make_room() -> None:
