@@ -98,6 +98,12 @@ def explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool = False) -> 
     levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []
     if pod.is_terminal:
         return Explanation(pod_key, quota, f"finished ({pod.phase})", "holds nothing", levels)
+    if pod.terminating:
+        going = (
+            "being deleted (evicted or removed); it counts in its quota until it is gone — "
+            "its Events say whether the operator revoked or preempted it"
+        )
+        return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
         return _explain_running(snapshot, pod, quota, levels)
     verdict = check_pod(snapshot, pod, check_ancestors)

@@ -65,3 +65,20 @@ def test_the_command_reads_manifests_and_reports_unknown_pods(
     assert "  analytics: cpu 19429m / 8 / 32" in out
     assert main(["explain", "nobody/nothing", "-f", str(EXAMPLES)]) == 1
     assert "pod nobody/nothing not found" in capsys.readouterr().err
+
+
+def test_a_pod_being_evicted_says_so() -> None:
+    from dataclasses import replace
+
+    from elasticquota.core.engine import QuotaEngine
+    from elasticquota.core.models import PodInfo
+
+    going = PodInfo(
+        namespace="ns", name="p", requests={"cpu": 1000}, node_name="n1", phase="Running",
+        terminating=True,
+    )  # fmt: skip
+    snapshot = QuotaEngine().load(pods=[going]).solve()
+    found = explain(snapshot, "ns/p")
+    assert found.state == "terminating"
+    assert "revoked or preempted" in found.verdict
+    assert replace(going, terminating=False).is_assigned

@@ -1,0 +1,103 @@
+"""The revocation loop in virtual time (looptime): nothing before the delay, one round after it,
+the next round only after another full delay, and nothing once the over-use is over."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from elasticquota.controller import revocation
+from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.engine import EngineSettings
+from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.settings import Settings
+
+DELAY = 30.0
+
+
+class Evictions:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.times: list[tuple[float, str]] = []
+
+    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        self.times.append((self.loop.time(), name))
+        return EvictionOutcome.EVICTED
+
+
+def running(name: str, cpu: str, priority: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": {POD_LABEL_QUOTA: "team"}},
+        "spec": {
+            "priority": priority,
+            "nodeName": "n1",
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
+    state = ControllerState.create(EngineSettings())
+    state.on_quota(
+        {
+            "metadata": {"name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"}},
+            "spec": {"min": {"cpu": "2"}, "max": {"cpu": "2"}},
+        }
+    )
+    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
+    state.on_pod(running("keep", "2", 9))
+    state.on_pod(running("extra", "1", 0))  # used 3 > runtime 2 from the start
+    state.mark_synced()
+
+    async def patch(_api: Any, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        quota = state.quotas[(namespace, name)]
+        annotations = {**quota.annotations, **body["metadata"]["annotations"]}
+        return {
+            "metadata": {"name": name, "namespace": namespace, "labels": quota.labels,
+                         "annotations": {k: v for k, v in annotations.items() if v is not None}},
+            "spec": quota.spec,
+        }  # fmt: skip
+
+    async def no_event(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(revocation, "patch_quota", patch)
+    monkeypatch.setattr(revocation, "post_event", no_event)
+    return state
+
+
+@pytest.mark.looptime
+async def test_rounds_come_only_after_each_full_delay(world: ControllerState) -> None:
+    loop = asyncio.get_running_loop()
+    leading = asyncio.Event()
+    leading.set()
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    controller = RevocationController(world, None, settings, leading, clock=loop.time)  # type: ignore[arg-type]
+    evictions = Evictions(loop)
+    controller._evictor = evictions  # type: ignore[assignment]
+    start = loop.time()
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(DELAY - 1)
+    assert evictions.times == []  # not before the delay
+    await asyncio.sleep(3)
+    assert [name for _, name in evictions.times] == ["extra"]
+    assert (
+        DELAY < evictions.times[0][0] - start <= DELAY + 2
+    )  # strictly after it, at the next check
+    await asyncio.sleep(DELAY - 3)
+    assert len(evictions.times) == 1  # the timer restarted: no second round yet
+    await asyncio.sleep(5)
+    assert len(evictions.times) == 2  # still over-used (nothing terminates here): another round
+    world.on_pod_deleted(running("extra", "1", 0))  # the over-use ends
+    await asyncio.sleep(3 * DELAY)
+    assert len(evictions.times) == 2
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
