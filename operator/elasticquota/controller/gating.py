@@ -41,14 +41,17 @@ class GateController:
         api: client.ApiClient,
         settings: Settings,
         leading: asyncio.Event,
+        evictor: Evictor | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
+        """``evictor`` and ``limiter`` are shared with revocation (one eviction budget)."""
         self._state = state
         self._api = api
         self._settings = settings
         self._leading = leading
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
-        self._evictor = Evictor(api)
-        self._limiter = RateLimiter(settings.eviction_rate)
+        self._evictor = evictor or Evictor(api)
+        self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self.released: list[str] = []
         self.preempted: list[str] = []
 

@@ -85,15 +85,18 @@ class RevocationController:
         settings: Settings,
         leading: asyncio.Event,
         clock: Callable[[], float] = time.time,
+        evictor: Evictor | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
+        """``evictor`` and ``limiter`` are shared with in-quota preemption (one eviction budget)."""
         self._state = state
         self._api = api
         self._settings = settings
         self._leading = leading
         self._clock = clock
         self._timer = OverUseTimer(settings.revocation_delay)
-        self._evictor = Evictor(api)
-        self._limiter = RateLimiter(settings.eviction_rate)
+        self._evictor = evictor or Evictor(api)
+        self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self.evicted: list[str] = []
 
     async def run(self) -> None:

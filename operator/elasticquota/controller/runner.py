@@ -25,7 +25,7 @@ from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
 from elasticquota.controller.reconcile import Reconciler
 from elasticquota.controller.reserved import ensure_reserved_quotas
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.revocation import RateLimiter, RevocationController
 from elasticquota.controller.simulator import NodeSimulator
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import configure_admission, register_webhooks
@@ -33,6 +33,7 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.kernels.warmup import warm_up
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import describe
+from elasticquota.kube.evictions import Evictor
 from elasticquota.kube.lease import LeaderElector
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
@@ -96,6 +97,9 @@ class Operator:
         self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
         self.reporter = ProblemReporter(self.state, api, settings.dry_run)
         self.stop_flag = asyncio.Event()
+        # One eviction budget: revocation and in-quota preemption share the rate limit.
+        self.evictor = Evictor(api)
+        self.eviction_limiter = RateLimiter(settings.eviction_rate)
 
     async def run(self) -> None:
         """Until Kopf stops (SIGINT/SIGTERM or ``stop_flag``)."""
@@ -171,7 +175,15 @@ class Operator:
             )
             return
         self.state.gates_supported = True  # from now on the pod webhook adds the gate
-        await GateController(self.state, self.api, self.settings, self.leader.leading).run()
+        gates = GateController(
+            self.state,
+            self.api,
+            self.settings,
+            self.leader.leading,
+            evictor=self.evictor,
+            limiter=self.eviction_limiter,
+        )
+        await gates.run()
 
     async def _ensure_reserved(self) -> None:
         await self.state.synced.wait()

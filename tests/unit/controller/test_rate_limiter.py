@@ -19,3 +19,20 @@ async def test_at_most_rate_acquisitions_per_second_after_a_burst() -> None:
         await limiter.acquire()
         times.append(round(loop.time() - start, 3))
     assert times == [0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
+
+
+@pytest.mark.looptime
+async def test_revocation_and_preemption_share_one_budget() -> None:
+    """The operator hands one limiter to both: together they stay within the rate."""
+    loop = asyncio.get_running_loop()
+    shared = RateLimiter(2.0, clock=loop.time)
+    start = loop.time()
+    times: list[float] = []
+
+    async def user() -> None:
+        for _ in range(3):
+            await shared.acquire()
+            times.append(round(loop.time() - start, 3))
+
+    await asyncio.gather(user(), user())
+    assert sorted(times) == [0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
