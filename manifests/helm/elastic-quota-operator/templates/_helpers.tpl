@@ -1,0 +1,100 @@
+{{/* Names, labels and small shared pieces of the chart. */}}
+
+{{/* The chart name (nameOverride wins). */}}
+{{- define "elastic-quota-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name, the prefix of every object's name: fullnameOverride, else the release name if it
+already contains the chart name, else "<release>-<chart>"; at most 63 characters (DNS label).
+*/}}
+{{- define "elastic-quota-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* "<chart>-<version>" for the helm.sh/chart label. */}}
+{{- define "elastic-quota-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels of every object. */}}
+{{- define "elastic-quota-operator.labels" -}}
+helm.sh/chart: {{ include "elastic-quota-operator.chart" . }}
+{{ include "elastic-quota-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The labels selecting the operator's pods (immutable in a Deployment: never add to them). */}}
+{{- define "elastic-quota-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "elastic-quota-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount the operator runs as. */}}
+{{- define "elastic-quota-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "elastic-quota-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "elastic-quota-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/* The Secret holding the webhook serving certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "elastic-quota-operator.webhookSecretName" -}}
+{{- printf "%s-webhook-tls" (include "elastic-quota-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The cert-manager Certificate of the webhook server (also the CA injector's source). */}}
+{{- define "elastic-quota-operator.webhookCertificateName" -}}
+{{- printf "%s-webhook" (include "elastic-quota-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The DNS name the API server calls the webhooks at: the Service in the release namespace. */}}
+{{- define "elastic-quota-operator.serviceHost" -}}
+{{- printf "%s.%s.svc" (include "elastic-quota-operator.fullname" .) .Release.Namespace }}
+{{- end }}
+
+{{/* Every DNS name of the Service, for the serving certificate. */}}
+{{- define "elastic-quota-operator.serviceDNSNames" -}}
+{{- $service := include "elastic-quota-operator.fullname" . -}}
+{{- $namespace := .Release.Namespace -}}
+{{- list $service (printf "%s.%s" $service $namespace) (printf "%s.%s.svc" $service $namespace) (printf "%s.%s.svc.%s" $service $namespace .Values.clusterDomain) | toJson }}
+{{- end }}
+
+{{/*
+The PodDisruptionBudget's API: policy/v1 where the cluster serves it (Kubernetes 1.21+), else
+policy/v1beta1. `helm template` without a cluster claims policy/v1 whatever --kube-version says
+(its built-in API list is Helm's own), so the Kubernetes version is checked too.
+*/}}
+{{- define "elastic-quota-operator.pdbApiVersion" -}}
+{{- if and (.Capabilities.APIVersions.Has "policy/v1") (semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version) -}}
+policy/v1
+{{- else -}}
+policy/v1beta1
+{{- end }}
+{{- end }}
+
+{{/* Mount points inside the container. */}}
+{{- define "elastic-quota-operator.webhookCertDir" -}}
+/etc/elastic-quota/webhook
+{{- end }}
+{{- define "elastic-quota-operator.numbaCacheDir" -}}
+/var/cache/numba
+{{- end }}

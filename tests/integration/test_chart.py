@@ -1,0 +1,591 @@
+"""The Helm chart against the real API server (``make check-deploy`` does the offline checks: lint,
+strict schemas, CRD copies, plain manifests current).
+
+* The rendered manifests (default and "everything on" values, rendered for this server's version
+  and API groups as ``helm install`` would render them) pass ``kubectl apply --dry-run=server``,
+  the chart's CRDs and the webhook configurations included. The custom kinds (Prometheus
+  Operator's, cert-manager's) are checked against minimal test-only CRDs that accept any content:
+  for them the dry-run proves the apiVersion, kind and metadata only.
+* A real ``helm install`` then ``helm upgrade`` keep the chart's self-signed webhook certificate
+  (``lookup`` of the existing Secret), and pick the PodDisruptionBudget API the server has. A
+  post-renderer keeps the webhook configurations out of the cluster (no replica would serve
+  them: every other test's quotas would be refused); the caBundles they carried are compared.
+* The operator started exactly as the rendered Deployment starts it (command, args, environment
+  with the fieldRef values substituted, the rendered TLS Secret's files and the emptyDirs at
+  local paths; plus KUBECONFIG, as it runs outside the cluster) becomes ready on the rendered
+  probe paths and port, takes the Lease in the release namespace under the pod's name, and
+  answers every webhook of the rendered configurations over HTTPS, the certificate verified with
+  the rendered caBundle for the Service's DNS name, as the API server would.
+* The chart's webhooks are those Kopf would generate for the operator's handlers.
+
+helm is the pinned one of ``make helm`` (``.venv/tools``), else the one on PATH; kubectl is the
+machine's. Without them these tests fail, they are never skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import aiohttp
+import kopf
+import pytest
+import yaml
+from harness import eventually, free_port
+from kopf._cogs.structs.references import Resource
+from kopf._core.engines.admission import build_webhooks
+from kopf._core.intents.causes import WebhookType
+
+from elasticquota.controller.handlers import PODS
+from elasticquota.controller.runner import make_state
+from elasticquota.controller.webhooks import register_webhooks
+from elasticquota.kube.quotas import QUOTAS
+from elasticquota.settings import Settings
+
+pytestmark = pytest.mark.timeout(600)
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "manifests" / "helm" / "elastic-quota-operator"
+ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
+PINNED_HELM = REPO / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+#: Custom kinds the chart can render, whose CRDs a bare API server lacks: (group, kind, plural).
+CUSTOM_KINDS = (
+    ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+    ("monitoring.coreos.com", "PodMonitor", "podmonitors"),
+    ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+    ("cert-manager.io", "Issuer", "issuers"),
+    ("cert-manager.io", "Certificate", "certificates"),
+)
+
+Manifest = dict[str, Any]
+
+
+# -- tools --------------------------------------------------------------------------------------
+
+
+def helm() -> str:
+    if PINNED_HELM.exists():
+        return str(PINNED_HELM)
+    found = shutil.which("helm")
+    if found is None:
+        pytest.fail(
+            "helm not found: run `make helm` (the pinned helm into .venv/tools; `make test` does)",
+            pytrace=False,
+        )
+    return found
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.fail(
+            "kubectl not found on PATH: the machine image ships it (/usr/bin/kubectl); "
+            "Debian's kubernetes-client package is the fallback",
+            pytrace=False,
+        )
+    return found
+
+
+def run(*command: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    """Run a command; its standard output, or an assertion error with everything it said."""
+    done = subprocess.run(
+        command, input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(command)} exited with {done.returncode}\n"
+            f"--- stdout ---\n{done.stdout}\n--- stderr ---\n{done.stderr}"
+        )
+    return done.stdout
+
+
+def documents(text: str) -> list[Manifest]:
+    return [body for body in yaml.safe_load_all(text) if body]
+
+
+def render(
+    namespace: str,
+    values: Manifest,
+    *options: str,
+    release: str = "eq-chart",
+    values_file: Path | None = None,
+) -> list[Manifest]:
+    """``helm template`` of the chart with these values (and options)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        json.dump(values, file)
+    try:
+        command = [helm(), "template", release, str(CHART), "--namespace", namespace, *options]
+        if values_file is not None:
+            command += ["--values", str(values_file)]
+        return documents(run(*command, "--values", file.name))
+    finally:
+        os.unlink(file.name)
+
+
+def one(manifests: list[Manifest], kind: str) -> Manifest:
+    found = [body for body in manifests if body["kind"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind} objects rendered"
+    return found[0]
+
+
+def server_capabilities() -> list[str]:
+    """What ``helm install`` would learn from this server: its version and API versions."""
+    version = json.loads(run(kubectl(), "version", "--output=json"))["serverVersion"]
+    options = ["--kube-version", version["gitVersion"]]
+    for api_version in run(kubectl(), "api-versions").split():
+        options += ["--api-versions", api_version]
+    return options
+
+
+@pytest.fixture
+def namespace() -> Iterator[str]:
+    name = f"eq-chart-{uuid.uuid4().hex[:6]}"
+    run(kubectl(), "create", "namespace", name)
+    try:
+        yield name
+    finally:
+        run(kubectl(), "delete", "namespace", name, "--wait=false")
+
+
+def stand_in_crd(group: str, kind: str, plural: str) -> Manifest:
+    """A CRD accepting any content: the stand-in for a project this test does not install."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}", "labels": {"elasticquota.dev/test": "chart"}},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def custom_kinds() -> Iterator[None]:
+    """The test-only CRDs of the custom kinds, for the duration of this module."""
+    crds = [stand_in_crd(*kind) for kind in CUSTOM_KINDS]
+    text = yaml.safe_dump_all(crds)
+    run(kubectl(), "apply", "--filename=-", stdin=text)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    run(kubectl(), "wait", "--for=condition=Established", "--timeout=60s", *names)
+    try:
+        yield
+    finally:
+        run(kubectl(), "delete", "--filename=-", "--wait=false", stdin=text)
+
+
+# -- (a) server dry-run ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flavour", ["default", "all-on"])
+def test_rendered_manifests_pass_a_server_dry_run(
+    flavour: str, namespace: str, custom_kinds: None
+) -> None:
+    options = server_capabilities()
+    values_file = ALL_ON_VALUES if flavour == "all-on" else None
+    manifests = render(namespace, {}, "--include-crds", *options, values_file=values_file)
+    kinds = {body["kind"] for body in manifests}
+    assert {"CustomResourceDefinition", "Deployment", "Service", *WEBHOOK_KINDS} <= kinds
+    if flavour == "all-on":
+        assert {"ServiceMonitor", "PodMonitor", "Certificate", "Issuer"} <= kinds
+    pdb = one(manifests, "PodDisruptionBudget")
+    has_policy_v1 = "policy/v1" in options
+    assert pdb["apiVersion"] == ("policy/v1" if has_policy_v1 else "policy/v1beta1")
+
+    output = run(
+        kubectl(), "apply", "--dry-run=server", "--filename=-",
+        stdin=yaml.safe_dump_all(manifests),
+    )  # fmt: skip
+    accepted = [line for line in output.splitlines() if line.endswith("(server dry run)")]
+    print(output)
+    assert len(accepted) == len(manifests), output
+
+
+# -- (b) helm install and upgrade: a stable certificate ---------------------------------------
+
+
+POST_RENDERER = """#!{python}
+# Keeps the webhook configurations out of the cluster; records their caBundles.
+import json, os, sys, yaml
+docs = [doc for doc in yaml.safe_load_all(sys.stdin) if doc]
+hooks = [doc for doc in docs if doc["kind"] in {kinds!r}]
+bundles = {{h["clientConfig"].get("caBundle", "") for doc in hooks for h in doc["webhooks"]}}
+record = {{"kinds": [doc["kind"] for doc in docs], "bundles": sorted(bundles)}}
+with open(os.environ["EQ_CHART_CAPTURE"], "a") as capture:
+    capture.write(json.dumps(record) + "\\n")
+sys.stdout.write(yaml.safe_dump_all([doc for doc in docs if doc not in hooks]))
+"""
+
+
+def secret_data(namespace: str, name: str) -> dict[str, str]:
+    secret = json.loads(run(kubectl(), "get", "secret", name, "-n", namespace, "--output=json"))
+    data: dict[str, str] = secret["data"]
+    return data
+
+
+def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> None:
+    namespace = f"eq-chart-{uuid.uuid4().hex[:6]}"
+    release = "eq-install"
+    secret = f"{release}-elastic-quota-operator-webhook-tls"
+    post_renderer = tmp_path / "post-renderer"
+    post_renderer.write_text(POST_RENDERER.format(python=sys.executable, kinds=set(WEBHOOK_KINDS)))
+    post_renderer.chmod(0o755)
+    capture = tmp_path / "capture.jsonl"
+    env = {**os.environ, "EQ_CHART_CAPTURE": str(capture)}
+    common = ["--namespace", namespace, "--post-renderer", str(post_renderer)]
+    try:
+        run(helm(), "install", release, str(CHART), "--create-namespace", *common, env=env)
+        first = secret_data(namespace, secret)
+        run(
+            helm(),
+            "upgrade",
+            release,
+            str(CHART),
+            *common,
+            "--set",
+            "operator.logLevel=DEBUG",
+            env=env,
+        )
+        second = secret_data(namespace, secret)
+        manifest = documents(run(helm(), "get", "manifest", release, "--namespace", namespace))
+    finally:
+        with contextlib.suppress(AssertionError):
+            run(helm(), "uninstall", release, "--namespace", namespace)
+        # Waited for: the Deployment's pods (Pending: no scheduler) leave before other tests.
+        with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
+            run(kubectl(), "delete", "namespace", namespace, "--timeout=90s")
+
+    assert set(first) == {"tls.crt", "tls.key", "ca.crt"}
+    assert second == first, "helm upgrade made a new webhook certificate"
+    renders = [json.loads(line) for line in capture.read_text().splitlines()]
+    assert len(renders) == 2
+    for rendered in renders:
+        assert set(WEBHOOK_KINDS) <= set(rendered["kinds"])
+        assert rendered["bundles"] == [first["ca.crt"]], "caBundle is not the Secret's CA"
+    has_policy_v1 = "policy/v1" in run(kubectl(), "api-versions").split()
+    assert one(manifest, "PodDisruptionBudget")["apiVersion"] == (
+        "policy/v1" if has_policy_v1 else "policy/v1beta1"
+    )
+
+
+# -- (c) the operator as the Deployment starts it ---------------------------------------------
+
+
+class Pod:
+    """The rendered Deployment's pod, run as a local process."""
+
+    def __init__(self, manifests: list[Manifest], root: Path) -> None:
+        self.manifests = manifests
+        deployment = one(manifests, "Deployment")
+        self.name = f"{deployment['metadata']['name']}-7c9d5b6f4-x2x7q"
+        self.namespace: str = deployment["metadata"]["namespace"]
+        self.spec: Manifest = deployment["spec"]["template"]["spec"]
+        (self.container,) = self.spec["containers"]
+        self.root = root
+        self.mounts = self._mount_volumes()
+        self.log = root / "operator.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def _mount_volumes(self) -> dict[str, Path]:
+        """Mount path -> local directory: emptyDirs empty, Secrets with the rendered Secret's
+        files (the kubelet's projection of ``data``)."""
+        volumes = {volume["name"]: volume for volume in self.spec["volumes"]}
+        secrets = {
+            body["metadata"]["name"]: body for body in self.manifests if body["kind"] == "Secret"
+        }
+        mounts = {}
+        for mount in self.container["volumeMounts"]:
+            volume = volumes[mount["name"]]
+            local = self.root / "volumes" / mount["name"]
+            local.mkdir(parents=True)
+            if "secret" in volume:
+                secret = secrets[volume["secret"]["secretName"]]
+                for key, value in secret["data"].items():
+                    (local / key).write_bytes(base64.b64decode(value))
+            else:
+                assert set(volume) == {"name", "emptyDir"}, f"unexpected volume {volume}"
+            mounts[mount["mountPath"]] = local
+        return mounts
+
+    def _local_path(self, value: str) -> str:
+        for mount_path, local in self.mounts.items():
+            if value == mount_path or value.startswith(mount_path.rstrip("/") + "/"):
+                return str(local) + value[len(mount_path.rstrip("/")) :]
+        return value
+
+    def environment(self) -> dict[str, str]:
+        """The container's environment, fieldRefs resolved and mount paths mapped."""
+        fields = {"metadata.name": self.name, "metadata.namespace": self.namespace}
+        env: dict[str, str] = {}
+        for variable in self.container["env"]:
+            if "valueFrom" in variable:
+                field_path = variable["valueFrom"]["fieldRef"]["fieldPath"]
+                env[variable["name"]] = fields[field_path]
+            else:
+                env[variable["name"]] = self._local_path(variable["value"])
+        return env
+
+    def command(self) -> list[str]:
+        """command + args, the executable resolved to this environment's console script."""
+        parts: list[str] = [*self.container["command"], *self.container.get("args", [])]
+        executable, *rest = parts
+        local = Path(sys.executable).parent / executable
+        found = str(local) if local.exists() else shutil.which(executable)
+        assert found, f"{executable} not found"
+        return [found, *rest]
+
+    def container_port(self, name: str) -> int:
+        ports = {port["name"]: port["containerPort"] for port in self.container["ports"]}
+        port: int = ports[name]
+        return port
+
+    def start(self) -> None:
+        env = {
+            **self.environment(),
+            # Outside the cluster: the API server from the test session's kubeconfig, and the
+            # console script's directory on PATH. /tmp is the emptyDir in the pod.
+            "KUBECONFIG": os.environ["KUBECONFIG"],
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "TMPDIR": str(self.mounts.get("/tmp", self.root)),
+        }
+        with self.log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                self.command(), env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=self.root
+            )
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:] if self.log.exists() else ""
+
+    def http_status(self, probe: Manifest) -> int | None:
+        """The status an httpGet probe would see (None: no answer)."""
+        get = probe["httpGet"]
+        port = get["port"] if isinstance(get["port"], int) else self.container_port(get["port"])
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{get['path']}", timeout=2) as r:
+                status: int = r.status
+                return status
+        except urllib.error.HTTPError as error:
+            return error.code
+        except OSError:
+            return None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+def admission_review(webhook: Manifest, namespace: str, body: Manifest) -> Manifest:
+    (rule,) = webhook["rules"]
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {
+                "group": rule["apiGroups"][0],
+                "version": rule["apiVersions"][0],
+                "kind": body["kind"],
+            },
+            "resource": {
+                "group": rule["apiGroups"][0],
+                "version": rule["apiVersions"][0],
+                "resource": rule["resources"][0],
+            },
+            "name": body["metadata"]["name"],
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "test-chart", "groups": ["system:authenticated"]},
+            "object": body,
+            "oldObject": None,
+            "dryRun": True,
+        },
+    }
+
+
+def quota(name: str, namespace: str, min_cpu: str, max_cpu: str) -> Manifest:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"min": {"cpu": min_cpu}, "max": {"cpu": max_cpu}},
+    }
+
+
+def pod(name: str, namespace: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"containers": [{"name": "main", "image": "app:1"}]},
+    }
+
+
+async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_path: Path) -> None:
+    values = {"metrics": {"port": free_port()}, "webhooks": {"port": free_port()}}
+    manifests = render(namespace, values)
+    operator = Pod(manifests, tmp_path)
+    container = operator.container
+    assert container["command"] == ["elastic-quota"] and container["args"] == ["run"]
+    env = operator.environment()
+    assert env["ELASTIC_QUOTA_WEBHOOK_CONFIGURATION"] == ""
+    assert env["ELASTIC_QUOTA_IDENTITY"] == operator.name
+    assert env["ELASTIC_QUOTA_LEASE_NAMESPACE"] == namespace
+    operator.start()
+    try:
+        readiness = container["readinessProbe"]
+
+        def ready() -> bool:
+            if not operator.alive():
+                raise AssertionError(f"the operator exited\n{operator.output()}")
+            return operator.http_status(readiness) == 200
+
+        await eventually(ready, timeout=180, what="readiness")
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            assert operator.http_status(container[probe]) == 200, probe
+
+        lease_name = env["ELASTIC_QUOTA_LEASE_NAME"]
+
+        def holder() -> bool:
+            found = subprocess.run(
+                [kubectl(), "get", "lease", lease_name, "-n", namespace,
+                 "--output=jsonpath={.spec.holderIdentity}"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            return found.stdout == operator.name
+
+        await eventually(holder, timeout=60, what=f"the Lease held by {operator.name}")
+
+        await check_webhooks(operator, namespace)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n--- operator log ---\n{operator.output()}") from None
+    finally:
+        operator.stop()
+    assert operator.process is not None and operator.process.returncode == 0, operator.output()
+
+
+async def check_webhooks(operator: Pod, namespace: str) -> None:
+    """Every webhook of the rendered configurations, called as the API server calls it: through
+    the Service's port to the container's, TLS verified with the caBundle for the Service's name."""
+    service = one(operator.manifests, "Service")
+    answered = []
+    for kind in WEBHOOK_KINDS:
+        for webhook in one(operator.manifests, kind)["webhooks"]:
+            reference = webhook["clientConfig"]["service"]
+            assert reference["name"] == service["metadata"]["name"]
+            assert reference["namespace"] == service["metadata"]["namespace"]
+            (port,) = [p for p in service["spec"]["ports"] if p["port"] == reference["port"]]
+            target = operator.container_port(port["targetPort"])
+            host = f"{reference['name']}.{reference['namespace']}.svc"
+            context = ssl.create_default_context(
+                cadata=base64.b64decode(webhook["clientConfig"]["caBundle"]).decode()
+            )
+            url = f"https://127.0.0.1:{target}{reference['path']}"
+            name = f"chart-{uuid.uuid4().hex[:6]}"
+            if "pods" in webhook["rules"][0]["resources"]:
+                cases = [(pod(name, namespace), True)]
+            else:
+                cases = [(quota(name, namespace, "1", "2"), True)]
+                if reference["path"] == "/validate-elasticquota":
+                    cases.append((quota(name, namespace, "3", "2"), False))
+            async with aiohttp.ClientSession() as session:
+                for body, allowed in cases:
+                    review = admission_review(webhook, namespace, body)
+                    async with session.post(
+                        url, json=review, ssl=context, server_hostname=host
+                    ) as reply:
+                        assert reply.status == 200, await reply.text()
+                        response = (await reply.json())["response"]
+                    assert response["uid"] == review["request"]["uid"]
+                    assert response["allowed"] is allowed, (reference["path"], response)
+                    if not allowed:
+                        assert response["status"]["code"] == 403
+                        assert "min 3 > max 2" in response["status"]["message"], response
+                        print(f"{reference['path']}: {response['status']['message']}")
+            answered.append(reference["path"])
+    assert sorted(answered) == [
+        "/mutate-elasticquota", "/mutate-pod", "/validate-elasticquota", "/validate-pod",
+    ]  # fmt: skip
+
+
+# -- (d) the webhooks Kopf would generate -----------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_chart_webhooks_are_those_kopf_would_generate(policy: str) -> None:
+    """Rules, operations, side effects, failure policies (mutate-pod always Ignore), match
+    policy, review versions, names and paths: as Kopf's managed mode would write them. The chart
+    adds the Service, its caBundle, a namespaceSelector on the pod webhooks and its timeout."""
+    settings = Settings(webhook_port=9443, webhook_failure_policy=policy)
+    registry = kopf.OperatorRegistry()
+    register_webhooks(registry, make_state(settings), settings)
+    handlers = registry._webhooks.get_all_handlers()
+    resources = [
+        Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
+        Resource(*PODS, kind="Pod", namespaced=True),
+    ]
+    manifests = render("eq-system", {"webhooks": {"failurePolicy": policy}})
+    compared = (
+        "name",
+        "rules",
+        "sideEffects",
+        "failurePolicy",
+        "matchPolicy",
+        "admissionReviewVersions",
+    )
+    for reason, kind in zip(WebhookType, WEBHOOK_KINDS, strict=True):
+        assert kind.lower().startswith(reason.value)
+        expected = build_webhooks(
+            [handler for handler in handlers if handler.reason == reason],
+            resources=resources,
+            name_suffix="elasticquota.dev",
+            client_config={"url": "https://operator"},
+        )
+        charted = one(manifests, kind)["webhooks"]
+        assert sorted(hook["name"] for hook in charted) == sorted(hook["name"] for hook in expected)
+        for hook in expected:
+            (chart_hook,) = [each for each in charted if each["name"] == hook["name"]]
+            for key in compared:
+                assert chart_hook.get(key) == hook[key], (hook["name"], key)
+            assert hook["objectSelector"] is None and "objectSelector" not in chart_hook
+            path = chart_hook["clientConfig"]["service"]["path"]
+            assert path == urlparse(hook["clientConfig"]["url"]).path, hook["name"]
+        print(f"{kind}: {', '.join(sorted(hook['name'] for hook in expected))}")
