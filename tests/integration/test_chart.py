@@ -34,6 +34,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -253,6 +254,19 @@ def secret_data(namespace: str, name: str) -> dict[str, str]:
     return data
 
 
+def wait_for_pods(namespace: str, selector: str, count: int, timeout: float = 60) -> list[Manifest]:
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = run(kubectl(), "get", "pods", "-n", namespace, "-l", selector, "--output=json")
+        pods: list[Manifest] = json.loads(listed)["items"]
+        if len(pods) >= count:
+            return pods
+        if time.monotonic() > deadline:
+            events = run(kubectl(), "get", "events", "-n", namespace)
+            raise AssertionError(f"{len(pods)} of {count} pods after {timeout}s\n{events}")
+        time.sleep(0.5)
+
+
 def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> None:
     namespace = f"eq-chart-{uuid.uuid4().hex[:6]}"
     release = "eq-install"
@@ -266,6 +280,7 @@ def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> Non
     try:
         run(helm(), "install", release, str(CHART), "--create-namespace", *common, env=env)
         first = secret_data(namespace, secret)
+        pods = wait_for_pods(namespace, f"app.kubernetes.io/instance={release}", count=2)
         run(
             helm(),
             "upgrade",
@@ -285,6 +300,9 @@ def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> Non
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
             run(kubectl(), "delete", "namespace", namespace, "--timeout=90s")
 
+    # The ReplicaSet controller made the pods: the server accepted the pod spec (security
+    # contexts, volumes, probes). They stay Pending: the local control plane has no scheduler.
+    assert [pod["status"]["phase"] for pod in pods] == ["Pending", "Pending"]
     assert set(first) == {"tls.crt", "tls.key", "ca.crt"}
     assert second == first, "helm upgrade made a new webhook certificate"
     renders = [json.loads(line) for line in capture.read_text().splitlines()]
