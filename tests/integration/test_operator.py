@@ -7,6 +7,7 @@ cluster (and the reserved quotas the first operator creates) is shared by the se
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -25,6 +26,7 @@ from harness import (
     resource_versions,
 )
 from kubernetes_asyncio import client
+from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.cli.tree_command import draw
 from elasticquota.core import keys
@@ -80,6 +82,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     ml = await get_quota(api, "ml-research", "ml-research")
     assert ml["metadata"]["annotations"][keys.ANNO_RUNTIME] == '{"cpu":"28571m","memory":"80Gi"}'
     assert ml["status"]["used"] == {"cpu": "40", "memory": "80Gi"}
+    assert_metrics_show_what_was_written(operator)
 
     await bind_pod(api, "analytics", "report-2", "node-3")
     await mark_running(api, "analytics", "report-2")
@@ -94,6 +97,30 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     tree = await draw(None, None)
     ml_row = next(line for line in tree.splitlines() if line.strip().startswith("ml-research"))
     assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28571m"]  # over its runtime
+
+
+def scraped(operator: OperatorProcess, name: str, **labels: str) -> float | None:
+    """The first sample of ``name`` with these labels on the operator's ``/metrics``."""
+    url = f"http://127.0.0.1:{operator.port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                return float(sample.value)
+    return None
+
+
+def assert_metrics_show_what_was_written(operator: OperatorProcess) -> None:
+    """The active replica's /metrics: its version, and the runtime it wrote (cores, bytes)."""
+    assert scraped(operator, "elastic_quota_info") == 1.0
+    assert scraped(operator, "elastic_quota_leader") == 1.0
+    assert scraped(operator, "elastic_quota_ready") == 1.0
+    ml = {"quota": "ml-research", "namespace": "ml-research"}
+    assert scraped(operator, "elastic_quota_runtime", resource="cpu", **ml) == 28.571
+    assert scraped(operator, "elastic_quota_runtime", resource="memory", **ml) == 80 * 2**30
+    assert scraped(operator, "elastic_quota_used", resource="cpu", **ml) == 40.0
+    assert (scraped(operator, "elastic_quota_reconcile_seconds_count") or 0) > 0
 
 
 async def assert_no_operator_bookkeeping(api: client.ApiClient) -> None:

@@ -8,16 +8,21 @@ resource and the numbers (written again only when the reason changes). A waiting
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
 preemption, ``core.preemption``; one quota at a time, rate-limited like revocation). On older API
 servers, which drop the field, this is detected once, logged, and the operator runs revocation only.
+
+Metrics: each round leaves the number of pods still held per quota in ``ControllerState.gated``;
+every release counts as ``admitted`` and every preemption eviction by its outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
 from kubernetes_asyncio import client
 
-from elasticquota.controller.revocation import RateLimiter
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
@@ -32,6 +37,11 @@ from elasticquota.settings import Settings
 logger = logging.getLogger(__name__)
 
 
+def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[str, int]:
+    """How many gated pods each quota keeps waiting (the gated-pods gauge)."""
+    return dict(Counter(snapshot.pod_quota[d.pod.key] for d in decisions if not d.release))
+
+
 class GateController:
     """Releases gated pods that fit; tells the others why they wait."""
 
@@ -43,6 +53,7 @@ class GateController:
         leading: asyncio.Event,
         evictor: Evictor | None = None,
         limiter: RateLimiter | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """``evictor`` and ``limiter`` are shared with revocation (one eviction budget)."""
         self._state = state
@@ -52,6 +63,7 @@ class GateController:
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
         self._evictor = evictor or Evictor(api)
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
+        self._metrics = metrics or Metrics()
         self.released: list[str] = []
         self.preempted: list[str] = []
 
@@ -68,20 +80,21 @@ class GateController:
         decisions = gate_decisions(snapshot)
         preempting: set[str] = set()  # at most one preemption per quota per round
         for decision in decisions:
+            quota = snapshot.pod_quota[decision.pod.key]
             try:
                 if decision.release:
-                    await self._release(decision)
+                    await self._release(decision, quota)
                     continue
                 await self._hold(decision)
-                quota = snapshot.pod_quota[decision.pod.key]
-                if quota not in preempting and await self._preempt(snapshot, decision):
+                if quota not in preempting and await self._preempt(snapshot, decision, quota):
                     preempting.add(quota)
             except Exception as error:
                 logger.warning("gating %s: %s", decision.pod.key, describe(error))
+        self._state.gated = held_per_quota(snapshot, decisions)
         waiting = {decision.pod.key for decision in decisions}
         self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
 
-    async def _release(self, decision: GateDecision) -> None:
+    async def _release(self, decision: GateDecision, quota: str) -> None:
         pod = decision.pod
         logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
         if self._settings.dry_run:
@@ -92,8 +105,9 @@ class GateController:
             self._api, pod.namespace, pod.name, False, decision.verdict.reason
         )
         self.released.append(pod.key)
+        self._metrics.admitted(quota)
 
-    async def _preempt(self, snapshot: Snapshot, decision: GateDecision) -> bool:
+    async def _preempt(self, snapshot: Snapshot, decision: GateDecision, quota: str) -> bool:
         """In-quota preemption (§3.3): evict the fewest lower-priority pods that make room."""
         victims = preemption_victims(snapshot, decision.pod)
         if not victims:
@@ -104,7 +118,7 @@ class GateController:
             return True
         for victim in victims:
             await self._limiter.acquire()
-            outcome = await self._evictor.evict(victim.namespace, victim.name)
+            outcome = await counted_eviction(self._evictor, self._metrics, quota, victim)
             if outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 involved = {

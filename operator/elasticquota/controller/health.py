@@ -1,22 +1,40 @@
-"""Liveness and readiness over HTTP: ``/healthz`` and ``/readyz`` (metrics join them later).
+"""The replica's HTTP server (``metrics-port``): probes, status and Prometheus metrics.
 
-Live: the event loop answers. Ready: the initial listing is in memory (a replica that is ready can
-take over at once). Both report whether this replica is the active one. ``/statusz`` tells what the
-replica knows (objects in memory, trees, dirty trees, problems): the first thing to look at when
-annotations lag.
+Live (``/healthz``): the event loop answers. Ready (``/readyz``): the initial listing is in memory
+(a replica that is ready can take over at once). Both report whether this replica is the active
+one. ``/statusz`` tells what the replica knows (objects in memory, trees, dirty trees, problems):
+the first thing to look at when annotations lag. ``/metrics`` is the Prometheus exposition of the
+operator's registry (``controller.metrics``; OpenMetrics when the scraper asks for it).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from elasticquota.controller.state import ControllerState
 
 
-def health_app(state: ControllerState, leading: asyncio.Event) -> web.Application:
-    """The probe endpoints."""
+def metrics_handler(
+    registry: CollectorRegistry,
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``/metrics``: the registry in the text format the scraper accepts."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encode(registry), headers={"Content-Type": content_type})
+
+    return metrics
+
+
+def health_app(
+    state: ControllerState, leading: asyncio.Event, registry: CollectorRegistry | None = None
+) -> web.Application:
+    """The probe endpoints, and ``/metrics`` when given a registry."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"live": True, "active": leading.is_set()})
@@ -46,6 +64,8 @@ def health_app(state: ControllerState, leading: asyncio.Event) -> web.Applicatio
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/statusz", statusz)
+    if registry is not None:
+        app.router.add_get("/metrics", metrics_handler(registry))
     return app
 
 

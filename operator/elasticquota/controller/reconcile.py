@@ -8,17 +8,24 @@ throttling and server errors), except for quotas written less than one interval 
 until their interval has passed: at most one write per quota per interval, and no waiting for a
 quota that has been quiet. Nothing is written before the initial listing is in memory, nor by a
 standby replica.
+
+Each pass leaves the tree's results in ``ControllerState.results`` (the per-quota gauges read
+them) and is timed: the solve (when the tree was out of date), the whole pass, and the time from
+the first pod event that made the tree out of date to the end of the writes that show it (a pass
+that defers or fails a write leaves that clock running; one with nothing to write stops it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write
 from elasticquota.core.results import QuotaResult
@@ -112,6 +119,7 @@ class TreeLoop:
         interval: float,
         leading: asyncio.Event,
         on_pass: Callable[[], None],
+        metrics: Metrics | None = None,
     ) -> None:
         self.tree_id = tree_id
         self._state = state
@@ -119,6 +127,7 @@ class TreeLoop:
         self._interval = interval
         self._leading = leading
         self._on_pass = on_pass
+        self._metrics = metrics or Metrics()
         self.wake = asyncio.Event()
         self._written_at: dict[tuple[str, str], float] = {}
         self._retry_in: float | None = None
@@ -146,9 +155,30 @@ class TreeLoop:
 
     async def reconcile_once(self) -> bool:
         """Solve, diff, write what is due. True when nothing is left to write for now."""
-        now = asyncio.get_running_loop().time()
-        results = self._state.engine.solve_tree(self.tree_id)
+        started = time.monotonic()
+        pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
+        written, waits = await self._write_due(self._solve())
+        self._retry_in = min(waits) if waits else None
+        self._metrics.reconciled(time.monotonic() - started)
+        if pod_event_at is not None:
+            self._settle_pod_event(pod_event_at, written, bool(waits))
+        return not waits
+
+    def _solve(self) -> Mapping[str, QuotaResult]:
+        """The tree's results (timed when they had to be computed), kept for the metrics."""
+        engine = self._state.engine
+        stale = self.tree_id in engine.dirty_trees()
+        started = time.monotonic()
+        results = engine.solve_tree(self.tree_id)
+        if stale:
+            self._metrics.solved(self.tree_id, time.monotonic() - started)
         self._writer.stats.solves += 1
+        self._state.results[self.tree_id] = results
+        return results
+
+    async def _write_due(self, results: Mapping[str, QuotaResult]) -> tuple[int, list[float]]:
+        """Send the writes that are due: how many went through, and the delays of the others."""
+        now = asyncio.get_running_loop().time()
         due, waits = [], []
         for change in pending_writes(self._state, results):
             last = self._written_at.get((change.namespace, change.name))
@@ -162,8 +192,15 @@ class TreeLoop:
                 self._written_at[(change.namespace, change.name)] = now
             else:
                 waits.append(self._interval)  # refused: try again one interval later
-        self._retry_in = min(waits) if waits else None
-        return not waits
+        return sum(outcomes), waits
+
+    def _settle_pod_event(self, since: float, written: int, pending: bool) -> None:
+        """Time the pod event once its writes are all done; keep its clock while some wait."""
+        if pending:
+            earliest = min(since, self._state.pod_event_at.get(self.tree_id, since))
+            self._state.pod_event_at[self.tree_id] = earliest
+        elif written:
+            self._metrics.pod_event_written(time.monotonic() - since)
 
 
 class Reconciler:
@@ -175,10 +212,12 @@ class Reconciler:
         api: client.ApiClient,
         settings: Settings,
         leading: asyncio.Event,
+        metrics: Metrics | None = None,
     ) -> None:
         self._state = state
         self._settings = settings
         self._leading = leading
+        self._metrics = metrics or Metrics()
         self.writer = Writer(api, state, settings)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -209,6 +248,8 @@ class Reconciler:
         for tree_id in set(self._loops) - set(trees):
             self._tasks.pop(tree_id).cancel()
             del self._loops[tree_id]
+            self._state.results.pop(tree_id, None)
+            self._state.pod_event_at.pop(tree_id, None)
 
     def _loop(self, tree_id: str) -> TreeLoop:
         if tree_id not in self._loops:
@@ -219,6 +260,7 @@ class Reconciler:
                 self._settings.reconcile_interval,
                 self._leading,
                 self._count_pass,
+                self._metrics,
             )
             self._loops[tree_id] = loop
             self._tasks[tree_id] = asyncio.create_task(loop.run(), name=f"tree {tree_id!r}")
@@ -231,6 +273,7 @@ class Reconciler:
         """A replica that becomes active checks every tree at once."""
         while True:
             await self._leading.wait()
+            self._state.pod_event_at.clear()  # a standby's clocks would time its wait
             self._state.trees_changed.set()
             while self._leading.is_set():
                 await asyncio.sleep(1.0)

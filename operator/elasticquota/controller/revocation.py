@@ -7,7 +7,8 @@ quota; the default quota only when enabled). A quota whose used exceeds its runt
 Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and on the quota. A
 PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of each over-use is
 kept on the quota (``elasticquota.dev/over-used-since``), so a restart during the delay neither
-forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evicted.
+forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evicted. Every eviction
+(here and by in-quota preemption, through ``counted_eviction``) is counted by quota and outcome.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Callable
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.metrics.names import FAILED
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -55,6 +58,19 @@ def over_use_summary(result: QuotaResult) -> str:
     )
 
 
+async def counted_eviction(
+    evictor: Evictor, metrics: Metrics, quota: str, pod: PodInfo
+) -> EvictionOutcome:
+    """Evict one pod of ``quota``, counting the outcome (``failed`` when it raises)."""
+    try:
+        outcome = await evictor.evict(pod.namespace, pod.name)
+    except Exception:
+        metrics.eviction(quota, FAILED)
+        raise
+    metrics.eviction(quota, outcome.value)
+    return outcome
+
+
 class RateLimiter:
     """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate``."""
 
@@ -87,6 +103,7 @@ class RevocationController:
         clock: Callable[[], float] = time.time,
         evictor: Evictor | None = None,
         limiter: RateLimiter | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """``evictor`` and ``limiter`` are shared with in-quota preemption (one eviction budget)."""
         self._state = state
@@ -97,6 +114,7 @@ class RevocationController:
         self._timer = OverUseTimer(settings.revocation_delay)
         self._evictor = evictor or Evictor(api)
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
+        self._metrics = metrics or Metrics()
         self.evicted: list[str] = []
 
     async def run(self) -> None:
@@ -168,7 +186,7 @@ class RevocationController:
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
-            outcome = await self._evictor.evict(pod.namespace, pod.name)
+            outcome = await counted_eviction(self._evictor, self._metrics, result.name, pod)
         except Exception as error:
             logger.warning("evicting %s failed: %s", pod.key, describe(error))
             await self._event_on_pod(pod, "RevocationFailed", describe(error))

@@ -1,9 +1,11 @@
 """``elastic-quota run``: Kopf watching, the leader Lease, the reconcile loops, the probes.
 
-Kopf runs embedded (``kopf.operator``) with a registry built here (nothing registers at import).
-Every replica watches and keeps memory current; the holder of the Lease writes. Kopf's own
-bookkeeping is switched off where it could touch objects we don't own: no peering (the Lease does
-that job), no posting of Kopf's logs as Events, only watching handlers.
+Kopf runs embedded (``kopf.operator``) with a registry built here (nothing registers at import);
+so does the Prometheus registry (``Metrics``), served at ``/metrics`` by the probes' server and fed
+by the loops, the webhooks and the API client. Every replica watches and keeps memory current; the
+holder of the Lease writes. Kopf's own bookkeeping is switched off where it could touch objects we
+don't own: no peering (the Lease does that job), no posting of Kopf's logs as Events, only
+watching handlers.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kubernetes_asyncio import client
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.handlers import register
 from elasticquota.controller.health import health_app, serve
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
 from elasticquota.controller.reconcile import Reconciler
@@ -40,6 +43,10 @@ from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+#: Each API request is abandoned after this long, below ``with_retries``' 30 s per attempt, so that
+#: a hung request is counted as a timeout (and retried) rather than cancelled unseen.
+REQUEST_TIMEOUT = 25.0
 
 
 def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
@@ -64,11 +71,13 @@ def make_state(settings: Settings) -> ControllerState:
     return ControllerState.create(engine_settings, frozenset(settings.ignore_namespaces))
 
 
-def make_registry(state: ControllerState, settings: Settings) -> kopf.OperatorRegistry:
+def make_registry(
+    state: ControllerState, settings: Settings, metrics: Metrics | None = None
+) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     register(registry, state)
     if settings.webhook_enabled:
-        register_webhooks(registry, state, settings)
+        register_webhooks(registry, state, settings, metrics)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -82,9 +91,12 @@ def make_registry(state: ControllerState, settings: Settings) -> kopf.OperatorRe
 class Operator:
     """All the moving parts of one replica."""
 
-    def __init__(self, settings: Settings, api: client.ApiClient) -> None:
+    def __init__(
+        self, settings: Settings, api: client.ApiClient, metrics: Metrics | None = None
+    ) -> None:
         self.settings = settings
         self.api = api
+        self.metrics = metrics or Metrics()
         self.state = make_state(settings)
         self.leader = LeaderElector(
             api,
@@ -93,7 +105,8 @@ class Operator:
             settings.identity,
             settings.lease_duration,
         )
-        self.reconciler = Reconciler(self.state, api, settings, self.leader.leading)
+        self.metrics.watch(self.state, self.leader.leading)
+        self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
         self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
         self.reporter = ProblemReporter(self.state, api, settings.dry_run)
         self.stop_flag = asyncio.Event()
@@ -105,9 +118,8 @@ class Operator:
         """Until Kopf stops (SIGINT/SIGTERM or ``stop_flag``)."""
         health = None
         if self.settings.metrics_port:
-            health = await serve(
-                health_app(self.state, self.leader.leading), self.settings.metrics_port
-            )
+            app = health_app(self.state, self.leader.leading, self.metrics.registry)
+            health = await serve(app, self.settings.metrics_port)
         loops: list[tuple[str, Awaitable[None]]] = [
             ("leader lease", self._elect()),
             ("reconciler", self.reconciler.run()),
@@ -119,7 +131,13 @@ class Operator:
             loops.append(("gating", self._gate()))
         if self.settings.revocation:
             revocation = RevocationController(
-                self.state, self.api, self.settings, self.leader.leading
+                self.state,
+                self.api,
+                self.settings,
+                self.leader.leading,
+                evictor=self.evictor,
+                limiter=self.eviction_limiter,
+                metrics=self.metrics,
             )
             loops.append(("revocation", revocation.run()))
         if self.settings.simulate_nodes:
@@ -130,7 +148,7 @@ class Operator:
         ]
         try:
             await kopf.operator(
-                registry=make_registry(self.state, self.settings),
+                registry=make_registry(self.state, self.settings, self.metrics),
                 settings=kopf_settings(self.settings),
                 clusterwide=True,
                 standalone=True,
@@ -182,6 +200,7 @@ class Operator:
             self.leader.leading,
             evictor=self.evictor,
             limiter=self.eviction_limiter,
+            metrics=self.metrics,
         )
         await gates.run()
 
@@ -214,9 +233,10 @@ async def run_operator(settings: Settings) -> None:
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
     warm_up()
-    api = await make_api_client(settings.kubeconfig)
+    metrics = Metrics()
+    api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
     try:
-        await Operator(settings, api).run()
+        await Operator(settings, api, metrics).run()
     finally:
         with contextlib.suppress(Exception):
             await api.close()

@@ -4,19 +4,25 @@ Handlers call ``on_*`` with raw bodies; nothing here does I/O. Each change updat
 marks trees dirty) and sets an asyncio event that wakes the loop responsible (tree reconcilers,
 profile controller). ``synced`` is set once the initial listing of every watched kind is in memory:
 no loop writes before it, so a restart never writes from a half-known cluster.
+
+The loops leave what the metrics read at scrape time here too: each tree's latest results, the
+pods the gate holds per quota, and when the first pod event made a tree out of date (monotonic
+clock; only once synced, and only for an event that changed what the engine holds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
 from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.models import Problem, ProfileSpec
+from elasticquota.core.models import PodInfo, Problem, ProfileSpec
+from elasticquota.core.results import QuotaResult
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +96,12 @@ class ControllerState:
     profiles_changed: asyncio.Event = field(default_factory=asyncio.Event)
     #: The API server keeps pod scheduling gates (set once the version is known).
     gates_supported: bool = False
+    #: Each tree's results as its loop last solved them (active replica only).
+    results: dict[str, Mapping[str, QuotaResult]] = field(default_factory=dict)
+    #: Pods the admission gate held back at the last gating round, per quota.
+    gated: dict[str, int] = field(default_factory=dict)
+    #: Per tree: when the first pod event not yet reflected in its writes arrived (monotonic).
+    pod_event_at: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -127,18 +139,13 @@ class ControllerState:
             return
         pod, problems = parse_pod(body)
         self._record(f"Pod {namespace}/{name}", problems)
-        if pod is None:
-            self.engine.delete_pod(namespace, name)
-        else:
-            self.engine.upsert_pod(pod)
-        self._pod_changed()
+        self._pod_changed(namespace, name, pod)
 
     def on_pod_deleted(self, body: Mapping[str, Any]) -> None:
         metadata = body.get("metadata") or {}
         namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
         self.parse_problems.pop(f"Pod {namespace}/{name}", None)
-        self.engine.delete_pod(namespace, name)
-        self._pod_changed()
+        self._pod_changed(namespace, name, None)
 
     def on_node(self, body: Mapping[str, Any]) -> None:
         node, problems = parse_node(body)
@@ -202,7 +209,21 @@ class ControllerState:
     def _trees_changed(self) -> None:
         self.trees_changed.set()
 
-    def _pod_changed(self) -> None:
+    def _pod_changed(self, namespace: str, name: str, pod: PodInfo | None) -> None:
+        """Hand the pod to the engine (None: gone or unusable); note the trees it made stale."""
+        key = f"{namespace}/{name}"
+        changed = self.engine.pods.get(key) != pod
+        trees = {self.engine.tree_of_pod(key)}
+        if pod is None:
+            self.engine.delete_pod(namespace, name)
+        else:
+            self.engine.upsert_pod(pod)
+        trees.add(self.engine.tree_of_pod(key))
+        if changed and self.synced.is_set():
+            now = time.monotonic()
+            for tree_id in trees:
+                if tree_id is not None:
+                    self.pod_event_at.setdefault(tree_id, now)
         self.trees_changed.set()
 
     def problems(self) -> list[Problem]:

@@ -14,6 +14,10 @@ Handlers are coroutines (see ``handlers``). Kopf serves them at ``/<handler id>`
 ``webhook_configuration`` is set, creates the webhook configurations and keeps their URL and CA
 bundle current; a replica that stops cleanly removes its webhooks again (Kopf's non-persistent
 webhooks), one that crashes leaves them to the failure policy.
+
+Every request is counted per webhook by its answer (``allowed``, ``denied`` when a rule refuses
+it, ``error`` when the operator is not ready or the handler failed), and every pod the
+validate-pod webhook refuses counts as ``denied`` for its quota.
 """
 
 from __future__ import annotations
@@ -22,12 +26,15 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ParamSpec, cast
 
 import kopf
 
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.controller.handlers import PODS
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.metrics.names import ALLOWED, ERROR
+from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
 from elasticquota.core.affinity import affinity_with_profile
 from elasticquota.core.gating import gates_with_admission
@@ -49,6 +56,7 @@ from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
 
 VALIDATE_QUOTA = "validate-elasticquota"
 MUTATE_QUOTA = "mutate-elasticquota"
@@ -167,8 +175,11 @@ def deny(violations: list[Violation], what: str = "") -> None:
 class Admission:
     """The three webhooks' decisions, over one operator's memory."""
 
-    def __init__(self, state: ControllerState, settings: Settings) -> None:
+    def __init__(
+        self, state: ControllerState, settings: Settings, metrics: Metrics | None = None
+    ) -> None:
         self.state = state
+        self.metrics = metrics or Metrics()
         self.fail_closed = settings.webhook_failure_policy == "Fail"
         self.ignore_namespaces = frozenset(settings.ignore_namespaces)
         self.gating = settings.gating
@@ -256,18 +267,45 @@ class Admission:
         namespace, name = _key(body)
         if namespace in self.ignore_namespaces or not self.ready():
             return
-        violations = validate_pod(body, old if operation == "UPDATE" else None, self.view())
+        view = self.view()
+        violations = validate_pod(body, old if operation == "UPDATE" else None, view)
+        if violations:
+            self.metrics.denied(pod_quota(body, view))
         deny(violations, f"{operation} Pod {namespace}/{name}")
+
+    def answer(
+        self,
+        webhook: str,
+        subresource: str | None,
+        judge: Callable[P, None],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> None:
+        """Judge a request about the object itself (subresources pass), counting the answer."""
+        try:
+            if subresource is None:
+                judge(*args, **kwargs)
+        except kopf.AdmissionError as error:
+            refused = DENIED_RESULT if error.code == DENIED else ERROR
+            self.metrics.webhook_request(webhook, refused)
+            raise
+        except Exception:
+            self.metrics.webhook_request(webhook, ERROR)
+            raise
+        self.metrics.webhook_request(webhook, ALLOWED)
 
 
 # -- registration and the server ------------------------------------------------------------
 
 
 def register_webhooks(
-    registry: kopf.OperatorRegistry, state: ControllerState, settings: Settings
+    registry: kopf.OperatorRegistry,
+    state: ControllerState,
+    settings: Settings,
+    metrics: Metrics | None = None,
 ) -> Admission:
     """Register the admission handlers into ``registry`` (the server: ``configure_admission``)."""
-    admission = Admission(state, settings)
+    admission = Admission(state, settings, metrics)
     ignore = settings.webhook_failure_policy == "Ignore"
     quota_operations: Collection[Any] = ("CREATE", "UPDATE", "DELETE")
 
@@ -286,8 +324,9 @@ def register_webhooks(
         old: kopf.Body | None = None,
         **_: Any,
     ) -> None:
-        if subresource is None:
-            admission.validate_quota(operation, body, old, dryrun)
+        admission.answer(
+            VALIDATE_QUOTA, subresource, admission.validate_quota, operation, body, old, dryrun
+        )
 
     @kopf.on.mutate(
         *QUOTAS, id=MUTATE_QUOTA, operations=["CREATE"], ignore_failures=ignore, registry=registry
@@ -295,8 +334,7 @@ def register_webhooks(
     async def mutate_quota(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
-        if subresource is None:
-            admission.mutate_quota(body, patch)
+        admission.answer(MUTATE_QUOTA, subresource, admission.mutate_quota, body, patch)
 
     @kopf.on.mutate(
         *PODS, id=MUTATE_POD, operations=["CREATE"], ignore_failures=True, registry=registry
@@ -304,8 +342,7 @@ def register_webhooks(
     async def mutate_pod(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
-        if subresource is None:
-            admission.mutate_pod(body, patch)
+        admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch)
 
     @kopf.on.validate(
         *PODS,
@@ -321,8 +358,7 @@ def register_webhooks(
         old: kopf.Body | None = None,
         **_: Any,
     ) -> None:
-        if subresource is None:
-            admission.validate_pod(operation, body, old)
+        admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
 
     return admission
 

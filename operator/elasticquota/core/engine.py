@@ -189,6 +189,16 @@ class QuotaEngine:
             self._rebuild()
         return self._topology.tree_of.get(quota)
 
+    def tree_of_pod(self, key: str) -> str | None:
+        """The tree whose figures the pod counts in; None for a pod not placed (yet): unknown, or
+        a quota change awaits the topology rebuild, after which every tree is solved anew."""
+        placed = None if self._topology_dirty else self._placements.get(key)
+        if placed is None:
+            return None
+        if placed.quota in (SYSTEM_QUOTA, DEFAULT_QUOTA):
+            return DEFAULT_TREE
+        return self._topology.tree_of[placed.quota]
+
     def dirty_trees(self) -> list[str]:
         """Trees whose results are out of date (all of them after a topology change)."""
         return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]

@@ -1,18 +1,102 @@
-"""One API client for the operator and the CLI: from a kubeconfig, $KUBECONFIG, or in-cluster."""
+"""One API client for the operator and the CLI: from a kubeconfig, $KUBECONFIG, or in-cluster.
+
+The operator's client tells an observer about every request that fails (the API error metric): the
+kube layer knows no metrics, so whoever builds the client passes a plain callback. A failure is
+one HTTP attempt that got an error status, timed out or lost its connection; each retry of
+``kube.errors.with_retries`` is an attempt of its own. Only the requests sent through this client
+are seen (writes, evictions, Events, the Lease), not Kopf's watch streams.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
+import aiohttp
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+#: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
+#: or ``evict``; code the HTTP status (``"409"``), ``"timeout"`` or ``"connection"``.
+ApiErrorObserver = Callable[[str, str], None]
+
+_VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-async def make_api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
+def api_verb(method: str, url: str) -> str:
+    """The verb of a request, as Kubernetes audit logs name it (collections are listed)."""
+    if method == "GET":
+        return "list" if _is_collection(urlsplit(url).path) else "get"
+    if method == "POST":
+        return "evict" if url.split("?")[0].endswith("/eviction") else "create"
+    return _VERBS.get(method, method.lower())
+
+
+def _is_collection(path: str) -> bool:
+    """``/api/v1/pods``, ``/apis/g/v/namespaces/ns/things``: no object name after the resource."""
+    segments = [segment for segment in path.split("/") if segment]
+    for position, segment in enumerate(segments):
+        if segment in ("api", "apis"):
+            rest = segments[position + (2 if segment == "api" else 3) :]
+            break
+    else:
+        return False
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+        rest = rest[2:]  # namespaced: drop namespaces/<namespace>
+    return len(rest) == 1
+
+
+class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
+    """An ApiClient that reports failed requests, each attempt bounded by ``request_timeout``."""
+
+    def __init__(
+        self,
+        configuration: client.Configuration,
+        observer: ApiErrorObserver,
+        request_timeout: float | None = None,
+    ) -> None:
+        super().__init__(configuration=configuration)
+        self._observer = observer
+        self._request_timeout = request_timeout
+
+    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        verb = api_verb(method, url)
+        try:
+            async with asyncio.timeout(self._request_timeout):
+                response = await super().request(method, url, *args, **kwargs)
+        except ApiException as error:
+            self._observer(verb, str(error.status))
+            raise
+        except TimeoutError:
+            self._observer(verb, "timeout")
+            raise
+        except (OSError, aiohttp.ClientError):
+            self._observer(verb, "connection")
+            raise
+        if not 200 <= response.status <= 299:  # read raw (unpreloaded): not checked by the client
+            self._observer(verb, str(response.status))
+        return response
+
+
+async def make_api_client(
+    kubeconfig: str | None = None,
+    observer: ApiErrorObserver | None = None,
+    request_timeout: float | None = None,
+) -> client.ApiClient:
+    """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster.
+
+    With an ``observer``, failed requests are reported to it and each request is abandoned after
+    ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries).
+    """
     path = kubeconfig or os.environ.get("KUBECONFIG")
     configuration = client.Configuration()
     if path or os.path.exists(os.path.expanduser("~/.kube/config")):
         await config.load_kube_config(config_file=path, client_configuration=configuration)
     else:
         config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration=configuration)
+    if observer is None:
+        return client.ApiClient(configuration=configuration)
+    return ObservedApiClient(configuration, observer, request_timeout)

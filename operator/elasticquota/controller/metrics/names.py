@@ -1,0 +1,106 @@
+"""Every metric family name, label and label value in one place.
+
+Dashboards, alert rules and the docs are written against these names (and tested against
+``METRIC_NAMES``), so they live here as constants, never as literals at the call sites.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- per quota and resource, read from the latest solved results at scrape time ------------------
+
+QUOTA_MIN: Final = "elastic_quota_min"
+QUOTA_MAX: Final = "elastic_quota_max"
+QUOTA_RUNTIME: Final = "elastic_quota_runtime"
+QUOTA_REQUEST: Final = "elastic_quota_request"
+QUOTA_USED: Final = "elastic_quota_used"
+QUOTA_EFFECTIVE_MIN: Final = "elastic_quota_effective_min"
+QUOTA_LIMITED_REQUEST: Final = "elastic_quota_limited_request"
+
+#: Each per-quota gauge, the ``QuotaResult`` field it shows, and its help text.
+QUOTA_FIGURES: Final = {
+    QUOTA_MIN: ("min", "Guaranteed amount (spec.min)"),
+    QUOTA_MAX: ("max", "Upper limit (spec.max)"),
+    QUOTA_RUNTIME: ("runtime", "Share the quota may use now"),
+    QUOTA_REQUEST: ("request", "What its pods and its children ask for"),
+    QUOTA_USED: ("used", "What its running pods hold"),
+    QUOTA_EFFECTIVE_MIN: ("effective_min", "Guaranteed amount after scaling to the tree total"),
+    QUOTA_LIMITED_REQUEST: ("limited_request", "Request capped at max (what the parent sees)"),
+}
+QUOTA_LABELS: Final = ("tree", "quota", "namespace", "parent", "resource")
+
+# -- the operator's state, read at scrape time ---------------------------------------------------
+
+GATED_PODS: Final = "elastic_quota_gated_pods"
+LEADER: Final = "elastic_quota_leader"
+READY: Final = "elastic_quota_ready"
+INVALID_QUOTAS: Final = "elastic_quota_invalid_quotas"
+INFO: Final = "elastic_quota_info"
+
+# -- counters (exposed names, with the _total suffix) --------------------------------------------
+
+EVICTIONS: Final = "elastic_quota_evictions_total"
+ADMISSIONS: Final = "elastic_quota_admissions_total"
+API_ERRORS: Final = "elastic_quota_api_errors_total"
+WEBHOOK_REQUESTS: Final = "elastic_quota_webhook_requests_total"
+
+# -- histograms (base names: Prometheus adds _bucket, _sum and _count) ---------------------------
+
+SOLVE_SECONDS: Final = "elastic_quota_solve_seconds"
+RECONCILE_SECONDS: Final = "elastic_quota_reconcile_seconds"
+POD_EVENT_TO_WRITE_SECONDS: Final = "elastic_quota_pod_event_to_write_seconds"
+
+#: Every family: gauges by name, counters with ``_total``, histograms by their base name.
+METRIC_NAMES: Final = frozenset(
+    {
+        *QUOTA_FIGURES,
+        GATED_PODS,
+        LEADER,
+        READY,
+        INVALID_QUOTAS,
+        INFO,
+        EVICTIONS,
+        ADMISSIONS,
+        API_ERRORS,
+        WEBHOOK_REQUESTS,
+        SOLVE_SECONDS,
+        RECONCILE_SECONDS,
+        POD_EVENT_TO_WRITE_SECONDS,
+    }
+)
+
+# -- label values --------------------------------------------------------------------------------
+
+#: ``elastic_quota_evictions_total{result}``: the ``EvictionOutcome`` values, and "failed".
+EVICTED: Final = "evicted"
+BLOCKED: Final = "blocked"
+GONE: Final = "gone"
+FAILED: Final = "failed"
+EVICTION_RESULTS: Final = (EVICTED, BLOCKED, GONE, FAILED)
+
+#: ``elastic_quota_admissions_total{result}``.
+ADMITTED: Final = "admitted"
+DENIED: Final = "denied"
+ADMISSION_RESULTS: Final = (ADMITTED, DENIED)
+
+#: ``elastic_quota_webhook_requests_total{result}``.
+ALLOWED: Final = "allowed"
+ERROR: Final = "error"
+WEBHOOK_RESULTS: Final = (ALLOWED, DENIED, ERROR)
+
+# -- histogram buckets (seconds) -----------------------------------------------------------------
+
+#: One tree's kernel solve: well under a millisecond for small trees, seconds for huge ones.
+SOLVE_BUCKETS: Final = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0,
+)  # fmt: skip
+#: One tree pass: the solve plus the diff plus the writes (API round trips).
+RECONCILE_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+#: From a pod event to the writes that show it: includes waiting out the reconcile interval.
+POD_EVENT_BUCKETS: Final = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0,
+)  # fmt: skip

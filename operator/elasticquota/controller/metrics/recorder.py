@@ -1,0 +1,106 @@
+"""The operator's instruments on one registry: counters and histograms the loops feed.
+
+Nothing is registered at import: ``Metrics()`` makes its instruments on a registry of its own (a
+fresh ``CollectorRegistry`` unless one is given; never the process-wide default), and ``watch``
+adds the collectors that read the memory at scrape time. Controllers built without one (tests,
+the CLI) get a private, unscraped registry, so they never need to check for "no metrics".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from elasticquota import __version__
+from elasticquota.controller.metrics.collectors import QuotaCollector, StateCollector
+from elasticquota.controller.metrics.names import (
+    ADMISSIONS,
+    ADMITTED,
+    API_ERRORS,
+    DENIED,
+    EVICTIONS,
+    INFO,
+    POD_EVENT_BUCKETS,
+    POD_EVENT_TO_WRITE_SECONDS,
+    RECONCILE_BUCKETS,
+    RECONCILE_SECONDS,
+    SOLVE_BUCKETS,
+    SOLVE_SECONDS,
+    WEBHOOK_REQUESTS,
+)
+
+if TYPE_CHECKING:
+    from elasticquota.controller.state import ControllerState
+
+
+class Metrics:
+    """Counters and histograms of one operator, and the registry ``/metrics`` serves."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = CollectorRegistry() if registry is None else registry
+        on = self.registry
+        self._evictions = Counter(
+            EVICTIONS, "Pod evictions (revocation and in-quota preemption) by outcome, per quota",
+            ["quota", "result"], registry=on,
+        )  # fmt: skip
+        self._admissions = Counter(
+            ADMISSIONS, "Pod admission decisions per quota: gated pods released (admitted), "
+            "pods refused by the validate-pod webhook (denied)", ["quota", "result"], registry=on,
+        )  # fmt: skip
+        self._api_errors = Counter(
+            API_ERRORS, "Failed Kubernetes API requests of the operator (each attempt)",
+            ["verb", "code"], registry=on,
+        )  # fmt: skip
+        self._webhook_requests = Counter(
+            WEBHOOK_REQUESTS, "Admission webhook requests by answer", ["webhook", "result"],
+            registry=on,
+        )  # fmt: skip
+        self._solve = Histogram(
+            SOLVE_SECONDS, "Engine solve of one tree", ["tree"], buckets=SOLVE_BUCKETS, registry=on
+        )
+        self._reconcile = Histogram(
+            RECONCILE_SECONDS, "One tree pass: solve, diff and writes", buckets=RECONCILE_BUCKETS,
+            registry=on,
+        )  # fmt: skip
+        self._pod_event_to_write = Histogram(
+            POD_EVENT_TO_WRITE_SECONDS, "From the first pod event that made a tree out of date "
+            "to the end of the writes that show it", buckets=POD_EVENT_BUCKETS, registry=on,
+        )  # fmt: skip
+        info = Gauge(INFO, "The operator's version (always 1)", ["version"], registry=on)
+        info.labels(version=__version__).set(1)
+
+    def watch(self, state: ControllerState, leading: asyncio.Event) -> None:
+        """Serve the gauges read from ``state`` at scrape time (per quota, leader, ready, ...)."""
+        self.registry.register(QuotaCollector(state, leading))
+        self.registry.register(StateCollector(state, leading))
+
+    # -- what the loops report ------------------------------------------------------------------
+
+    def eviction(self, quota: str, result: str) -> None:
+        """One eviction attempt: ``evicted``, ``blocked``, ``gone`` or ``failed``."""
+        self._evictions.labels(quota=quota, result=result).inc()
+
+    def admitted(self, quota: str) -> None:
+        self._admissions.labels(quota=quota, result=ADMITTED).inc()
+
+    def denied(self, quota: str) -> None:
+        self._admissions.labels(quota=quota, result=DENIED).inc()
+
+    def api_error(self, verb: str, code: str) -> None:
+        """The ``ApiErrorObserver`` of the operator's API client."""
+        self._api_errors.labels(verb=verb, code=code).inc()
+
+    def webhook_request(self, webhook: str, result: str) -> None:
+        """One admission request answered ``allowed``, ``denied`` or ``error``."""
+        self._webhook_requests.labels(webhook=webhook, result=result).inc()
+
+    def solved(self, tree: str, seconds: float) -> None:
+        self._solve.labels(tree=tree).observe(seconds)
+
+    def reconciled(self, seconds: float) -> None:
+        self._reconcile.observe(seconds)
+
+    def pod_event_written(self, seconds: float) -> None:
+        self._pod_event_to_write.observe(seconds)

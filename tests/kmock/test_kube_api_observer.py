@@ -1,0 +1,121 @@
+"""kube.client's observed ApiClient against KMock: every failed request is reported once.
+
+Rules (kube/client.py): each HTTP attempt that fails is reported as ``(verb, code)``: the HTTP
+status (also for replies read raw, like an eviction's), ``timeout`` when it takes longer than the
+client's request timeout, ``connection`` when the server cannot be reached; successes are not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import kmock
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.client import ObservedApiClient
+from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.quotas import (
+    QUOTA_GROUP,
+    QUOTA_PLURAL,
+    QUOTA_VERSION,
+    list_quotas,
+    patch_quota,
+)
+
+QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
+StatusBody = Callable[[int, str], dict[str, Any]]
+Seen = list[tuple[str, str]]
+
+
+@pytest.fixture
+def seen() -> Seen:
+    return []
+
+
+@pytest.fixture
+async def observed(kmock: kmock.KubernetesEmulator, seen: Seen) -> AsyncIterator[client.ApiClient]:
+    configuration = client.Configuration(host=str(kmock.url))
+    async with ObservedApiClient(configuration, lambda *failure: seen.append(failure)) as api:
+        yield api
+
+
+async def test_successes_are_not_reported(
+    kmock: kmock.KubernetesEmulator, observed: client.ApiClient, seen: Seen
+) -> None:
+    kmock.objects[QUOTAS, "team", "a"] = {"metadata": {"name": "a", "namespace": "team"}}
+    await patch_quota(observed, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    await list_quotas(observed)
+    assert seen == []
+
+
+async def test_each_failed_attempt_is_reported_with_its_status(
+    kmock: kmock.KubernetesEmulator,
+    observed: client.ApiClient,
+    seen: Seen,
+    k8s_status: StatusBody,
+) -> None:
+    kmock.objects[QUOTAS, "team", "a"] = {"metadata": {"name": "a", "namespace": "team"}}
+    kmock["patch"][:2] << 409 << k8s_status(409, "Conflict")
+    await patch_quota(observed, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    with pytest.raises(ApiException):
+        await client.CustomObjectsApi(observed).get_namespaced_custom_object(
+            QUOTA_GROUP, QUOTA_VERSION, "team", QUOTA_PLURAL, "missing"
+        )
+    kmock["get"] << 500 << k8s_status(500, "InternalError")
+    with pytest.raises(ApiException):
+        await list_quotas(observed)
+    assert seen == [("patch", "409"), ("patch", "409"), ("get", "404"), ("list", "500")]
+
+
+async def test_a_refused_eviction_read_raw_is_reported(
+    kmock: kmock.KubernetesEmulator,
+    observed: client.ApiClient,
+    seen: Seen,
+    k8s_status: StatusBody,
+) -> None:
+    kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
+    assert await Evictor(observed).evict("team", "p") is EvictionOutcome.BLOCKED
+    assert seen == [("evict", "429")] * 3  # 429 is retried: three attempts
+
+
+async def test_an_unreachable_server_is_a_connection_failure(seen: Seen) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once closed
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    async with ObservedApiClient(configuration, lambda *failure: seen.append(failure)) as api:
+        with pytest.raises(OSError):
+            await list_quotas(api)
+    assert seen == [("list", "connection")]
+
+
+async def test_a_request_that_hangs_is_a_timeout(seen: Seen) -> None:
+    answer = asyncio.Event()
+    connections: list[asyncio.StreamWriter] = []
+
+    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        await answer.wait()
+
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    try:
+        async with ObservedApiClient(
+            configuration, lambda *failure: seen.append(failure), request_timeout=0.2
+        ) as api:
+            with pytest.raises(TimeoutError):
+                await list_quotas(api)
+    finally:
+        answer.set()
+        for writer in connections:
+            writer.close()
+            await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+    assert seen == [("list", "timeout")]

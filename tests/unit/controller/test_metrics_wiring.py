@@ -1,0 +1,356 @@
+"""Counters and histograms fed by the loops: tree passes, pod events, evictions, gating, webhooks.
+
+Each test gives the controller its own ``Metrics`` (a fresh registry) and reads the samples back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import kopf
+import pytest
+from kopf._cogs.structs import ephemera, references
+from kopf._core.engines.admission import serve_admission_request
+from kopf._core.engines.indexing import OperatorIndexers
+from kopf._core.reactor.inventory import ResourceMemories
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.controller import gating, revocation
+from elasticquota.controller.gating import GateController
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.metrics.names import EVICTION_RESULTS, FAILED
+from elasticquota.controller.reconcile import TreeLoop, Writer
+from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.runner import make_registry
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import MUTATE_POD, VALIDATE_POD, VALIDATE_QUOTA
+from elasticquota.core import keys
+from elasticquota.core.engine import EngineSettings
+from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies, FakeCluster
+
+DEFAULT_TREE = ""
+
+
+@pytest.fixture
+def leading() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
+@pytest.fixture
+def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """One quota on one node, synced."""
+    state.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
+    body = cluster.store(k8s.quota("team", min={"cpu": "2"}, max={"cpu": "4"}))
+    state.on_quota(body)
+    state.mark_synced()
+    return state
+
+
+def tree_loop(
+    state: ControllerState, api: client.ApiClient, metrics: Metrics, interval: float
+) -> TreeLoop:
+    writer = Writer(api, state, Settings(identity="test", metrics_port=0))
+    leading = asyncio.Event()
+    leading.set()
+    return TreeLoop(DEFAULT_TREE, state, writer, interval, leading, lambda: None, metrics)
+
+
+def count(metrics: Metrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def running_pod(k8s: Bodies, name: str, cpu: str) -> dict[str, Any]:
+    return k8s.pod(name, quota="team", requests={"cpu": cpu}, node="n1", phase="Running")
+
+
+# -- tree passes ----------------------------------------------------------------------------------
+
+
+async def test_every_pass_is_timed_and_the_solve_only_when_the_tree_was_stale(
+    world: ControllerState, api: client.ApiClient
+) -> None:
+    metrics = Metrics()
+    loop = tree_loop(world, api, metrics, interval=0.0)
+    await loop.reconcile_once()
+    await loop.reconcile_once()  # nothing changed: no solve
+    assert count(metrics, "elastic_quota_reconcile_seconds_count") == 2
+    assert count(metrics, "elastic_quota_solve_seconds_count", tree=DEFAULT_TREE) == 1
+    assert world.results[DEFAULT_TREE]["team"].runtime == {"cpu": 0}
+
+
+async def test_a_pod_event_is_timed_until_the_writes_that_show_it(
+    world: ControllerState, api: client.ApiClient, k8s: Bodies, cluster: FakeCluster
+) -> None:
+    metrics = Metrics()
+    loop = tree_loop(world, api, metrics, interval=0.0)
+    await loop.reconcile_once()
+    assert world.pod_event_at == {}
+    world.on_pod(running_pod(k8s, "p", "1"))
+    assert DEFAULT_TREE in world.pod_event_at
+    writes = len(cluster.writes())
+    await loop.reconcile_once()
+    assert len(cluster.writes()) > writes
+    assert count(metrics, "elastic_quota_pod_event_to_write_seconds_count") == 1
+    assert world.pod_event_at == {}
+
+
+async def test_a_deferred_write_keeps_the_pod_event_clock_running(
+    world: ControllerState, api: client.ApiClient, k8s: Bodies
+) -> None:
+    metrics = Metrics()
+    loop = tree_loop(world, api, metrics, interval=60.0)
+    await loop.reconcile_once()  # written now: the next write waits a minute
+    world.on_pod(running_pod(k8s, "p", "1"))
+    stamp = world.pod_event_at[DEFAULT_TREE]
+    assert not await loop.reconcile_once()
+    assert count(metrics, "elastic_quota_pod_event_to_write_seconds_count") == 0
+    assert world.pod_event_at == {DEFAULT_TREE: stamp}
+
+
+async def test_a_pod_event_with_nothing_to_write_is_not_timed(
+    world: ControllerState, api: client.ApiClient, k8s: Bodies
+) -> None:
+    metrics = Metrics()
+    loop = tree_loop(world, api, metrics, interval=0.0)
+    await loop.reconcile_once()
+    world.on_pod(k8s.pod("stray", "elsewhere", requests={"cpu": "1"}))  # the default quota's
+    assert DEFAULT_TREE in world.pod_event_at
+    await loop.reconcile_once()
+    assert count(metrics, "elastic_quota_pod_event_to_write_seconds_count") == 0
+    assert world.pod_event_at == {}
+
+
+def test_only_pod_events_that_change_something_after_the_sync_start_the_clock(
+    state: ControllerState, k8s: Bodies
+) -> None:
+    state.on_node(k8s.node("n1"))
+    state.on_quota(k8s.quota("team", max={"cpu": "4"}))
+    state.on_pod(running_pod(k8s, "early", "1"))
+    assert state.pod_event_at == {}  # the initial listing
+    state.mark_synced()
+    state.engine.solve()
+    state.on_pod(running_pod(k8s, "early", "1"))  # delivered again, unchanged
+    assert state.pod_event_at == {}
+    state.on_pod_deleted(running_pod(k8s, "early", "1"))
+    assert list(state.pod_event_at) == [DEFAULT_TREE]
+
+
+def test_the_engine_knows_the_tree_of_a_placed_pod(state: ControllerState, k8s: Bodies) -> None:
+    state.on_node(k8s.node("n1"))
+    state.on_quota(k8s.quota("team", max={"cpu": "4"}))
+    state.on_pod(running_pod(k8s, "p", "1"))
+    assert state.engine.tree_of_pod("team/p") is None  # the quota awaits the topology rebuild
+    state.engine.tree_ids()
+    assert state.engine.tree_of_pod("team/p") == DEFAULT_TREE
+    assert state.engine.tree_of_pod("team/nobody") is None
+
+
+# -- evictions ------------------------------------------------------------------------------------
+
+
+class Evictor:
+    """Answers each eviction with the next outcome (or raises it)."""
+
+    def __init__(self, *outcomes: EvictionOutcome | Exception) -> None:
+        self.outcomes = itertools.cycle(outcomes)
+
+    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        outcome = next(self.outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def test_eviction_results_are_the_outcomes_and_failed() -> None:
+    assert set(EVICTION_RESULTS) == {outcome.value for outcome in EvictionOutcome} | {FAILED}
+
+
+@pytest.fixture
+def over_used(monkeypatch: pytest.MonkeyPatch, k8s: Bodies) -> ControllerState:
+    """Quota team (max 2 cpu, lends nothing) holding 3 cpu in three pods."""
+    state = ControllerState.create(EngineSettings())
+    labels = {keys.LABEL_ALLOW_LENT: "false"}
+    state.on_quota(k8s.quota("team", min={"cpu": "2"}, max={"cpu": "2"}, labels=labels))
+    state.on_node(k8s.node("n1"))
+    for name, priority in (("keep", 9), ("extra-1", 0), ("extra-2", 1)):
+        body = running_pod(k8s, name, "1")
+        body["spec"]["priority"] = priority
+        state.on_pod(body)
+    state.mark_synced()
+
+    async def quiet(*_: Any) -> None:
+        return None
+
+    async def patch(_api: Any, namespace: str, name: str, body: Any) -> dict[str, Any]:
+        quota = state.quotas[(namespace, name)].as_manifest()
+        quota["metadata"]["annotations"].update(body["metadata"]["annotations"])
+        return quota
+
+    monkeypatch.setattr(revocation, "patch_quota", patch)
+    monkeypatch.setattr(revocation, "post_event", quiet)
+    return state
+
+
+async def test_revocation_counts_each_eviction_by_outcome(
+    over_used: ControllerState, leading: asyncio.Event
+) -> None:
+    metrics = Metrics()
+    clock = iter([0.0, 10.0, 20.0])
+    settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
+    controller = RevocationController(
+        over_used, None, settings, leading,  # type: ignore[arg-type]
+        clock=lambda: next(clock),
+        evictor=Evictor(EvictionOutcome.BLOCKED, ApiException(status=500)),  # type: ignore[arg-type]
+        metrics=metrics,
+    )  # fmt: skip
+    await controller.check_once()  # the over-use starts
+    await controller.check_once()  # a round: one victim, kept by its disruption budget
+    await controller.check_once()  # the next round: the API fails
+    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="blocked") == 1
+    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="failed") == 1
+
+
+# -- gating ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet_gating(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def nothing(*_: Any) -> None:
+        return None
+
+    for name in ("set_scheduling_gates", "set_waiting_condition", "post_event"):
+        monkeypatch.setattr(gating, name, nothing)
+
+
+def gated_pod(k8s: Bodies, name: str, cpu: str, priority: int) -> dict[str, Any]:
+    body = k8s.pod(name, quota="team", requests={"cpu": cpu})
+    body["spec"]["schedulingGates"] = [{"name": keys.ADMISSION_GATE}]
+    body["spec"]["priority"] = priority
+    return body
+
+
+@pytest.mark.usefixtures("quiet_gating")
+async def test_gating_counts_admissions_gated_pods_and_preemptions(
+    state: ControllerState, k8s: Bodies, leading: asyncio.Event
+) -> None:
+    labels = {keys.LABEL_ALLOW_LENT: "false"}
+    state.on_quota(k8s.quota("team", min={"cpu": "4"}, max={"cpu": "4"}, labels=labels))
+    state.on_node(k8s.node("n1"))
+    state.on_pod(gated_pod(k8s, "fits", "1", 5))
+    low = running_pod(k8s, "low", "3")
+    low["spec"]["priority"] = 0
+    state.on_pod(low)
+    state.on_pod(gated_pod(k8s, "waits", "2", 5))
+    state.mark_synced()
+    metrics = Metrics()
+    metrics.watch(state, leading)
+    gate = GateController(
+        state, None, Settings(identity="test"), leading,  # type: ignore[arg-type]
+        evictor=Evictor(EvictionOutcome.EVICTED),  # type: ignore[arg-type]
+        metrics=metrics,
+    )  # fmt: skip
+    await gate.step()
+    assert gate.released == ["team/fits"] and gate.preempted == ["team/low"]
+    assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1
+    assert count(metrics, "elastic_quota_gated_pods", quota="team") == 1
+    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="evicted") == 1
+
+
+# -- webhooks -------------------------------------------------------------------------------------
+
+QUOTA_RESOURCE = references.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
+POD_RESOURCE = references.Resource("", "v1", "pods")
+
+
+async def review(
+    registry: kopf.OperatorRegistry, webhook: str, resource: references.Resource, **request: Any
+) -> bool:
+    """Serve one AdmissionReview as Kopf's webhook server does: allowed or not."""
+    insights = references.Insights()
+    insights.webhook_resources.add(resource)
+    payload = {
+        "uid": str(uuid.uuid4()),
+        "resource": {"group": resource.group, "version": resource.version,
+                     "resource": resource.plural},
+        "userInfo": {"username": "tester"},
+        **request,
+    }  # fmt: skip
+    response = await serve_admission_request(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": payload},
+        webhook=webhook,
+        settings=kopf.OperatorSettings(),
+        memories=ResourceMemories(),
+        memobase=ephemera.AnyMemo(kopf.Memo()),
+        registry=registry,
+        insights=insights,
+        indices=OperatorIndexers().indices,
+    )
+    return bool(response["response"]["allowed"])
+
+
+async def test_webhook_requests_are_counted_by_answer(
+    state: ControllerState, k8s: Bodies, make_settings: Callable[..., Settings]
+) -> None:
+    metrics = Metrics()
+    registry = make_registry(state, make_settings(webhook_port=9443), metrics)
+    fine = k8s.quota("dept", max={"cpu": "4"}, is_parent=True)
+    assert not await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
+                            object=fine)  # fmt: skip
+    assert count(metrics, "elastic_quota_webhook_requests_total",
+                 webhook=VALIDATE_QUOTA, result="error") == 1  # fmt: skip
+    state.on_quota(fine)
+    state.mark_synced()
+    broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
+    assert not await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
+                            object=broken)  # fmt: skip
+    child = k8s.quota("team", max={"cpu": "2"}, parent="dept")
+    assert await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
+                        object=child)  # fmt: skip
+    assert await review(registry, MUTATE_POD, POD_RESOURCE, operation="CREATE",
+                        object=k8s.pod("p", quota="dept"))  # fmt: skip
+    requests = {
+        (webhook, result): count(metrics, "elastic_quota_webhook_requests_total",
+                                 webhook=webhook, result=result)
+        for webhook in (VALIDATE_QUOTA, MUTATE_POD)
+        for result in ("allowed", "denied", "error")
+    }  # fmt: skip
+    assert {key: value for key, value in requests.items() if value} == {
+        (VALIDATE_QUOTA, "error"): 1,
+        (VALIDATE_QUOTA, "denied"): 1,
+        (VALIDATE_QUOTA, "allowed"): 1,
+        (MUTATE_POD, "allowed"): 1,
+    }
+
+
+async def test_a_pod_refused_by_the_pod_webhook_is_denied_for_its_quota(
+    state: ControllerState, k8s: Bodies, make_settings: Callable[..., Settings]
+) -> None:
+    metrics = Metrics()
+    state.on_quota(k8s.quota("dept", max={"cpu": "4"}, is_parent=True))
+    state.mark_synced()
+    registry = make_registry(state, make_settings(webhook_port=9443), metrics)
+    old = k8s.pod("p", quota="team")
+    new = json.loads(json.dumps(old))
+    new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
+    assert not await review(registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE",
+                            object=new, oldObject=old)  # fmt: skip
+    in_parent = k8s.pod("q", quota="dept")
+    assert not await review(registry, VALIDATE_POD, POD_RESOURCE, operation="CREATE",
+                            object=in_parent)  # fmt: skip
+    assert count(metrics, "elastic_quota_admissions_total", quota="dept", result="denied") == 1
+    default = keys.DEFAULT_QUOTA  # "team" is no quota: the pod is the default quota's
+    assert count(metrics, "elastic_quota_admissions_total", quota=default, result="denied") == 1
+    assert count(metrics, "elastic_quota_webhook_requests_total",
+                 webhook=VALIDATE_POD, result="denied") == 2  # fmt: skip
