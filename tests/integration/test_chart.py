@@ -427,6 +427,12 @@ class Pod:
         except OSError:
             return None
 
+    def http_body(self, container_port: int, path: str = "/metrics") -> str:
+        """What a GET on this container port answers (e.g. the metrics exposition)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{container_port}{path}", timeout=5) as r:
+            body: bytes = r.read()
+            return body.decode()
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
@@ -499,6 +505,8 @@ async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_pat
         await eventually(ready, timeout=180, what="readiness")
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             assert operator.http_status(container[probe]) == 200, probe
+        exposition = operator.http_body(container_port=operator.container_port("metrics"))
+        assert "elastic_quota_info{" in exposition and "elastic_quota_ready 1.0" in exposition
 
         lease_name = env["ELASTIC_QUOTA_LEASE_NAME"]
 

@@ -8,21 +8,22 @@
   has a section in docs/alerts.md that its ``runbook_url`` points at, and no Prometheus template
   is left for Helm to evaluate.
 * docs/metrics.md names every metric family, and the docs name no metric that does not exist.
-* With helm available (``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH;
-  skipped otherwise), both templates render, the rendered rule keeps ``{{ $labels.* }}`` and takes
+* With helm (``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH;
+  failing without it), both templates render, the rendered rule keeps ``{{ $labels.* }}`` and takes
   its ``for:`` from ``operator.revocationDelay``, and the ConfigMap carries the dashboard as is.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import pytest
 import yaml
@@ -370,7 +371,22 @@ def find_helm() -> str | None:
 
 
 HELM = find_helm()
-needs_helm = pytest.mark.skipif(HELM is None, reason="no helm ($HELM, .venv/tools, PATH)")
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def needs_helm(test: Callable[P, R]) -> Callable[P, R]:
+    """These tests fail, never skip, without helm: `make test` installs the pinned one first."""
+
+    @functools.wraps(test)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        if HELM is None:
+            pytest.fail("helm not found ($HELM, .venv/tools, PATH): run `make helm`", pytrace=False)
+        return test(*args, **kwargs)
+
+    return checked
 
 
 def helm_template(show_only: str, *settings: str) -> list[dict[str, Any]]:
