@@ -60,7 +60,7 @@ def _view(
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
             for item in error.errors()
         )
-        return None, [Problem(object_ref(kind, raw), f"invalid object: {details}")]
+        return None, [Problem(object_ref(kind, raw), f"invalid object: {details}", left_out=True)]
 
 
 def _resources(
@@ -133,7 +133,7 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
     minimum = _resources(ref, "spec.min", view.spec.min, problems)
     maximum = _resources(ref, "spec.max", view.spec.max, problems)
     if minimum is None or maximum is None:
-        problems.append(Problem(ref, "the quota is left out of its tree"))
+        problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))
         return None, problems
     if not _spec_is_usable(ref, minimum, maximum, problems):
         return None, problems
@@ -195,7 +195,7 @@ def _spec_is_usable(
             Problem(ref, f"spec.min has keys {outside} that spec.max lacks; they are not tracked")
         )
     if not usable:
-        problems.append(Problem(ref, "the quota is left out of its tree"))
+        problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))
     return usable
 
 

@@ -19,6 +19,8 @@ class Problem:
 
     object: str
     message: str
+    left_out: bool = False
+    """The object is left out (of its tree, or entirely): a structural problem, not a note."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,11 @@ def build_topology(specs: Iterable[QuotaSpec]) -> Topology:
             topology.quotas[name] = candidates[name]
         else:
             topology.problems.append(
-                Problem(candidates[name].ref, f"{reason}; the quota is left out of its tree")
+                Problem(
+                    candidates[name].ref,
+                    f"{reason}; the quota is left out of its tree",
+                    left_out=True,
+                )
             )
     _assign_trees(topology)
     return topology
@@ -89,6 +93,7 @@ def _unique_candidates(specs: Iterable[QuotaSpec], topology: Topology) -> dict[s
                     duplicate.ref,
                     f"quota name {name!r} is already used by {group[0].ref}; quota names must be "
                     "unique across namespaces; the quota is left out of its tree",
+                    left_out=True,
                 )
             )
     return candidates
@@ -172,4 +177,6 @@ def _tree_of(name: str, topology: Topology) -> str | None:
 
 def _drop(name: str, topology: Topology, reason: str) -> None:
     spec = topology.quotas.pop(name)
-    topology.problems.append(Problem(spec.ref, f"{reason}; the quota is left out of its tree"))
+    topology.problems.append(
+        Problem(spec.ref, f"{reason}; the quota is left out of its tree", left_out=True)
+    )

@@ -1,6 +1,8 @@
-"""``python -m elasticquota.devcluster build|up``: build the control plane, or run one until Ctrl-C.
+"""``python -m elasticquota.devcluster build|up|promtool``: the local control plane and dev tools.
 
 ``build`` makes sure the binaries are cached (building them takes about three minutes once).
+``promtool --dest DIR`` installs ``DIR/promtool`` from Debian's ``prometheus`` package
+(:mod:`.promtool`; ``make promtool``).
 ``up`` starts a :class:`~elasticquota.devcluster.cluster.LocalCluster`, installs the CRDs, prints
 ``export KUBECONFIG=...`` on stdout (progress goes to stderr) and keeps the cluster up until
 Ctrl-C or SIGTERM, then stops it and removes its run directory. It exits non-zero if a component
@@ -25,6 +27,7 @@ from elasticquota.devcluster.cluster import (
     default_crd_dir,
 )
 from elasticquota.devcluster.pki import PkiError
+from elasticquota.devcluster.promtool import ToolError, install_promtool
 
 WATCH_INTERVAL = 1.0
 
@@ -47,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-controller-manager",
         action="store_true",
         help="run kube-apiserver and etcd only",
+    )
+    promtool = commands.add_parser(
+        "promtool", help="install promtool from Debian's prometheus package into --dest"
+    )
+    promtool.add_argument(
+        "--dest", type=Path, required=True, help="directory to put the promtool binary in"
     )
     return parser
 
@@ -89,9 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "build":
             return _build()
+        if args.command == "promtool":
+            install_promtool(args.dest)
+            return 0
         crd_dir = args.crd_dir if args.crd_dir is not None else default_crd_dir()
         return _up(crd_dir, controller_manager=not args.no_controller_manager)
-    except (BuildError, ClusterError, PkiError) as error:
+    except (BuildError, ClusterError, PkiError, ToolError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 QUOTA_KIND = "ElasticQuota "
 #: How the problems that leave a quota out of its tree end (``core.topology``, ``api.parse``).
-LEFT_OUT = "the quota is left out of its tree"
-UNPARSABLE = "invalid object:"
 
 
 def display_value(resource: str, units: int) -> float | None:
@@ -97,17 +95,14 @@ class QuotaCollector:
 def invalid_quotas(state: ControllerState) -> int:
     """ElasticQuota objects left out of their tree because they are broken (each has an Event).
 
-    The problems that leave a quota out say so ("...; the quota is left out of its tree", or the
-    object does not even parse); the others are notes on a quota that is still computed.
+    Only the problems that leave a quota out count (``Problem.left_out``); the others are notes
+    on a quota that is still computed.
     """
-    return len({problem.object for problem in state.problems() if _leaves_out(problem)})
+    return len({problem.object for problem in state.problems() if _leaves_quota_out(problem)})
 
 
-def _leaves_out(problem: Problem) -> bool:
-    message = problem.message
-    return problem.object.startswith(QUOTA_KIND) and (
-        message.endswith(LEFT_OUT) or message.startswith(UNPARSABLE)
-    )
+def _leaves_quota_out(problem: Problem) -> bool:
+    return problem.left_out and problem.object.startswith(QUOTA_KIND)
 
 
 class StateCollector:
