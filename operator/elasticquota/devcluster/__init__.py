@@ -10,7 +10,8 @@ PKI. It lives beside the operator's layers, not inside them: nothing in ``core``
 - :class:`LocalCluster` (:mod:`.cluster`): start/stop, kubeconfig, server URL, token, CA file;
 - :func:`apply_crds` / :func:`apply_crds_sync`: install the project's CRDs through the API.
 
-``python -m elasticquota.devcluster build|up`` is the command-line entry point.
+``python -m elasticquota.devcluster build|up`` is the command-line entry point; its ``promtool``
+command installs Prometheus' rule checker from Debian's ``prometheus`` package (:mod:`.promtool`).
 """
 
 from elasticquota.devcluster.build import Binaries, BuildError, ensure_binaries

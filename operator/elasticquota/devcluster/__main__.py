@@ -1,12 +1,11 @@
 """``python -m elasticquota.devcluster build|up|promtool``: the local control plane and dev tools.
 
 ``build`` makes sure the binaries are cached (building them takes about three minutes once).
-``promtool --dest DIR`` installs ``DIR/promtool`` from Debian's ``prometheus`` package
-(:mod:`.promtool`; ``make promtool``).
 ``up`` starts a :class:`~elasticquota.devcluster.cluster.LocalCluster`, installs the CRDs, prints
 ``export KUBECONFIG=...`` on stdout (progress goes to stderr) and keeps the cluster up until
 Ctrl-C or SIGTERM, then stops it and removes its run directory. It exits non-zero if a component
-dies on its own.
+dies on its own. ``promtool --dest DIR`` installs ``DIR/promtool`` from Debian's ``prometheus``
+package (:mod:`.promtool`, ``make promtool``).
 """
 
 from __future__ import annotations
