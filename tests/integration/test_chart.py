@@ -16,6 +16,11 @@ strict schemas, CRD copies, plain manifests current).
   probe paths and port, takes the Lease in the release namespace under the pod's name, and
   answers every webhook of the rendered configurations over HTTPS, the certificate verified with
   the rendered caBundle for the Service's DNS name, as the API server would.
+* The same operator under the chart's ServiceAccount (its rendered RBAC applied, a token of the
+  TokenRequest API in its kubeconfig) instead of the session's admin token: the least-privilege
+  roles suffice (ready, leader, reserved quotas, annotations and status.used written, no 403 in
+  ``elastic_quota_api_errors_total`` nor in the log) and are no more than that (no pod deletion,
+  no Secrets).
 * The chart's webhooks are those Kopf would generate for the operator's handlers.
 
 helm is the pinned one of ``make helm`` (``.venv/tools``), else the one on PATH; kubectl is the
@@ -51,10 +56,13 @@ from harness import eventually, free_port
 from kopf._cogs.structs.references import Resource
 from kopf._core.engines.admission import build_webhooks
 from kopf._core.intents.causes import WebhookType
+from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.handlers import PODS
+from elasticquota.controller.metrics.names import API_ERRORS
 from elasticquota.controller.runner import make_state
 from elasticquota.controller.webhooks import register_webhooks
+from elasticquota.core import keys
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
@@ -154,14 +162,20 @@ def server_capabilities() -> list[str]:
     return options
 
 
-@pytest.fixture
-def namespace() -> Iterator[str]:
-    name = f"eq-chart-{uuid.uuid4().hex[:6]}"
+@contextlib.contextmanager
+def fresh_namespace(name: str) -> Iterator[str]:
+    """A new namespace, deleted after (without waiting)."""
     run(kubectl(), "create", "namespace", name)
     try:
         yield name
     finally:
         run(kubectl(), "delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture
+def namespace() -> Iterator[str]:
+    with fresh_namespace(f"eq-chart-{uuid.uuid4().hex[:6]}") as name:
+        yield name
 
 
 def stand_in_crd(group: str, kind: str, plural: str) -> Manifest:
@@ -387,12 +401,13 @@ class Pod:
         port: int = ports[name]
         return port
 
-    def start(self) -> None:
+    def start(self, kubeconfig: Path | None = None) -> None:
+        """Start the process; ``kubeconfig``: its credentials (default: the session's admin)."""
         env = {
             **self.environment(),
-            # Outside the cluster: the API server from the test session's kubeconfig, and the
-            # console script's directory on PATH. /tmp is the emptyDir in the pod.
-            "KUBECONFIG": os.environ["KUBECONFIG"],
+            # Outside the cluster: the API server from a kubeconfig (the test session's unless
+            # told), and the console script's directory on PATH. /tmp is the emptyDir in the pod.
+            "KUBECONFIG": str(kubeconfig or os.environ["KUBECONFIG"]),
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "TMPDIR": str(self.mounts.get("/tmp", self.root)),
         }
@@ -483,9 +498,56 @@ def pod(name: str, namespace: str) -> Manifest:
     }
 
 
+def operator_values() -> Manifest:
+    """Values for a local run: free ports for the probes/metrics and the webhooks."""
+    return {"metrics": {"port": free_port()}, "webhooks": {"port": free_port()}}
+
+
+async def wait_ready(operator: Pod, timeout: float = 180) -> float:
+    """Seconds until the rendered readiness probe answers 200; the process must stay up."""
+    readiness = operator.container["readinessProbe"]
+    started = time.monotonic()
+
+    def ready() -> bool:
+        if not operator.alive():
+            raise AssertionError(f"the operator exited\n{operator.output()}")
+        return operator.http_status(readiness) == 200
+
+    await eventually(ready, timeout=timeout, what="readiness")
+    return time.monotonic() - started
+
+
+async def wait_for_lease(operator: Pod) -> None:
+    """The rendered Lease, in the release namespace, held under the pod's name."""
+    lease_name = operator.environment()["ELASTIC_QUOTA_LEASE_NAME"]
+
+    def holder() -> bool:
+        found = subprocess.run(
+            [kubectl(), "get", "lease", lease_name, "-n", operator.namespace,
+             "--output=jsonpath={.spec.holderIdentity}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return found.stdout == operator.name
+
+    await eventually(holder, timeout=60, what=f"the Lease held by {operator.name}")
+
+
+@contextlib.contextmanager
+def running(operator: Pod, kubeconfig: Path | None = None) -> Iterator[Pod]:
+    """The operator started (with ``kubeconfig``'s credentials, if given), stopped after; an
+    assertion failing inside carries its log; it must exit cleanly on SIGTERM."""
+    operator.start(kubeconfig)
+    try:
+        yield operator
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n--- operator log ---\n{operator.output()}") from None
+    finally:
+        operator.stop()
+    assert operator.process is not None and operator.process.returncode == 0, operator.output()
+
+
 async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_path: Path) -> None:
-    values = {"metrics": {"port": free_port()}, "webhooks": {"port": free_port()}}
-    manifests = render(namespace, values)
+    manifests = render(namespace, operator_values())
     operator = Pod(manifests, tmp_path)
     container = operator.container
     assert container["command"] == ["elastic-quota"] and container["args"] == ["run"]
@@ -493,39 +555,160 @@ async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_pat
     assert env["ELASTIC_QUOTA_WEBHOOK_CONFIGURATION"] == ""
     assert env["ELASTIC_QUOTA_IDENTITY"] == operator.name
     assert env["ELASTIC_QUOTA_LEASE_NAMESPACE"] == namespace
-    operator.start()
-    try:
-        readiness = container["readinessProbe"]
-
-        def ready() -> bool:
-            if not operator.alive():
-                raise AssertionError(f"the operator exited\n{operator.output()}")
-            return operator.http_status(readiness) == 200
-
-        await eventually(ready, timeout=180, what="readiness")
+    with running(operator):
+        await wait_ready(operator)
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             assert operator.http_status(container[probe]) == 200, probe
         exposition = operator.http_body(container_port=operator.container_port("metrics"))
         assert "elastic_quota_info{" in exposition and "elastic_quota_ready 1.0" in exposition
-
-        lease_name = env["ELASTIC_QUOTA_LEASE_NAME"]
-
-        def holder() -> bool:
-            found = subprocess.run(
-                [kubectl(), "get", "lease", lease_name, "-n", namespace,
-                 "--output=jsonpath={.spec.holderIdentity}"],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            return found.stdout == operator.name
-
-        await eventually(holder, timeout=60, what=f"the Lease held by {operator.name}")
-
+        await wait_for_lease(operator)
         await check_webhooks(operator, namespace)
-    except AssertionError as error:
-        raise AssertionError(f"{error}\n--- operator log ---\n{operator.output()}") from None
+
+
+# -- (c') the same operator under the chart's ServiceAccount -----------------------------------
+
+
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+@contextlib.contextmanager
+def applied(manifests: list[Manifest]) -> Iterator[None]:
+    """These objects in the cluster (admin credentials), deleted after, cluster-scoped ones too."""
+    text = yaml.safe_dump_all(manifests)
+    run(kubectl(), "apply", "--filename=-", stdin=text)
+    try:
+        yield
     finally:
-        operator.stop()
-    assert operator.process is not None and operator.process.returncode == 0, operator.output()
+        run(kubectl(), "delete", "--filename=-", "--ignore-not-found", "--wait=false", stdin=text)
+
+
+def service_account_kubeconfig(namespace: str, name: str, path: Path) -> Path:
+    """A kubeconfig for the session's server and CA with a TokenRequest token of this
+    ServiceAccount (``kubectl create token``) instead of the admin token."""
+    token = run(kubectl(), "create", "token", name, "-n", namespace, "--duration=1h").strip()
+    claims = token.split(".")[1]
+    subject = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))["sub"]
+    assert subject == f"system:serviceaccount:{namespace}:{name}", subject
+    config = yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())
+    (user,) = config["users"]
+    user["user"] = {"token": token}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+def can_i(verb: str, resource: str, user: str, namespace: str) -> bool:
+    """``kubectl auth can-i`` for ``user`` (impersonated by the admin): yes or no."""
+    answer = subprocess.run(
+        [kubectl(), "auth", "can-i", verb, resource, "-n", namespace, f"--as={user}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert answer.stdout.strip() in {"yes", "no"}, answer
+    return answer.stdout.strip() == "yes"
+
+
+def api_errors(exposition: str) -> dict[tuple[str, str], float]:
+    """``elastic_quota_api_errors_total`` by (verb, code), from a /metrics exposition."""
+    return {
+        (sample.labels["verb"], sample.labels["code"]): sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == API_ERRORS
+    }
+
+
+def get_json(*arguments: str) -> Manifest:
+    got: Manifest = json.loads(run(kubectl(), "get", *arguments, "--output=json"))
+    return got
+
+
+async def test_operator_runs_under_the_charts_service_account(
+    namespace: str, tmp_path: Path
+) -> None:
+    """The rendered RBAC is enough for everything the operator does, and is not cluster-admin.
+
+    A release name of its own: the ClusterRole and ClusterRoleBinding (named after the release)
+    cannot meet another test's. The reserved quotas are shared by the session: created here if
+    missing, accepted if another test's operator made them."""
+    release = f"eq-rbac-{uuid.uuid4().hex[:6]}"
+    manifests = render(namespace, operator_values(), release=release)
+    operator = Pod(manifests, tmp_path)
+    account = one(manifests, "ServiceAccount")["metadata"]["name"]
+    assert operator.spec["serviceAccountName"] == account
+    user = f"system:serviceaccount:{namespace}:{account}"
+    reserved = operator.environment()["ELASTIC_QUOTA_RESERVED_NAMESPACE"]
+    team = quota_name = f"{release}-team"  # a quota named like its namespace: the pods' quota
+    rbac = [body for body in manifests if body["kind"] in RBAC_KINDS]
+    assert sorted(body["kind"] for body in rbac) == sorted(RBAC_KINDS)
+
+    with applied(rbac), fresh_namespace(team):
+        kubeconfig = service_account_kubeconfig(namespace, account, tmp_path / "kubeconfig")
+        # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them).
+        for verb, resource, where in [
+            ("delete", "pods", team), ("get", "secrets", namespace), ("list", "secrets", team),
+            ("update", "elasticquotas.scheduling.sigs.k8s.io", team),
+            ("delete", "leases.coordination.k8s.io", namespace),
+        ]:  # fmt: skip
+            assert not can_i(verb, resource, user, where), f"{user} may {verb} {resource}"
+        refused = subprocess.run(
+            [kubectl(), "get", "secrets", "-n", namespace, f"--kubeconfig={kubeconfig}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert refused.returncode != 0 and "Forbidden" in refused.stderr, refused
+        assert can_i("patch", "elasticquotas.scheduling.sigs.k8s.io/status", user, team)
+
+        with running(operator, kubeconfig):
+            seconds = await wait_ready(operator)
+            await wait_for_lease(operator)
+
+            def reserved_exist() -> bool:
+                quotas = get_json("elasticquotas", "-n", reserved)["items"]
+                return set(keys.RESERVED_QUOTAS) <= {body["metadata"]["name"] for body in quotas}
+
+            await eventually(reserved_exist, timeout=60, what=f"the reserved quotas in {reserved}")
+
+            worker = pod(f"{quota_name}-worker", team)
+            worker["spec"]["nodeName"] = f"{release}-node"  # bound: it counts in status.used
+            worker["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+            broken = quota(f"{team}-broken", team, "3", "2")  # min > max: an Event on it
+            team_objects = [quota(quota_name, team, "1", "2"), worker, broken]
+            run(kubectl(), "apply", "--filename=-", stdin=yaml.safe_dump_all(team_objects))
+
+            body: Manifest = {}
+
+            def written() -> bool:
+                body.update(get_json("elasticquota", quota_name, "-n", team))
+                annotations = body["metadata"].get("annotations") or {}
+                used = (body.get("status") or {}).get("used") or {}
+                return keys.ANNO_RUNTIME in annotations and used.get("cpu") == "500m"
+
+            what = f"the runtime annotation and status.used of {quota_name}"
+            try:
+                await eventually(written, timeout=60, what=what)
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n{json.dumps(body, indent=1)}") from None
+
+            def warned() -> bool:
+                events = get_json(
+                    "events", "-n", team, "--field-selector=reason=InvalidElasticQuota"
+                )
+                names = {event["involvedObject"]["name"] for event in events["items"]}
+                return broken["metadata"]["name"] in names
+
+            await eventually(warned, timeout=30, what="the InvalidElasticQuota Event")
+            errors = api_errors(operator.http_body(operator.container_port("metrics")))
+
+        forbidden = {key: count for key, count in errors.items() if key[1] == "403"}
+        log = operator.output()
+        created = log.count("created reserved quota")
+        print(
+            f"ready after {seconds:.1f}s as {user}; reserved quotas created: {created} "
+            f"(else already there); {quota_name}: "
+            f"{body['metadata']['annotations'][keys.ANNO_RUNTIME]} runtime, "
+            f"used {body['status']['used']}; api errors by (verb, code): {errors or 'none'}"
+        )
+        assert not forbidden, f"403 from the API server: {forbidden}\n{log}"
+        assert "forbidden" not in log.lower(), log  # Kopf's watches too (not in the metric)
 
 
 async def check_webhooks(operator: Pod, namespace: str) -> None:
