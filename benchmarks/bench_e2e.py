@@ -38,6 +38,7 @@ PODS_PER_LEAF = 10
 POD_CPU_MILLI = 100
 LATENCY_SAMPLES = 30
 CREATE_CONCURRENCY = 50
+SCRAPES = 10
 
 
 def quota(name: str, parent: str | None, is_parent: bool) -> dict[str, Any]:
@@ -203,6 +204,42 @@ async def wait_ready(port: int) -> None:
     raise TimeoutError("the operator never became ready and active")
 
 
+def scrape(port: int) -> tuple[float, str]:
+    """One GET of /metrics: (seconds, exposition text)."""
+    import urllib.request
+
+    started = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+        text: str = reply.read().decode()
+    return time.monotonic() - started, text
+
+
+def sample_value(text: str, name: str) -> float:
+    """The sum of a metric's samples named exactly ``name`` (any labels) in an exposition."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def report_metrics(port: int) -> None:
+    """/metrics after the burst: scrape time, size and series, and the operator's own timings."""
+    runs = [scrape(port) for _ in range(SCRAPES)]
+    text = runs[-1][1]
+    series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    scrape_ms = statistics.median(seconds for seconds, _ in runs) * 1000
+    solves = sample_value(text, "elastic_quota_solve_seconds_count")
+    solve_ms = sample_value(text, "elastic_quota_solve_seconds_sum") / max(solves, 1) * 1000
+    passes = sample_value(text, "elastic_quota_reconcile_seconds_count")
+    pass_ms = sample_value(text, "elastic_quota_reconcile_seconds_sum") / max(passes, 1) * 1000
+    print(
+        f"e2e metrics scrape_ms_p50={scrape_ms:.1f} series={series} bytes={len(text)} "
+        f"solves={solves:.0f} solve_mean_ms={solve_ms:.2f} passes={passes:.0f} "
+        f"pass_mean_ms={pass_ms:.1f}"
+    )
+
+
 async def scenario(operator_pid: int, port: int) -> None:
     api = await make_api_client()
     try:
@@ -223,6 +260,7 @@ async def scenario(operator_pid: int, port: int) -> None:
         f"converge_after_burst_s={converge_s:.1f} writes={writes} "
         f"writes_per_s={writes / (create_s + converge_s):.0f}"
     )
+    report_metrics(port)
     print(f"e2e operator peak_rss_mb={peak_rss_mb(operator_pid):.0f}")
 
 
