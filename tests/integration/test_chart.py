@@ -18,7 +18,9 @@ strict schemas, CRD copies, plain manifests current).
   the rendered caBundle for the Service's DNS name, as the API server would.
 * The same operator under the chart's ServiceAccount (its rendered RBAC applied, a token of the
   TokenRequest API in its kubeconfig) instead of the session's admin token: the least-privilege
-  roles suffice (ready, leader, reserved quotas, annotations and status.used written, no 403 in
+  roles suffice for every write path (ready, leader, reserved quotas, annotations and status.used
+  written, Events; a profile's root quota created and its tree-id label written back; an
+  over-used quota's pod evicted after the chart's ``operator.revocationDelay``; no 403 in
   ``elastic_quota_api_errors_total`` nor in the log) and are no more than that (no pod deletion,
   no Secrets).
 * The chart's webhooks are those Kopf would generate for the operator's handlers.
@@ -59,7 +61,7 @@ from kopf._core.intents.causes import WebhookType
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.handlers import PODS
-from elasticquota.controller.metrics.names import API_ERRORS
+from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS
 from elasticquota.controller.runner import make_state
 from elasticquota.controller.webhooks import register_webhooks
 from elasticquota.core import keys
@@ -164,11 +166,17 @@ def server_capabilities() -> list[str]:
 
 @contextlib.contextmanager
 def fresh_namespace(name: str) -> Iterator[str]:
-    """A new namespace, deleted after (without waiting)."""
+    """A new namespace, deleted after (without waiting), its pods force-deleted first: no kubelet
+    confirms their end here, and a bound pod that outlives its quota counts in the default
+    quota's used, which later tests' default tree would lose."""
     run(kubectl(), "create", "namespace", name)
     try:
         yield name
     finally:
+        run(
+            kubectl(), "delete", "pods", "--all", "-n", name,
+            "--grace-period=0", "--force", "--wait=false",
+        )  # fmt: skip
         run(kubectl(), "delete", "namespace", name, "--wait=false")
 
 
@@ -607,13 +615,13 @@ def can_i(verb: str, resource: str, user: str, namespace: str) -> bool:
     return answer.stdout.strip() == "yes"
 
 
-def api_errors(exposition: str) -> dict[tuple[str, str], float]:
-    """``elastic_quota_api_errors_total`` by (verb, code), from a /metrics exposition."""
+def counter(exposition: str, name: str, *labels: str) -> dict[tuple[str, ...], float]:
+    """The samples of counter ``name`` by these labels' values, from a /metrics exposition."""
     return {
-        (sample.labels["verb"], sample.labels["code"]): sample.value
+        tuple(sample.labels[label] for label in labels): sample.value
         for family in text_string_to_metric_families(exposition)
         for sample in family.samples
-        if sample.name == API_ERRORS
+        if sample.name == name
     }
 
 
@@ -622,26 +630,159 @@ def get_json(*arguments: str) -> Manifest:
     return got
 
 
+# A profile tree of the test's own for the profile and revocation write paths: one Node, labelled
+# for this run only, selected by an ElasticQuotaProfile, deleted after. Its root is labelled
+# ignore-default-tree: the node's cpu is then not taken out of the default tree's total, which
+# would otherwise become 0 (no other node) instead of absent, and the team quota's 500m pod
+# (default tree) would be over its runtime and revoked too.
+POOL_CPU = "4"
+REVOCATION_DELAY = 1  # seconds (the chart's operator.revocationDelay; 120 by default)
+
+
+def pool_node(name: str, labels: dict[str, str]) -> Manifest:
+    """A Ready Node with POOL_CPU cpu, as a kubelet registers it (status set on creation)."""
+    resources = {"cpu": POOL_CPU, "memory": "16Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "allocatable": resources,
+            "capacity": resources,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def profile(name: str, namespace: str, root: str, selector: dict[str, str]) -> Manifest:
+    return {
+        "apiVersion": "quota.koordinator.sh/v1alpha1",
+        "kind": "ElasticQuotaProfile",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "quotaName": root,
+            "quotaLabels": {keys.LABEL_IS_PARENT: "true", keys.LABEL_IGNORE_DEFAULT_TREE: "true"},
+            "nodeSelector": {"matchLabels": selector},
+        },
+    }
+
+
+@contextlib.contextmanager
+def cluster_node(node: Manifest) -> Iterator[None]:
+    """``node`` in the cluster, deleted after: it is cluster-scoped."""
+    run(kubectl(), "create", "--filename=-", stdin=yaml.safe_dump(node))
+    try:
+        yield
+    finally:
+        run(kubectl(), "delete", "node", node["metadata"]["name"], "--ignore-not-found")
+
+
+def quota_pod(name: str, namespace: str, quota_name: str, cpu: str, node: str | None) -> Manifest:
+    """A pod of ``quota_name`` (by label) requesting ``cpu``: bound to ``node``, else pending."""
+    body = pod(name, namespace)
+    body["metadata"]["labels"] = {keys.POD_LABEL_QUOTA: quota_name}
+    body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    if node is not None:
+        body["spec"]["nodeName"] = node
+    return body
+
+
+def over_use(namespace: str, root: str, node: str) -> tuple[list[Manifest], str, list[str]]:
+    """Under the profile's root (POOL_CPU = 4 cpu), ``lender`` and ``borrower``, min 2 max 4
+    each. The borrower runs two 1500m pods on the node (used 3) while the lender asks for its min
+    (a pending 2-cpu pod): the borrower's runtime is 2, below its used, and one of its pods must
+    go. Returns the objects, the borrower's name and its pods' names."""
+    lender, borrower = f"{root}-lender", f"{root}-borrower"
+    quotas = [quota(name, namespace, "2", POOL_CPU) for name in (lender, borrower)]
+    for body in quotas:
+        body["metadata"]["labels"] = {keys.LABEL_PARENT: root}
+    running_pods = [
+        quota_pod(f"{borrower}-{i}", namespace, borrower, "1500m", node) for i in (1, 2)
+    ]
+    waiting = quota_pod(f"{lender}-1", namespace, lender, "2", None)
+    names = [body["metadata"]["name"] for body in running_pods]
+    return [*quotas, *running_pods, waiting], borrower, names
+
+
+def refuse_forbidden(operator: Pod) -> None:
+    """Fail at once, rather than at a wait's timeout, once the API server has refused a request
+    of the operator (its warnings say "forbidden")."""
+    if "forbidden" in operator.log.read_text(errors="replace").lower():
+        raise AssertionError("the API server refused a request of the operator (403)")
+
+
+async def wait_for_profile_root(
+    operator: Pod, namespace: str, name: str, root: str
+) -> tuple[Manifest, Manifest]:
+    """The profile's root quota, created by the operator, and the profile once the operator has
+    written the tree-id label back onto it."""
+    found: dict[str, Manifest] = {}
+
+    def written() -> bool:
+        refuse_forbidden(operator)
+        quotas = get_json("elasticquotas", "-n", namespace)["items"]
+        found.update({body["metadata"]["name"]: body for body in quotas})
+        found[name] = get_json("elasticquotaprofiles", name, "-n", namespace)
+        return root in found and keys.LABEL_TREE_ID in (found[name]["metadata"].get("labels") or {})
+
+    what = f"the root quota {root} and the tree-id label of the profile {name}"
+    try:
+        await eventually(written, timeout=60, what=what)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{json.dumps(found, indent=1)}") from None
+    return found[root], found[name]
+
+
+async def wait_for_eviction(operator: Pod, namespace: str) -> set[str]:
+    """The pods of ``namespace`` being deleted (a deletionTimestamp), once there are some."""
+    terminating: set[str] = set()
+
+    def evicted() -> bool:
+        refuse_forbidden(operator)
+        pods = get_json("pods", "-n", namespace)["items"]
+        terminating.clear()
+        terminating.update(
+            body["metadata"]["name"] for body in pods if body["metadata"].get("deletionTimestamp")
+        )
+        return bool(terminating)
+
+    await eventually(evicted, timeout=60, what=f"an eviction in {namespace}")
+    return terminating
+
+
 async def test_operator_runs_under_the_charts_service_account(
     namespace: str, tmp_path: Path
 ) -> None:
     """The rendered RBAC is enough for everything the operator does, and is not cluster-admin.
 
-    A release name of its own: the ClusterRole and ClusterRoleBinding (named after the release)
-    cannot meet another test's. The reserved quotas are shared by the session: created here if
-    missing, accepted if another test's operator made them."""
+    Every write path runs: the reserved quotas (created here if missing, accepted if another
+    test's operator made them: the session shares them), a quota's annotations and status, an
+    Event, a profile's root quota and its tree-id label, and a revocation (an eviction, the
+    over-use timer on the quota, Events) after the chart's ``operator.revocationDelay``, set to
+    REVOCATION_DELAY for this run. A release name of its own: the ClusterRole and
+    ClusterRoleBinding (named after the release) cannot meet another test's."""
     release = f"eq-rbac-{uuid.uuid4().hex[:6]}"
-    manifests = render(namespace, operator_values(), release=release)
+    values = {**operator_values(), "operator": {"revocationDelay": REVOCATION_DELAY}}
+    manifests = render(namespace, values, release=release)
     operator = Pod(manifests, tmp_path)
     account = one(manifests, "ServiceAccount")["metadata"]["name"]
     assert operator.spec["serviceAccountName"] == account
+    assert operator.environment()["ELASTIC_QUOTA_REVOCATION_DELAY"] == str(REVOCATION_DELAY)
     user = f"system:serviceaccount:{namespace}:{account}"
     reserved = operator.environment()["ELASTIC_QUOTA_RESERVED_NAMESPACE"]
     team = quota_name = f"{release}-team"  # a quota named like its namespace: the pods' quota
+    pool, root = f"{release}-pool", f"{release}-root"  # the profile's namespace, its root quota
+    selector = {"elasticquota.dev/test-pool": release}
+    node = pool_node(f"{release}-pool-node", selector)
     rbac = [body for body in manifests if body["kind"] in RBAC_KINDS]
     assert sorted(body["kind"] for body in rbac) == sorted(RBAC_KINDS)
 
-    with applied(rbac), fresh_namespace(team):
+    with applied(rbac), fresh_namespace(team), fresh_namespace(pool), cluster_node(node):
+        # The profile is there before the operator starts: it creates the root at once.
+        run(
+            kubectl(), "apply", "--filename=-",
+            stdin=yaml.safe_dump(profile("pool", pool, root, selector)),
+        )  # fmt: skip
         kubeconfig = service_account_kubeconfig(namespace, account, tmp_path / "kubeconfig")
         # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them).
         for verb, resource, where in [
@@ -674,6 +815,17 @@ async def test_operator_runs_under_the_charts_service_account(
             team_objects = [quota(quota_name, team, "1", "2"), worker, broken]
             run(kubectl(), "apply", "--filename=-", stdin=yaml.safe_dump_all(team_objects))
 
+            # Profiles: the root quota created, the tree-id label patched onto the profile.
+            root_quota, pool_profile = await wait_for_profile_root(operator, pool, "pool", root)
+            tree_id = pool_profile["metadata"]["labels"][keys.LABEL_TREE_ID]
+            assert root_quota["metadata"]["labels"][keys.LABEL_TREE_ID] == tree_id
+            assert root_quota["metadata"]["labels"][keys.LABEL_IS_ROOT] == "true"
+            assert root_quota["spec"]["min"]["cpu"] == POOL_CPU, root_quota
+
+            # Revocation, under the root: the borrower over its runtime from the start.
+            pool_objects, borrower, borrower_pods = over_use(pool, root, node["metadata"]["name"])
+            run(kubectl(), "apply", "--filename=-", stdin=yaml.safe_dump_all(pool_objects))
+
             body: Manifest = {}
 
             def written() -> bool:
@@ -696,7 +848,23 @@ async def test_operator_runs_under_the_charts_service_account(
                 return broken["metadata"]["name"] in names
 
             await eventually(warned, timeout=30, what="the InvalidElasticQuota Event")
-            errors = api_errors(operator.http_body(operator.container_port("metrics")))
+
+            evicted = await wait_for_eviction(operator, pool)
+            assert len(evicted) == 1, evicted  # one 1500m pod: used 1500m, under the runtime
+            (victim,) = evicted
+            assert victim in borrower_pods, victim
+            reasons: set[tuple[str, str]] = set()
+
+            def revoked() -> bool:
+                events = get_json("events", "-n", pool)["items"]
+                reasons.update((e["involvedObject"]["name"], e["reason"]) for e in events)
+                return {(victim, "Revoked"), (borrower, "QuotaOverUsed")} <= reasons
+
+            await eventually(revoked, timeout=30, what="the Revoked and QuotaOverUsed Events")
+            exposition = operator.http_body(operator.container_port("metrics"))
+            errors = counter(exposition, API_ERRORS, "verb", "code")
+            evictions = counter(exposition, EVICTIONS, "quota", "result")
+            still_evicted = await wait_for_eviction(operator, pool)  # no later round took the other
 
         forbidden = {key: count for key, count in errors.items() if key[1] == "403"}
         log = operator.output()
@@ -705,10 +873,14 @@ async def test_operator_runs_under_the_charts_service_account(
             f"ready after {seconds:.1f}s as {user}; reserved quotas created: {created} "
             f"(else already there); {quota_name}: "
             f"{body['metadata']['annotations'][keys.ANNO_RUNTIME]} runtime, "
-            f"used {body['status']['used']}; api errors by (verb, code): {errors or 'none'}"
+            f"used {body['status']['used']}; profile root {root} (tree {tree_id}); "
+            f"evicted {victim}; evictions by (quota, result): {evictions}; "
+            f"api errors by (verb, code): {errors or 'none'}"
         )
         assert not forbidden, f"403 from the API server: {forbidden}\n{log}"
         assert "forbidden" not in log.lower(), log  # Kopf's watches too (not in the metric)
+        assert evictions == {(borrower, EVICTED): 1}, evictions  # nothing failed, nothing else
+        assert still_evicted == evicted, f"{still_evicted} evicted: one was enough"
 
 
 async def check_webhooks(operator: Pod, namespace: str) -> None:
