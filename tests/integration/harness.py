@@ -46,6 +46,18 @@ def free_port() -> int:
         return port
 
 
+def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
+    """SIGTERM a still-running process (the operator releases its Lease), SIGKILL if it lingers."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class OperatorProcess:
     """``elastic-quota run`` as a subprocess, with its probes on a free port."""
 
@@ -95,14 +107,7 @@ class OperatorProcess:
 
     def stop(self) -> None:
         """SIGTERM (the operator releases its Lease), then SIGKILL if it lingers."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
     def kill(self) -> None:
         """SIGKILL: a crash; the Lease is not released."""

@@ -36,7 +36,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import ssl
 import subprocess
 import sys
@@ -54,7 +53,7 @@ import aiohttp
 import kopf
 import pytest
 import yaml
-from harness import eventually, free_port
+from harness import eventually, free_port, stop_process
 from kopf._cogs.structs.references import Resource
 from kopf._core.engines.admission import build_webhooks
 from kopf._core.intents.causes import WebhookType
@@ -425,14 +424,7 @@ class Pod:
             )
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-6000:] if self.log.exists() else ""

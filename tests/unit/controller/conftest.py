@@ -24,6 +24,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.engine import EngineSettings
@@ -331,6 +332,22 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
 def state() -> ControllerState:
     """An empty controller memory with the default engine settings."""
     return ControllerState.create(EngineSettings())
+
+
+@pytest.fixture
+def leading() -> asyncio.Event:
+    """The Lease held: this replica is the active one."""
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
+@pytest.fixture
+def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
+    """The operator's metrics on a fresh registry, reading ``state`` at scrape time."""
+    metrics = Metrics()
+    metrics.watch(state, leading)
+    return metrics
 
 
 @pytest.fixture

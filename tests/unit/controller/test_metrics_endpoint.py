@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from elasticquota.controller.health import health_app
@@ -14,20 +13,6 @@ from elasticquota.controller.state import ControllerState
 
 if TYPE_CHECKING:
     from conftest import Bodies
-
-
-@pytest.fixture
-def leading() -> asyncio.Event:
-    event = asyncio.Event()
-    event.set()
-    return event
-
-
-@pytest.fixture
-def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
-    metrics = Metrics()
-    metrics.watch(state, leading)
-    return metrics
 
 
 async def test_metrics_are_served_next_to_the_probes(

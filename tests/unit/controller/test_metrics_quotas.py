@@ -50,20 +50,6 @@ def quota_samples(metrics: Metrics) -> list[str]:
 
 
 @pytest.fixture
-def leading() -> asyncio.Event:
-    event = asyncio.Event()
-    event.set()
-    return event
-
-
-@pytest.fixture
-def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
-    metrics = Metrics()
-    metrics.watch(state, leading)
-    return metrics
-
-
-@pytest.fixture
 def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
     """A parent with two leaves on one 8-cpu node, a running pod in team-a, the system quota."""
     reserved_max = {"cpu": str(keys.RESERVED_GROUP_MAX), "memory": str(keys.RESERVED_GROUP_MAX)}

@@ -8,16 +8,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import kopf
 import pytest
-from kopf._cogs.structs import ephemera, references
-from kopf._core.engines.admission import serve_admission_request
-from kopf._core.engines.indexing import OperatorIndexers
-from kopf._core.reactor.inventory import ResourceMemories
+from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
+from kopf._cogs.structs.references import Resource
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -39,13 +36,6 @@ if TYPE_CHECKING:
     from conftest import Bodies, FakeCluster
 
 DEFAULT_TREE = ""
-
-
-@pytest.fixture
-def leading() -> asyncio.Event:
-    event = asyncio.Event()
-    event.set()
-    return event
 
 
 @pytest.fixture
@@ -270,34 +260,12 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
 
 # -- webhooks -------------------------------------------------------------------------------------
 
-QUOTA_RESOURCE = references.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
-POD_RESOURCE = references.Resource("", "v1", "pods")
 
-
-async def review(
-    registry: kopf.OperatorRegistry, webhook: str, resource: references.Resource, **request: Any
+async def allowed(
+    registry: kopf.OperatorRegistry, webhook: str, resource: Resource, **request: Any
 ) -> bool:
-    """Serve one AdmissionReview as Kopf's webhook server does: allowed or not."""
-    insights = references.Insights()
-    insights.webhook_resources.add(resource)
-    payload = {
-        "uid": str(uuid.uuid4()),
-        "resource": {"group": resource.group, "version": resource.version,
-                     "resource": resource.plural},
-        "userInfo": {"username": "tester"},
-        **request,
-    }  # fmt: skip
-    response = await serve_admission_request(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": payload},
-        webhook=webhook,
-        settings=kopf.OperatorSettings(),
-        memories=ResourceMemories(),
-        memobase=ephemera.AnyMemo(kopf.Memo()),
-        registry=registry,
-        insights=insights,
-        indices=OperatorIndexers().indices,
-    )
-    return bool(response["response"]["allowed"])
+    """Whether Kopf's round trip of one AdmissionReview allows it."""
+    return bool((await admission_review(registry, webhook, resource, **request))["allowed"])
 
 
 async def test_webhook_requests_are_counted_by_answer(
@@ -306,20 +274,22 @@ async def test_webhook_requests_are_counted_by_answer(
     metrics = Metrics()
     registry = make_registry(state, make_settings(webhook_port=9443), metrics)
     fine = k8s.quota("dept", max={"cpu": "4"}, is_parent=True)
-    assert not await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
-                            object=fine)  # fmt: skip
+    assert not await allowed(
+        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=fine
+    )
     assert count(metrics, "elastic_quota_webhook_requests_total",
                  webhook=VALIDATE_QUOTA, result="error") == 1  # fmt: skip
     state.on_quota(fine)
     state.mark_synced()
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
-    assert not await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
-                            object=broken)  # fmt: skip
+    assert not await allowed(
+        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=broken
+    )
     child = k8s.quota("team", max={"cpu": "2"}, parent="dept")
-    assert await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
-                        object=child)  # fmt: skip
-    assert await review(registry, MUTATE_POD, POD_RESOURCE, operation="CREATE",
-                        object=k8s.pod("p", quota="dept"))  # fmt: skip
+    assert await allowed(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=child)
+    assert await allowed(
+        registry, MUTATE_POD, POD_RESOURCE, operation="CREATE", object=k8s.pod("p", quota="dept")
+    )
     requests = {
         (webhook, result): count(metrics, "elastic_quota_webhook_requests_total",
                                  webhook=webhook, result=result)
@@ -344,11 +314,13 @@ async def test_a_pod_refused_by_the_pod_webhook_is_denied_for_its_quota(
     old = k8s.pod("p", quota="team")
     new = json.loads(json.dumps(old))
     new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
-    assert not await review(registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE",
-                            object=new, oldObject=old)  # fmt: skip
+    assert not await allowed(
+        registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE", object=new, oldObject=old
+    )
     in_parent = k8s.pod("q", quota="dept")
-    assert not await review(registry, VALIDATE_POD, POD_RESOURCE, operation="CREATE",
-                            object=in_parent)  # fmt: skip
+    assert not await allowed(
+        registry, VALIDATE_POD, POD_RESOURCE, operation="CREATE", object=in_parent
+    )
     assert count(metrics, "elastic_quota_admissions_total", quota="dept", result="denied") == 1
     default = keys.DEFAULT_QUOTA  # "team" is no quota: the pod is the default quota's
     assert count(metrics, "elastic_quota_admissions_total", quota=default, result="denied") == 1

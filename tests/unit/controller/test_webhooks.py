@@ -16,18 +16,14 @@ import ipaddress
 import json
 import ssl
 import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import kopf
 import pytest
+from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 from cryptography import x509
-from kopf._cogs.structs import ephemera, references
-from kopf._core.engines.admission import serve_admission_request
-from kopf._core.engines.indexing import OperatorIndexers
-from kopf._core.reactor.inventory import ResourceMemories
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
 from elasticquota.controller.reserved import reserved_manifests
@@ -49,9 +45,6 @@ from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import Bodies
-
-QUOTA_RESOURCE = references.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
-POD_RESOURCE = references.Resource("", "v1", "pods")
 
 
 @pytest.fixture
@@ -250,40 +243,14 @@ def test_the_operators_own_reserved_quotas_are_admitted(admission: Admission) ->
 # -- the AdmissionReview round trip through Kopf ---------------------------------------------------
 
 
-async def review(
-    registry: kopf.OperatorRegistry, webhook: str, resource: references.Resource, **request: Any
-) -> dict[str, Any]:
-    """Serve one AdmissionReview the way Kopf's webhook server does, and return the response."""
-    insights = references.Insights()
-    insights.webhook_resources.add(resource)
-    payload = {
-        "uid": str(uuid.uuid4()),
-        "resource": {"group": resource.group, "version": resource.version,
-                     "resource": resource.plural},
-        "userInfo": {"username": "tester"},
-        **request,
-    }  # fmt: skip
-    response = await serve_admission_request(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": payload},
-        webhook=webhook,
-        settings=kopf.OperatorSettings(),
-        memories=ResourceMemories(),
-        memobase=ephemera.AnyMemo(kopf.Memo()),
-        registry=registry,
-        insights=insights,
-        indices=OperatorIndexers().indices,
-    )
-    result: dict[str, Any] = dict(response["response"])
-    return result
-
-
 async def test_kopf_answers_a_refusal_with_the_message(
     synced: ControllerState, webhook_settings: Settings, k8s: Bodies
 ) -> None:
     registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
-    answer = await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
-                          object=broken)  # fmt: skip
+    answer = await admission_review(
+        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=broken
+    )
     assert answer["allowed"] is False
     assert answer["status"] == {"message": "resourceKey cpu of quota q min 5 > max 4", "code": 403}
 
@@ -299,8 +266,9 @@ async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
     synced.on_quota(k8s.quota("dept", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
     registry = make_registry(synced, webhook_settings)
     created = k8s.quota("team", max={"cpu": "2", "memory": "4Gi"}, parent="dept")
-    answer = await review(registry, MUTATE_QUOTA, QUOTA_RESOURCE, operation="CREATE",
-                          object=created)  # fmt: skip
+    answer = await admission_review(
+        registry, MUTATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=created
+    )
     assert answer["allowed"] is True
     assert answer["patchType"] == "JSONPatch"
     operations = json.loads(base64.b64decode(answer["patch"]))
@@ -318,8 +286,9 @@ async def test_kopf_answers_a_pod_label_change_with_the_message(
     old = k8s.pod("p", quota="team")
     new = json.loads(json.dumps(old))
     new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
-    answer = await review(registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE", object=new,
-                          oldObject=old)  # fmt: skip
+    answer = await admission_review(
+        registry, VALIDATE_POD, POD_RESOURCE, operation="UPDATE", object=new, oldObject=old
+    )
     assert answer["allowed"] is False
     assert answer["status"]["message"].startswith("Preemptible label is forbidden modify now.")
 
@@ -329,8 +298,15 @@ async def test_kopf_lets_a_status_write_through_untouched(
 ) -> None:
     registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
-    answer = await review(registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="UPDATE",
-                          subResource="status", object=broken, oldObject=broken)  # fmt: skip
+    answer = await admission_review(
+        registry,
+        VALIDATE_QUOTA,
+        QUOTA_RESOURCE,
+        operation="UPDATE",
+        subResource="status",
+        object=broken,
+        oldObject=broken,
+    )
     assert answer["allowed"] is True
 
 
@@ -370,7 +346,7 @@ def test_unspecified_addresses_are_not_names() -> None:
 
 
 async def gate_answer(state: ControllerState, settings: Settings, pod: Any) -> dict[str, Any]:
-    answer = await review(
+    answer = await admission_review(
         make_registry(state, settings), MUTATE_POD, POD_RESOURCE, operation="CREATE", object=pod
     )
     assert answer["allowed"] is True
