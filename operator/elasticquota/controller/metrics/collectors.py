@@ -31,16 +31,13 @@ from elasticquota.controller.metrics.names import (
     QUOTA_LABELS,
     READY,
 )
-from elasticquota.core.keys import PROFILE_ROOT_MAX
+from elasticquota.core.keys import PROFILE_ROOT_MAX, QUOTA_KIND
 from elasticquota.core.models import Problem
 from elasticquota.core.quantity import CPU
 from elasticquota.core.results import QuotaResult
 
 if TYPE_CHECKING:
     from elasticquota.controller.state import ControllerState
-
-QUOTA_KIND = "ElasticQuota "
-#: How the problems that leave a quota out of its tree end (``core.topology``, ``api.parse``).
 
 
 def display_value(resource: str, units: int) -> float | None:
@@ -102,7 +99,7 @@ def invalid_quotas(state: ControllerState) -> int:
 
 
 def _leaves_quota_out(problem: Problem) -> bool:
-    return problem.left_out and problem.object.startswith(QUOTA_KIND)
+    return problem.left_out and problem.object.startswith(f"{QUOTA_KIND} ")
 
 
 class StateCollector:
