@@ -1,8 +1,10 @@
 """Integration tier: one real local control plane (kube-apiserver + etcd + controller-manager).
 
-The session fixture ``local_cluster`` builds the binaries if needed (about three minutes, once per
-machine; cached afterwards), starts a :class:`~elasticquota.devcluster.LocalCluster`, applies the
-CRDs of ``crds/`` and exports ``KUBECONFIG`` for the whole session. It is autouse here, so every
+The binaries are built (about five minutes on 2 cores, once per machine; cached afterwards) before
+the first test runs, right after collection, so that no test's timeout includes the build (``make
+test`` builds them in a step of its own before pytest: ``make cluster-binaries``). The session
+fixture ``local_cluster`` starts a :class:`~elasticquota.devcluster.LocalCluster`, applies the CRDs
+of ``crds/`` and exports ``KUBECONFIG`` for the whole session. It is autouse here, so every
 test in this directory runs against it. If the cluster cannot start, the tests fail with the
 reason: a missing control plane must never turn into silently skipped tests.
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster import LocalCluster, apply_crds_sync
+from elasticquota.devcluster import BuildError, LocalCluster, apply_crds_sync, ensure_binaries
 
 HERE = Path(__file__).resolve().parent
 CRD_DIR = HERE.parents[1] / "crds"
@@ -27,6 +29,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.integration)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the control plane (if not cached) before any test and its timeout starts."""
+    if not any(HERE in Path(item.path).resolve().parents for item in session.items):
+        return
+    try:
+        ensure_binaries()
+    except BuildError as error:
+        raise pytest.UsageError(f"the local control plane could not be built: {error}") from error
 
 
 @pytest.fixture(scope="session", autouse=True)

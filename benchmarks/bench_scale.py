@@ -1,0 +1,936 @@
+"""Cluster-scale figures of the operator on a local kube-apiserver (``make bench-scale``).
+
+Builds a big cluster (by default 1,000 nodes, 10,000 quotas in a tree of depth 4 and 100,000 pods,
+see ``scale_cluster``), then measures from outside, one stdout line per figure (progress on
+stderr):
+
+* ``scale create``: how long creating the pods through the API server took (``--concurrency``
+  requests in flight);
+* ``scale start``: with every object already in the API server, from starting the operator to its
+  memory being synced and itself active (``/readyz`` 200 with ``active``), and to every quota's
+  annotations and ``status.used`` being what ``plan`` computes for the same objects; the
+  operator's peak RSS (VmHWM). ``--sizes 10000,50000,100000`` repeats it at each pod count in one
+  run (the pods are added between the starts);
+* ``scale burst``: the operator running and converged, ``--burst-pods`` more (pending) pods created
+  as fast as possible; the time from the last create until every quota is correct again, and the
+  operator's writes meanwhile (MODIFIED watch events on the quotas, as ``bench_e2e`` counts them);
+* ``scale loop``: the longest event-loop stall, from the operator's own metric when it has one
+  (it has none yet: NA), and during the burst the p99 latency of the operator's validating webhook
+  for quotas, called directly over HTTPS at a steady rate (a dry-run CREATE AdmissionReview) by a
+  separate process, with the latency of ``/healthz`` (answered by the same event loop) beside it;
+* ``scale pass``: one reconcile pass after a few pod changes: ``--changed-pods`` pending pods
+  created (then deleted) at a time, ``--pass-rounds`` times, p50 / p99 from the operator's
+  ``elastic_quota_reconcile_seconds`` histogram (the difference of its buckets over the phase,
+  interpolated within buckets as ``histogram_quantile`` does), with the pod change -> annotation
+  latency measured from outside beside it;
+* ``scale failover``: a second replica on the same Lease, the active one killed with SIGKILL, one
+  pod created: the time until the standby has written that change correctly (it includes waiting
+  out the Lease, ``lease_duration_s``).
+
+Every wait has a limit (``--timeout``); a quota that is not correct in time fails the run with the
+first mismatches. The operator runs with its defaults (reconcile interval 1 s, revocation on: the
+cluster is sized so that nothing is over-used), with the webhooks served on loopback but not
+registered with the API server (``--webhook-configuration ''``: the pods are not sent through it).
+The kube-controller-manager is not started (nothing here needs it; it would watch every pod).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event as EventType
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from elasticquota.core.diff import quota_write
+from elasticquota.devcluster import LocalCluster, apply_crds_sync, default_crd_dir
+from elasticquota.devcluster.cluster import free_ports
+from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
+from elasticquota.plan.compute import Plan
+from elasticquota.plan.loader import Manifests
+from scale_cluster import (
+    LEAF_MAX,
+    NAMESPACE,
+    PRIORITY_CLASSES,
+    QUOTAS_PATH,
+    ClusterShape,
+    Kube,
+    build_shape,
+    dump,
+    expected_plan,
+    level_sizes,
+    mismatches,
+    node_manifest,
+    pod_plan,
+    priority_class_manifests,
+    quantity,
+    quota_manifests,
+    run_pool,
+    say,
+    with_pods,
+)
+
+PHASES = ("start", "burst", "loop", "pass", "failover")
+RECONCILE_HISTOGRAM = "elastic_quota_reconcile_seconds"
+DEFAULT_LEASE_DURATION = 15.0  # the operator's default (Settings.lease_duration)
+POLL = 0.25
+FAST_POLL = 0.05
+PROBE_TIMEOUT = 5.0
+WRITES_DRAIN = 2.0
+STOP_TIMEOUT = 30.0
+MISMATCHES_SHOWN = 20
+
+
+class BenchmarkError(RuntimeError):
+    """The run cannot give its figures: the message says why (mismatches, a dead operator ...)."""
+
+
+# -- options ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Options:
+    pods: int
+    quotas: int
+    nodes: int
+    sizes: list[int]
+    burst_pods: int
+    concurrency: int
+    phases: frozenset[str]
+    pass_rounds: int
+    changed_pods: int
+    webhook_rate: float
+    timeout: float
+    lease_duration: float | None
+
+    @property
+    def webhooks(self) -> bool:
+        return "loop" in self.phases
+
+
+def parse_options(argv: Sequence[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--pods", type=int, default=100_000, help="pods before the burst")
+    parser.add_argument("--quotas", type=int, default=10_000, help="quotas (tree of depth 4)")
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument(
+        "--sizes",
+        default="",
+        help="comma-separated pod counts: the start measurement at each (the last one replaces "
+        "--pods)",
+    )
+    parser.add_argument("--burst-pods", type=int, default=50_000)
+    parser.add_argument(
+        "--concurrency", type=int, default=150, help="API requests in flight while creating"
+    )
+    parser.add_argument(
+        "--phases", default=",".join(PHASES), help=f"which of {','.join(PHASES)} to run"
+    )
+    parser.add_argument("--pass-rounds", type=int, default=30)
+    parser.add_argument("--changed-pods", type=int, default=10, help="pods changed per round")
+    parser.add_argument(
+        "--webhook-rate", type=float, default=20.0, help="webhook calls per second in the burst"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=3600.0, help="limit of every wait, in seconds"
+    )
+    parser.add_argument(
+        "--lease-duration",
+        type=float,
+        default=None,
+        help="ELASTIC_QUOTA_LEASE_DURATION of the operators (default: theirs, 15 s)",
+    )
+    args = parser.parse_args(argv)
+    sizes = sorted(int(size) for size in args.sizes.split(",") if size.strip())
+    phases = frozenset(phase.strip() for phase in args.phases.split(",") if phase.strip())
+    if unknown := phases - set(PHASES):
+        parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
+    if args.quotas < 4 or args.nodes < 1 or args.pods < 0 or args.changed_pods < 1:
+        parser.error("need --quotas >= 4, --nodes >= 1, --pods >= 0 and --changed-pods >= 1")
+    return Options(
+        pods=sizes[-1] if sizes else args.pods,
+        quotas=args.quotas,
+        nodes=args.nodes,
+        sizes=sizes or [args.pods],
+        burst_pods=args.burst_pods,
+        concurrency=args.concurrency,
+        phases=phases,
+        pass_rounds=args.pass_rounds,
+        changed_pods=args.changed_pods,
+        webhook_rate=args.webhook_rate,
+        timeout=args.timeout,
+        lease_duration=args.lease_duration,
+    )
+
+
+# -- the operator processes ------------------------------------------------------------------------
+
+
+class OperatorProcess:
+    """``python -m elasticquota run`` with its probes (and webhooks) on free loopback ports."""
+
+    def __init__(
+        self, identity: str, kubeconfig: Path, log_dir: Path, options: Options, webhooks: bool
+    ) -> None:
+        self.identity = identity
+        self.kubeconfig = kubeconfig
+        self.log = log_dir / f"operator-{identity}.log"
+        self.lease_duration = options.lease_duration
+        self.metrics_port, self.webhook_port = free_ports(2)
+        self.webhooks = webhooks
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+
+    def start(self) -> OperatorProcess:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        if self.lease_duration is not None:
+            env["ELASTIC_QUOTA_LEASE_DURATION"] = str(self.lease_duration)
+        command = [
+            sys.executable, "-m", "elasticquota", "run",
+            "--metrics-port", str(self.metrics_port),
+            "--identity", self.identity,
+        ]  # fmt: skip
+        if self.webhooks:
+            command += [
+                "--webhook-port", str(self.webhook_port),
+                "--webhook-address", "127.0.0.1",
+                "--webhook-configuration", "",
+            ]  # fmt: skip
+        with self.log.open("ab") as sink:
+            self.started = time.monotonic()
+            self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        say(f"operator {self.identity} started (pid {self.process.pid}, log {self.log})")
+        return self
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise BenchmarkError(f"operator {self.identity} was never started")
+        return self.process.pid
+
+    def check(self) -> None:
+        """Raise when the process has exited (with the end of its log)."""
+        if self.process is not None and self.process.poll() is not None:
+            raise BenchmarkError(
+                f"operator {self.identity} exited with code {self.process.returncode}; "
+                f"end of its log:\n{self.tail()}"
+            )
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}{path}"
+
+    async def probe(self, session: aiohttp.ClientSession, path: str) -> tuple[int, Any] | None:
+        """(HTTP status, JSON body) of a probe endpoint; None when it does not answer."""
+        try:
+            async with session.get(
+                self.url(path), timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)
+            ) as reply:
+                return reply.status, await reply.json(content_type=None)
+        except (OSError, TimeoutError, aiohttp.ClientError, ValueError):
+            return None
+
+    async def metrics(self, session: aiohttp.ClientSession) -> str:
+        async with session.get(self.url("/metrics"), timeout=aiohttp.ClientTimeout(60)) as reply:
+            return await reply.text()
+
+    def stop(self) -> None:
+        """SIGTERM (the operator releases its Lease), SIGKILL if it lingers."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, the Lease is not released."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+# -- the webhook / health prober (a separate process: the benchmark's own work must not delay it) --
+
+
+@dataclass(slots=True)
+class ProbeSamples:
+    webhook_ms: list[float] = field(default_factory=list)
+    webhook_errors: int = 0
+    health_ms: list[float] = field(default_factory=list)
+    health_errors: int = 0
+    first_error: str = ""
+
+
+def review(template: dict[str, Any], index: int) -> dict[str, Any]:
+    """A dry-run CREATE AdmissionReview for a new leaf quota (the API server's request shape)."""
+    quota = json.loads(json.dumps(template))
+    name = f"probe-{index:06d}"
+    quota["metadata"]["name"] = name
+    resource = {"group": QUOTA_GROUP, "version": QUOTA_VERSION, "resource": QUOTA_PLURAL}
+    kind = {"group": QUOTA_GROUP, "version": QUOTA_VERSION, "kind": "ElasticQuota"}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "name": name,
+            "namespace": NAMESPACE,
+            "operation": "CREATE",
+            "userInfo": {"username": "bench-scale", "groups": ["system:authenticated"]},
+            "object": quota,
+            "oldObject": None,
+            "dryRun": True,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+
+
+async def _timed(
+    session: aiohttp.ClientSession, method: str, url: str, body: Any, samples: list[float]
+) -> str | None:
+    """One request; its latency appended to ``samples``, or the error returned."""
+    started = time.monotonic()
+    try:
+        async with session.request(
+            method, url, json=body, timeout=aiohttp.ClientTimeout(total=30)
+        ) as reply:
+            text = await reply.text()
+            if reply.status != 200:
+                return f"HTTP {reply.status}: {text[:200]}"
+            if body is not None and "response" not in json.loads(text):
+                return f"not an AdmissionReview: {text[:200]}"
+    except (OSError, TimeoutError, aiohttp.ClientError, ValueError) as error:
+        return f"{type(error).__name__}: {error}"
+    samples.append((time.monotonic() - started) * 1000)
+    return None
+
+
+async def _probe(
+    webhook_url: str, health_url: str, template: dict[str, Any], rate: float, stop: EventType
+) -> ProbeSamples:
+    samples = ProbeSamples()
+    loop = asyncio.get_running_loop()
+    tasks: set[asyncio.Task[None]] = set()
+
+    connector = aiohttp.TCPConnector(ssl=False, limit=100)  # the webhook's self-signed cert
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def once(index: int) -> None:
+            error = await _timed(
+                session, "POST", webhook_url, review(template, index), samples.webhook_ms
+            )
+            if error:
+                samples.webhook_errors += 1
+                samples.first_error = samples.first_error or error
+            if await _timed(session, "GET", health_url, None, samples.health_ms):
+                samples.health_errors += 1
+
+        next_at, index = loop.time(), 0
+        while not stop.is_set():
+            task = asyncio.create_task(once(index))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            index += 1
+            next_at += 1 / rate
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+        if tasks:
+            await asyncio.wait(tasks, timeout=30)
+    return samples
+
+
+def probe_main(
+    webhook_url: str,
+    health_url: str,
+    template: dict[str, Any],
+    rate: float,
+    stop: EventType,
+    out: Connection,
+) -> None:
+    """The prober process: steady calls until ``stop``, then the samples through ``out``."""
+    out.send("started")
+    samples = asyncio.run(_probe(webhook_url, health_url, template, rate, stop))
+    out.send(asdict(samples))  # plain data: the class is __mp_main__'s here
+
+
+class Prober:
+    """Runs ``probe_main`` in a spawned process for the duration of a phase."""
+
+    def __init__(self, operator: OperatorProcess, template: dict[str, Any], rate: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._receive, send = context.Pipe(duplex=False)
+        webhook_url = f"https://127.0.0.1:{operator.webhook_port}/validate-elasticquota"
+        self._process = context.Process(
+            target=probe_main,
+            args=(webhook_url, operator.url("/healthz"), template, rate, self._stop, send),
+            daemon=True,
+        )
+
+    async def start(self) -> None:
+        self._process.start()
+        if not await asyncio.to_thread(self._receive.poll, 60):
+            raise BenchmarkError("the webhook prober process did not start")
+        self._receive.recv()
+
+    async def stop(self) -> ProbeSamples:
+        self._stop.set()
+        try:
+            if not await asyncio.to_thread(self._receive.poll, 60):
+                raise BenchmarkError("the webhook prober process did not report")
+            return ProbeSamples(**self._receive.recv())
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the process whatever state it is in (idempotent)."""
+        self._stop.set()
+        if self._process.pid is not None:
+            self._process.join(timeout=10)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+
+
+# -- figures ---------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (NaN for no values)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """One histogram family of an exposition: cumulative bucket counts by upper bound, sum."""
+
+    buckets: dict[float, float]
+    sum: float
+    count: float
+
+    def minus(self, earlier: Histogram) -> Histogram:
+        return Histogram(
+            {le: n - earlier.buckets.get(le, 0.0) for le, n in self.buckets.items()},
+            self.sum - earlier.sum,
+            self.count - earlier.count,
+        )
+
+    def quantile(self, q: float) -> float:
+        """As PromQL's ``histogram_quantile``: linear within the bucket holding the rank."""
+        ordered = sorted(self.buckets.items())
+        if not ordered or ordered[-1][1] <= 0:
+            return float("nan")
+        rank = q * ordered[-1][1]
+        lower, below = 0.0, 0.0
+        for le, cumulative in ordered:
+            if cumulative >= rank:
+                if math.isinf(le):
+                    return lower  # beyond the last finite bound: that bound is all we know
+                if cumulative == below:
+                    return le
+                return lower + (le - lower) * (rank - below) / (cumulative - below)
+            lower, below = le, cumulative
+        return lower
+
+
+def parse_histogram(text: str, name: str) -> Histogram:
+    buckets: dict[float, float] = {}
+    total = count = 0.0
+    for line in text.splitlines():
+        if line.startswith(f"{name}_bucket{{"):
+            labels, value = line.rsplit(" ", 1)
+            le = labels.split('le="', 1)[1].split('"', 1)[0]
+            buckets[float(le)] = buckets.get(float(le), 0.0) + float(value)
+        elif line.startswith(f"{name}_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith(f"{name}_count"):
+            count += float(line.rsplit(" ", 1)[1])
+    if not buckets:
+        raise BenchmarkError(f"the operator's /metrics has no histogram {name}")
+    return Histogram(buckets, total, count)
+
+
+def ms(seconds: float) -> str:
+    return "NA" if math.isnan(seconds) else f"{seconds * 1000:.1f}"
+
+
+# -- the benchmark ---------------------------------------------------------------------------------
+
+
+class ScaleBench:
+    """The phases, in order, against one local control plane."""
+
+    def __init__(self, cluster: LocalCluster, options: Options, log_dir: Path) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.log_dir = log_dir
+        self.shape: ClusterShape = build_shape(options.quotas, options.nodes)
+        self.kube = Kube(
+            cluster.server, cluster.token, str(cluster.ca_file), max(options.concurrency, 8)
+        )
+        self.http = aiohttp.ClientSession()  # the operator's probes and /metrics
+        self.operator: OperatorProcess | None = None
+        self.standby: OperatorProcess | None = None
+        self.created = 0
+        self.created_burst = 0
+        self.base: Manifests | None = None  # the latest dump, once everything matched its plan
+        self.timings: dict[str, float] = {}
+
+    async def close(self) -> None:
+        for operator in (self.operator, self.standby):
+            if operator is not None:
+                await asyncio.to_thread(operator.stop)
+        await self.kube.close()
+        await self.http.close()
+
+    async def stop_operator(self) -> None:
+        if self.operator is not None:
+            await asyncio.to_thread(self.operator.stop)
+            self.operator = None
+
+    def timed(self, phase: str, started: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
+
+    # -- building ----------------------------------------------------------------------------------
+
+    async def build(self) -> None:
+        started = time.monotonic()
+        kube, shape = self.kube, self.shape
+        await kube.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        for manifest in priority_class_manifests():
+            await kube.create(manifest)
+        nodes = [node_manifest(name, index) for index, name in enumerate(shape.nodes)]
+        seconds = await run_pool(
+            nodes, kube.create, self.options.concurrency, len(nodes), "creating nodes"
+        )
+        say(f"{len(nodes)} nodes in {seconds:.1f} s")
+        quotas = quota_manifests(shape)
+        seconds = await run_pool(
+            quotas, kube.create, self.options.concurrency, len(quotas), "creating quotas"
+        )
+        levels = "/".join(str(size) for size in level_sizes(self.options.quotas))
+        say(f"{len(quotas)} quotas (levels {levels}) in {seconds:.1f} s")
+        self.timed("build nodes+quotas", started)
+
+    async def create_pods(self, total: int) -> None:
+        """Pods ``created .. total`` of the main series (bound and pending)."""
+        count = total - self.created
+        if count <= 0:
+            return
+        plans = (pod_plan(self.shape, "pod", index) for index in range(self.created, total))
+        bound = sum(1 for index in range(self.created, total) if index % 5 < 3)
+        requests_before = self.kube.requests
+        seconds = await run_pool(
+            plans, self.kube.create_pod, self.options.concurrency, count, "creating pods"
+        )
+        self.created = total
+        requests = self.kube.requests - requests_before
+        print(
+            f"scale create pods={total} created={count} bound={bound} create_s={seconds:.1f} "
+            f"pods_per_s={count / seconds:.0f} requests={requests} "
+            f"concurrency={self.options.concurrency}",
+            flush=True,
+        )
+        self.timings[f"create {count} pods"] = seconds
+
+    # -- waiting -----------------------------------------------------------------------------------
+
+    def running(self) -> None:
+        for operator in (self.operator, self.standby):
+            if operator is not None:
+                operator.check()
+
+    async def wait_for(
+        self,
+        condition: Callable[[], Awaitable[bool]],
+        what: str,
+        timeout: float | None = None,
+        poll: float = FAST_POLL,
+    ) -> float:
+        """Poll until ``condition``; the moment it held. Raises after the timeout."""
+        deadline = time.monotonic() + (timeout or self.options.timeout)
+        while True:
+            self.running()
+            if await condition():
+                return time.monotonic()
+            if time.monotonic() > deadline:
+                limit = timeout or self.options.timeout
+                raise BenchmarkError(f"{what}: not reached within {limit:.0f} s")
+            await asyncio.sleep(poll)
+
+    async def wait_synced(self, operator: OperatorProcess, active: bool) -> float:
+        """Until /readyz answers 200 and the replica is (or is not) the active one."""
+
+        async def synced() -> bool:
+            answer = await operator.probe(self.http, "/readyz")
+            return answer is not None and answer[0] == 200 and answer[1].get("active") is active
+
+        what = f"operator {operator.identity} synced and {'active' if active else 'standby'}"
+        return await self.wait_for(synced, what)
+
+    async def converge(
+        self,
+        expected: Plan,
+        what: str,
+        on_match: Callable[[], Awaitable[None]] | None = None,
+    ) -> float:
+        """Poll the quotas until all match ``expected``, then confirm against the plan of a fresh
+        dump (polling on against that one if they differ). The moment of the matching list."""
+        deadline = time.monotonic() + self.options.timeout
+        own = len(self.shape.quotas)
+        last_report = time.monotonic()
+        first = True
+        while True:
+            self.running()
+            polled = time.monotonic()
+            quotas, _ = await self.kube.list_all(QUOTAS_PATH)
+            now = time.monotonic()
+            wrong = mismatches(expected, quotas, own)
+            if first:
+                say(f"{what}: {len(wrong)} of {len(quotas)} quotas differ from plan at first")
+                first = False
+            if not wrong:
+                if on_match is not None:
+                    await on_match()
+                    on_match = None
+                fresh = await dump(self.kube)
+                fresh_plan = expected_plan(fresh, f"a fresh dump ({what})")
+                wrong = mismatches(fresh_plan, fresh.quotas, own)
+                if not wrong:
+                    self.base = fresh
+                    return now
+                say(f"{what}: right for the earlier plan, not for a fresh one: {wrong[:3]}")
+                expected = fresh_plan
+            elif now > deadline:
+                fresh = await dump(self.kube)
+                wrong = mismatches(expected_plan(fresh, "a fresh dump"), fresh.quotas, own)
+                if not wrong:
+                    self.base = fresh
+                    return time.monotonic()
+                shown = "\n  ".join(wrong[:MISMATCHES_SHOWN])
+                raise BenchmarkError(
+                    f"{what}: {len(wrong)} quotas still differ from plan after "
+                    f"{self.options.timeout:.0f} s; the first:\n  {shown}"
+                )
+            elif now - last_report > 10:
+                say(f"{what}: {len(wrong)} quotas differ from plan, e.g. {wrong[0][:160]}")
+                last_report = now
+            # At least as long as the poll took: the API server is mostly the operator's.
+            await asyncio.sleep(max(POLL, time.monotonic() - polled))
+
+    # -- phases ------------------------------------------------------------------------------------
+
+    async def start(self, pods: int) -> None:
+        """Operator start -> synced and active -> every quota correct (peak RSS)."""
+        await self.stop_operator()
+        started = time.monotonic()
+        base = await dump(self.kube)
+        expected = expected_plan(base, f"the cluster before the start at {pods} pods")
+        operator = OperatorProcess(
+            f"scale-{pods}", self.cluster.kubeconfig, self.log_dir, self.options,
+            webhooks=self.options.webhooks,
+        )  # fmt: skip
+        self.operator = operator.start()
+        synced = await self.wait_synced(operator, active=True)
+        say(f"synced and active after {synced - operator.started:.1f} s")
+        correct = await self.converge(expected, f"start at {pods} pods")
+        print(
+            f"scale start pods={pods} quotas={self.options.quotas} "
+            f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
+            f"peak_rss_mb={operator.peak_rss_mb():.0f}",
+            flush=True,
+        )
+        self.timed(f"start at {pods} pods", started)
+
+    def probe_template(self) -> dict[str, Any]:
+        """A new leaf under the first team quota, with its siblings' max keys and no min."""
+        parent = next(node for node in self.shape.quotas.values() if node.name.startswith("team"))
+        return {
+            "apiVersion": f"{QUOTA_GROUP}/{QUOTA_VERSION}",
+            "kind": "ElasticQuota",
+            "metadata": {
+                "name": "probe",
+                "namespace": NAMESPACE,
+                "labels": {"quota.scheduling.koordinator.sh/parent": parent.name},
+            },
+            "spec": {"min": {}, "max": {k: quantity(k, LEAF_MAX[k]) for k in parent.keys}},
+        }
+
+    async def count_writes(self, resource_version: str, counter: list[int]) -> None:
+        """MODIFIED events on the quotas from ``resource_version`` on (until cancelled)."""
+        params = {"watch": "1", "resourceVersion": resource_version, "timeoutSeconds": "3600"}
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        async with self.kube.session.get(QUOTAS_PATH, params=params, timeout=timeout) as reply:
+            async for line in reply.content:
+                if line.strip() and json.loads(line).get("type") == "MODIFIED":
+                    counter[0] += 1
+
+    async def burst(self) -> None:
+        """More pods as fast as possible; until every quota is correct again; writes; webhook."""
+        operator = self.operator
+        if operator is None or self.base is None:
+            raise BenchmarkError("the burst needs a started, converged operator")
+        started = time.monotonic()
+        count = self.options.burst_pods
+        plans = [pod_plan(self.shape, "burst", index, pending=True) for index in range(count)]
+        expected = expected_plan(
+            with_pods(self.base, [plan.manifest for plan in plans]), "the cluster after the burst"
+        )
+        prober = None
+        if "loop" in self.options.phases:
+            prober = Prober(operator, self.probe_template(), self.options.webhook_rate)
+            await prober.start()
+        _, version = await self.kube.list_all(QUOTAS_PATH)
+        writes = [0]
+        watcher = asyncio.create_task(self.count_writes(version, writes))
+        samples: list[ProbeSamples] = []
+
+        async def matched() -> None:
+            if prober is not None:
+                samples.append(await prober.stop())
+            await asyncio.sleep(WRITES_DRAIN)  # writes still in flight after convergence count
+            watcher.cancel()
+
+        try:
+            create_s = await run_pool(
+                plans, self.kube.create_pod, self.options.concurrency, count, "burst"
+            )
+            created = time.monotonic()
+            converged = await self.converge(expected, "after the burst", matched)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
+                await watcher
+            if prober is not None:
+                await asyncio.to_thread(prober.close)
+        self.created_burst = count
+        print(
+            f"scale burst pods={count} create_s={create_s:.1f} "
+            f"converge_after_burst_s={converged - created:.1f} writes={writes[0]} "
+            f"total_pods={self.created + count} quotas={self.options.quotas}",
+            flush=True,
+        )
+        self.timed("burst", started)
+        if samples:
+            self.report_loop(samples[0])
+
+    def report_loop(self, samples: ProbeSamples) -> None:
+        if samples.webhook_errors:
+            say(f"webhook errors: {samples.webhook_errors}, the first: {samples.first_error}")
+        webhook_p99 = percentile(samples.webhook_ms, 0.99) / 1000
+        health_p99 = percentile(samples.health_ms, 0.99) / 1000
+        health_max = max(samples.health_ms, default=float("nan")) / 1000
+        print(
+            f"scale loop max_stall_ms=NA webhook_p99_ms={ms(webhook_p99)} "
+            f"webhook_p50_ms={ms(percentile(samples.webhook_ms, 0.5) / 1000)} "
+            f"webhook_calls={len(samples.webhook_ms)} webhook_errors={samples.webhook_errors} "
+            f"healthz_p99_ms={ms(health_p99)} healthz_max_ms={ms(health_max)} "
+            f"rate_per_s={self.options.webhook_rate:g}",
+            flush=True,
+        )
+        print(
+            "# max_stall_ms=NA: the operator has no event-loop stall probe or metric "
+            "(it needs a probe task and e.g. elastic_quota_event_loop_max_stall_seconds); "
+            "healthz_max_ms is an outside bound on the stalls seen during the burst",
+            flush=True,
+        )
+
+    async def one_pass(self) -> None:
+        """Pod changes a few at a time; the reconcile histogram over the phase; outside latency."""
+        operator = self.operator
+        if operator is None:
+            raise BenchmarkError("the pass phase needs a running operator")
+        started = time.monotonic()
+        width = self.options.changed_pods
+        before = parse_histogram(await operator.metrics(self.http), RECONCILE_HISTOGRAM)
+        latencies: list[float] = []
+        previous: list[str] = []
+        lending = self.shape.lending_leaves()
+        for round_ in range(self.options.pass_rounds):
+            leaves = [lending[(round_ // 2 * width + i) % len(lending)] for i in range(width)]
+            current = {leaf: await self.request_annotation(leaf) for leaf in set(leaves)}
+            began = time.monotonic()
+            if previous:
+                await asyncio.gather(*(self.kube.delete_pod(name) for name in previous))
+                previous = []
+            else:
+                plans = [
+                    pod_plan(self.shape, f"pass{round_:03d}", i, pending=True, leaf=leaf)
+                    for i, leaf in enumerate(leaves)
+                ]
+                await asyncio.gather(*(self.kube.create_pod(plan) for plan in plans))
+                previous = [plan.name for plan in plans]
+
+            async def changed(current: dict[str, str | None] = current) -> bool:
+                texts = await asyncio.gather(*(self.request_annotation(q) for q in current))
+                return all(text != current[q] for q, text in zip(current, texts, strict=True))
+
+            done = await self.wait_for(changed, f"pass round {round_}: the request annotations")
+            latencies.append(done - began)
+            await asyncio.sleep(
+                1.0 + 0.2
+            )  # the reconcile interval: the next round's writes are due
+        after = parse_histogram(await operator.metrics(self.http), RECONCILE_HISTOGRAM)
+        window = after.minus(before)
+        mean = window.sum / window.count if window.count else float("nan")
+        print(
+            f"scale pass quotas={self.options.quotas} changed_pods={width} "
+            f"p50_ms={ms(window.quantile(0.5))} p99_ms={ms(window.quantile(0.99))} "
+            f"mean_ms={ms(mean)} passes={window.count:.0f} "
+            f"source={RECONCILE_HISTOGRAM}_buckets "
+            f"pod_to_annotation_p50_ms={ms(percentile(latencies, 0.5))} "
+            f"pod_to_annotation_p99_ms={ms(percentile(latencies, 0.99))} "
+            f"rounds={len(latencies)}",
+            flush=True,
+        )
+        self.timed("pass", started)
+
+    async def request_annotation(self, leaf: str) -> str | None:
+        quota = await self.kube.get_quota(leaf)
+        annotations = quota["metadata"].get("annotations") or {}
+        text = annotations.get("quota.scheduling.koordinator.sh/request")
+        return None if text is None else str(text)
+
+    async def failover(self) -> None:
+        """A standby takes over after SIGKILL of the active replica and writes a pod change."""
+        active = self.operator
+        if active is None:
+            raise BenchmarkError("the failover phase needs a running operator")
+        started = time.monotonic()
+        standby = OperatorProcess(
+            "scale-standby", self.cluster.kubeconfig, self.log_dir, self.options, webhooks=False
+        )
+        self.standby = standby.start()
+        await self.wait_synced(standby, active=False)
+        say(f"standby synced after {time.monotonic() - standby.started:.1f} s")
+        base = await dump(self.kube)
+        lending = self.shape.lending_leaves()
+        leaf = lending[len(lending) // 2]
+        pod = pod_plan(self.shape, "failover", 0, pending=True, leaf=leaf)
+        expected = expected_plan(with_pods(base, [pod.manifest]), "the cluster after failover")
+        watched = [leaf, *self.shape.ancestors(leaf)]
+
+        async def written() -> bool:
+            quotas = await asyncio.gather(*(self.kube.get_quota(name) for name in watched))
+            for quota in quotas:
+                result = expected.snapshot.quotas[quota["metadata"]["name"]]
+                meta = quota["metadata"]
+                if not quota_write(
+                    result, meta.get("annotations") or {}, quota.get("status")
+                ).empty:
+                    return False
+            return True
+
+        if await written():
+            raise BenchmarkError("the failover change is already visible before it was made")
+        await asyncio.to_thread(active.kill)
+        killed = time.monotonic()
+        self.operator, self.standby = standby, None
+        await self.kube.create_pod(pod)
+        done = await self.wait_for(written, "the standby writes the change after the failover")
+        takeover = done - killed
+        converged = await self.converge(expected, "after the failover")
+        lease = self.options.lease_duration or DEFAULT_LEASE_DURATION
+        print(
+            f"scale failover standby_takeover_s={takeover:.1f} lease_duration_s={lease:g} "
+            f"all_correct_s={converged - killed:.1f} quotas={self.options.quotas} "
+            f"pods={self.created + self.created_burst + 1}",
+            flush=True,
+        )
+        self.timed("failover", started)
+
+    async def run(self) -> None:
+        options = self.options
+        await self.build()
+        for size in options.sizes:
+            await self.stop_operator()  # the new pods are news to the next operator only
+            await self.create_pods(size)
+            if "start" in options.phases or size == options.sizes[-1]:
+                await self.start(size)
+        if "burst" in options.phases or "loop" in options.phases:
+            await self.burst()
+        if "pass" in options.phases:
+            await self.one_pass()
+        if "failover" in options.phases:
+            await self.failover()
+
+
+async def scenario(cluster: LocalCluster, options: Options, log_dir: Path) -> dict[str, float]:
+    bench = ScaleBench(cluster, options, log_dir)
+    try:
+        await bench.run()
+    except BaseException:
+        for operator in (bench.operator, bench.standby):
+            if operator is not None:
+                say(f"end of operator {operator.identity}'s log:\n{operator.tail()}")
+        raise
+    finally:
+        await bench.close()
+    return bench.timings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(argv)
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    print(
+        f"# cluster scale on a local kube-apiserver: {options.nodes} nodes, {options.quotas} "
+        f"quotas (levels {'/'.join(map(str, level_sizes(options.quotas)))}), pods "
+        f"{','.join(map(str, options.sizes))}"
+        f"{f' + burst {options.burst_pods}' if {'burst', 'loop'} & options.phases else ''}; "
+        f"{len(PRIORITY_CLASSES)} priority classes; operator defaults (reconcile interval 1 s)",
+        flush=True,
+    )
+    started = time.monotonic()
+    try:
+        with LocalCluster(controller_manager=False) as cluster:
+            apply_crds_sync(cluster.kubeconfig, default_crd_dir())
+            timings = asyncio.run(scenario(cluster, options, log_dir))
+    except BenchmarkError as error:
+        say(f"FAILED: {error}")
+        say(f"operator logs: {log_dir}")
+        return 1
+    phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items())
+    say(f"done in {time.monotonic() - started:.0f} s ({phases}); operator logs: {log_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
