@@ -96,7 +96,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     # `elastic-quota tree` draws what the operator wrote, in plan's layout
     tree = await draw(None, None)
     ml_row = next(line for line in tree.splitlines() if line.strip().startswith("ml-research"))
-    assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28571m"]  # over its runtime
+    assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28.571"]  # over its runtime
 
 
 def scraped(operator: OperatorProcess, name: str, **labels: str) -> float | None:

@@ -53,13 +53,29 @@ async def test_a_node_is_created_then_given_its_status(
     assert before == NODE  # the caller's manifest is not modified
 
 
-async def test_a_pod_is_created_without_its_status(
+async def test_a_bound_pod_is_created_then_given_its_status_as_its_kubelet_would(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     assert await apply_manifest(api, POD)
+    create, status = list(kmock)
+    assert create.url.path == "/api/v1/namespaces/team/pods"
+    assert create.data == {key: value for key, value in POD.items() if key != "status"}
+    assert (status.method, status.url.path) == (
+        kmock.method.PATCH,
+        "/api/v1/namespaces/team/pods/p/status",
+    )
+    assert status.headers["Content-Type"] == MERGE_PATCH
+    assert status.data == {"status": POD["status"]}
+
+
+async def test_a_pending_pod_is_created_without_its_status(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    pending = {**POD, "spec": {"containers": POD["spec"]["containers"]}}
+    assert await apply_manifest(api, pending)
     (request,) = list(kmock)
     assert request.url.path == "/api/v1/namespaces/team/pods"
-    assert request.data == {key: value for key, value in POD.items() if key != "status"}
+    assert request.data == {key: value for key, value in pending.items() if key != "status"}
 
 
 async def test_quotas_and_profiles_are_created_in_their_namespace(

@@ -259,6 +259,7 @@ def parse_pod(raw: Mapping[str, Any]) -> Parsed:
         start_time=_timestamp(view.status.start_time),
         created=meta.creation_timestamp or "",
         terminating=bool(meta.deletion_timestamp),
+        deletion_deadline=_timestamp(meta.deletion_timestamp),
         never_preempts=view.spec.preemption_policy == "Never",
         scheduling_gates=tuple(
             str(gate.get("name", "")) for gate in view.spec.scheduling_gates if gate.get("name")

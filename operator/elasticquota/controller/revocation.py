@@ -2,8 +2,9 @@
 
 Every ``revocation_interval`` the active replica checks every quota (not the root nor the system
 quota; the default quota only when enabled). A quota whose used exceeds its runtime for longer than
-``revocation_delay`` gets one revocation round: the victims of ``core.revocation.select_victims``
-(least important first to try, non-preemptible and terminating pods never) are evicted through the
+``revocation_delay`` gets one revocation round: the victims of ``core.revocation.victims_of``, the
+function ``plan`` uses too (least important first to try: lower priority, then the later start
+time; non-preemptible and terminating pods never) are evicted through the
 Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and on the quota. A
 PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of each over-use is
 kept on the quota (``elasticquota.dev/over-used-since``), so a restart during the delay neither
@@ -33,11 +34,7 @@ from elasticquota.core.overuse import (
 )
 from elasticquota.core.quantity import format_units
 from elasticquota.core.results import QuotaResult
-from elasticquota.core.revocation import (
-    is_over_used,
-    select_victims,
-    used_without_terminating,
-)
+from elasticquota.core.revocation import quota_is_over_used, victims_of
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
@@ -145,13 +142,11 @@ class RevocationController:
             result = snapshot.quotas[name]
             if not self._monitored(name):
                 continue
-            pods = snapshot.pods_of(name)
-            used = used_without_terminating(result.used, pods, result.max)
             before = self._timer.since.get(name)
-            due = self._timer.observe(name, is_over_used(used, result.runtime), now)
+            due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
-                await self._revoke(result, select_victims(pods, used, result.runtime, result.max))
+                await self._revoke(result, victims_of(snapshot, name))
 
     async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
         """Keep the over-use start on the quota object when it changes."""

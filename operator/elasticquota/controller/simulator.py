@@ -1,17 +1,26 @@
 """SIMULATION for the local demo only: a stand-in for the scheduler and the kubelets.
 
-The local control plane has neither, so pods would stay Pending forever. With ``--simulate-nodes``
-the active replica binds every pending pod that fits its quota now (``core.admission``, highest
-priority first, then oldest) to a node with room for it (a profile tree's pods to the profile's
-nodes, the others to nodes outside every profile), and marks bound pods Running. Every action is
-logged with the word SIMULATION. Against a real cluster this mode must stay off.
+The local control plane has neither, so pods would stay Pending forever and deleted pods would stay
+Terminating forever. With ``--simulate-nodes`` the active replica, once per interval:
+
+- binds every pending pod that fits its quota now (``core.admission``, highest priority first,
+  then oldest) to a node with room for it (a profile tree's pods to the profile's nodes, the others
+  to nodes outside every profile), and marks bound pods Running, as a scheduler and a kubelet do;
+- tells once, with a ``WaitingForQuota`` Event, why a pending pod does not fit (and again only
+  when the reason changes), as the admission gate does on servers that have scheduling gates;
+- removes a deleted (e.g. evicted) bound pod at the end of its grace period, as a kubelet does
+  once the containers have stopped, so that it stops counting in ``used``.
+
+Every action is logged and posted as an Event with the word SIMULATION. Against a real cluster this
+mode must stay off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 
 from kubernetes_asyncio import client
 
@@ -22,7 +31,9 @@ from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
 from elasticquota.core.profiles import profile_tree_id, selects
 from elasticquota.core.resources import ResourceList, add
 from elasticquota.core.results import Snapshot
-from elasticquota.kube.pods import bind_pod, mark_running
+from elasticquota.kube.errors import describe
+from elasticquota.kube.events import post_event
+from elasticquota.kube.pods import bind_pod, mark_running, remove_stopped_pod
 
 logger = logging.getLogger(__name__)
 
@@ -65,15 +76,34 @@ def choose_node(
     return None
 
 
+def stopped(pods: Iterable[PodInfo], now: float) -> list[PodInfo]:
+    """Deleted bound pods whose grace period is over: a kubelet has stopped them by now."""
+    return [
+        pod
+        for pod in pods
+        if pod.terminating
+        and pod.is_assigned
+        and (pod.deletion_deadline is None or pod.deletion_deadline <= now)
+    ]
+
+
 class NodeSimulator:
-    """Binds pods that fit and marks them Running, once per interval, on the active replica."""
+    """Binds pods that fit, marks them Running and removes stopped ones, once per interval, on
+    the active replica."""
 
     def __init__(
-        self, state: ControllerState, api: client.ApiClient, leading: asyncio.Event
+        self,
+        state: ControllerState,
+        api: client.ApiClient,
+        leading: asyncio.Event,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._state = state
         self._api = api
         self._leading = leading
+        self._clock = clock
+        #: The reason last told for each pending pod that waits (pruned to the pending pods).
+        self._waiting: dict[str, str] = {}
 
     async def run(self, interval: float = 1.0) -> None:
         logger.warning("SIMULATION: binding pending pods and marking them Running (demo only)")
@@ -84,15 +114,23 @@ class NodeSimulator:
             await asyncio.sleep(interval)
 
     async def step(self) -> None:
-        """One round: at most one new binding per quota (usage changes after each)."""
+        """One round: stopped pods removed, bound ones started, then at most one new binding per
+        quota (usage changes after each)."""
         snapshot = self._state.engine.solve()
+        await self._remove_stopped(snapshot)
         await self._start_bound_pods(snapshot)
         usage = node_usage(snapshot.pods.values())
         started: set[str] = set()
         pending = [pod for pod in snapshot.pods.values() if pod.counts_in_request]
-        for pod in admission_order([p for p in pending if not p.node_name]):
+        unbound = admission_order([p for p in pending if not p.node_name and not p.terminating])
+        self._waiting = {key: why for key, why in self._waiting.items() if key in snapshot.pods}
+        for pod in unbound:
             quota = snapshot.pod_quota.get(pod.key)
-            if quota is None or quota in started or not check_pod(snapshot, pod).admitted:
+            if quota is None or quota in started:
+                continue
+            verdict = check_pod(snapshot, pod)
+            if not verdict.admitted:
+                await self._tell_waiting(pod, verdict.reason)
                 continue
             tree = snapshot.quotas[quota].tree
             candidates = eligible_nodes(
@@ -100,24 +138,52 @@ class NodeSimulator:
             )
             node = choose_node(pod, candidates, usage)
             if node is None:
+                await self._tell_waiting(pod, "no node has room for it")
                 continue
-            await self._bind(pod, node)
+            await self._bind(pod, node, quota)
             usage[node] = add(usage.get(node, {}), pod.requests)
             started.add(quota)
 
+    async def _remove_stopped(self, snapshot: Snapshot) -> None:
+        for pod in stopped(snapshot.pods.values(), self._clock()):
+            logger.info("SIMULATION: pod %s stopped on %s; removing it", pod.key, pod.node_name)
+            try:
+                await remove_stopped_pod(self._api, pod.namespace, pod.name)
+            except Exception as error:  # the next round tries again
+                logger.warning("SIMULATION: could not remove %s: %s", pod.key, describe(error))
+                continue
+            await self._event(pod, "Stopped", f"the containers stopped on {pod.node_name}")
+
     async def _start_bound_pods(self, snapshot: Snapshot) -> None:
         for pod in snapshot.pods.values():
-            if pod.node_name and pod.phase == "Pending":
+            if pod.node_name and pod.phase == "Pending" and not pod.terminating:
                 logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
                 try:
                     await mark_running(self._api, pod.namespace, pod.name)
                 except Exception as error:  # e.g. deleted meanwhile: the next round sees it
                     logger.warning("SIMULATION: could not start %s: %s", pod.key, error)
 
-    async def _bind(self, pod: PodInfo, node: str) -> None:
+    async def _tell_waiting(self, pod: PodInfo, reason: str) -> None:
+        """One Event per pod and reason: the pod waits, and why."""
+        if self._waiting.get(pod.key) == reason:
+            return
+        self._waiting[pod.key] = reason
+        await self._event(pod, "WaitingForQuota", f"waits: {reason}")
+
+    async def _bind(self, pod: PodInfo, node: str, quota: str) -> None:
         logger.info("SIMULATION: binding pod %s to node %s", pod.key, node)
+        self._waiting.pop(pod.key, None)
         try:
             await bind_pod(self._api, pod.namespace, pod.name, node)
             await mark_running(self._api, pod.namespace, pod.name)
         except Exception as error:
             logger.warning("SIMULATION: could not bind %s: %s", pod.key, error)
+            return
+        await self._event(pod, "Scheduled", f"fits quota {quota}: bound to {node}, Running")
+
+    async def _event(self, pod: PodInfo, reason: str, message: str) -> None:
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+        try:
+            await post_event(self._api, involved, reason, f"SIMULATION: {message}", "Normal")
+        except Exception as error:
+            logger.warning("SIMULATION: could not post an Event (%s): %s", reason, describe(error))

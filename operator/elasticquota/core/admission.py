@@ -8,7 +8,7 @@ checked on its own against the current usage. Reserved quotas (system, default) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from elasticquota.core.models import PodInfo
@@ -28,11 +28,13 @@ class Shortfall:
     request: int
     limit: int
 
-    def describe(self) -> str:
+    def describe(self, fmt: Callable[[str, int], str] = format_units) -> str:
+        """``quota q: cpu used 8 + request 16 > runtime 19429m``; ``fmt`` formats the figures
+        (Kubernetes quantities by default, as in the pod condition and ``plan -o json``)."""
         r = self.resource
         return (
-            f"quota {self.quota}: {r} used {format_units(r, self.used)} + request "
-            f"{format_units(r, self.request)} > {self.limit_name} {format_units(r, self.limit)}"
+            f"quota {self.quota}: {r} used {fmt(r, self.used)} + request "
+            f"{fmt(r, self.request)} > {self.limit_name} {fmt(r, self.limit)}"
         )
 
 

@@ -3,7 +3,8 @@
 For a pending pod: each level from its quota up to the top, with runtime / used / request for the
 pod's resources; the admission verdict (``core.admission``) and, when blocked, how much would have
 to be freed or added at the blocking level. For a running pod of a quota above its runtime: whether
-the next revocation round would evict it. Pure: it reads a solved ``Snapshot``.
+the next revocation round would evict it (``core.revocation.victims_of``, as the operator decides
+it). Pure: it reads a solved ``Snapshot``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from elasticquota.core.models import PodInfo
 from elasticquota.core.quantity import format_units
 from elasticquota.core.resources import mask
 from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import is_over_used, select_victims
+from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,10 @@ def _explain_running(
     state = f"running on {pod.node_name}"
     if result.reserved or not is_over_used(result.used, result.runtime):
         return Explanation(pod.key, quota, state, "within its quota's runtime", levels)
-    victims = select_victims(snapshot.pods_of(quota), result.used, result.runtime, result.max)
+    if not quota_is_over_used(snapshot, quota):
+        verdict = "its quota is over its runtime only until its terminating pods are gone"
+        return Explanation(pod.key, quota, state, verdict, levels)
+    victims = victims_of(snapshot, quota)  # the live operator's round, terminating pods aside
     if any(victim.key == pod.key for victim in victims):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round evicts it "

@@ -80,6 +80,9 @@ class PodInfo:
     created: str = ""
     #: metadata.deletionTimestamp is set: the pod is going (it still counts until it is gone).
     terminating: bool = False
+    #: metadata.deletionTimestamp as epoch seconds: the end of the grace period, by which the
+    #: kubelet has stopped the containers and removes the pod (None: not being deleted).
+    deletion_deadline: float | None = None
     #: spec.schedulingGates names: the scheduler ignores the pod while any is present.
     scheduling_gates: tuple[str, ...] = ()
     #: spec.preemptionPolicy "Never": the pod never takes others' places.

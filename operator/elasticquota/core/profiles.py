@@ -13,6 +13,7 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.quantity import unlimited_units
 from elasticquota.core.resources import ResourceList, add, format_resource_list, to_annotation
 
 _FNV_OFFSET = 14695981039346656037
@@ -30,6 +31,21 @@ def fnv1a_64(text: str) -> int:
 def profile_tree_id(profile: ProfileSpec) -> str:
     """The profile's ``tree-id`` label, else FNV-1a 64 of ``namespace/name`` in decimal."""
     return profile.tree_id_label or str(fnv1a_64(f"{profile.namespace}/{profile.name}"))
+
+
+def tree_profiles(quotas: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """tree id -> profile name, from the root quotas (ElasticQuota objects or manifests) the
+    profile controller labels ``is-root``, ``tree-id`` and ``profile`` (Koordinator's does too)."""
+    found: dict[str, str] = {}
+    for quota in quotas:
+        metadata = quota.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        if not isinstance(labels, Mapping) or labels.get(keys.LABEL_IS_ROOT) != "true":
+            continue
+        tree, profile = labels.get(keys.LABEL_TREE_ID), labels.get(keys.LABEL_PROFILE)
+        if isinstance(tree, str) and tree and isinstance(profile, str) and profile:
+            found[tree] = profile
+    return found
 
 
 def requirement_matches(requirement: LabelRequirement, labels: Mapping[str, str]) -> bool:
@@ -107,7 +123,8 @@ def root_quota_manifest(
     annotations[keys.ANNO_TOTAL_RESOURCE] = to_annotation(total)
     annotations[keys.ANNO_UNSCHEDULABLE_RESOURCE] = to_annotation(unschedulable)
     minimum = {key: total.get(key, 0) for key in profile.resource_keys}
-    maximum = {key: _root_max(key) for key in profile.resource_keys}
+    # The reference's "huge max": MaxInt64 / 2000 units (cores for cpu), our "no limit" ceiling.
+    maximum = {key: unlimited_units(key) for key in profile.resource_keys}
     metadata.update(
         name=profile.quota_name,
         namespace=profile.namespace,
@@ -120,8 +137,3 @@ def root_quota_manifest(
         "metadata": metadata,
         "spec": {"min": format_resource_list(minimum), "max": format_resource_list(maximum)},
     }
-
-
-def _root_max(resource: str) -> int:
-    """MaxInt64 / 2000 units (cores for cpu: still fits int64 in millicores)."""
-    return keys.PROFILE_ROOT_MAX * 1000 if resource == "cpu" else keys.PROFILE_ROOT_MAX

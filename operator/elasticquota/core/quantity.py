@@ -9,6 +9,9 @@ suffixes.
 As Kubernetes does when it parses a quantity, a magnitude above MaxInt64 is capped at MaxInt64 and a
 non-zero magnitude below one nano is raised to one nano (Kubernetes caps only the suffixed forms; we
 cap exponent forms too, so that ``"1e999999999"`` is cheap and stays printable).
+
+``is_unlimited`` names the operator's own "no limit" ceiling (the max a profile root gets, and
+anything above it): human-facing output shows such a value as "no limit", not as a huge number.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import math
 import re
 from fractions import Fraction
 from typing import Final
+
+from elasticquota.core.keys import PROFILE_ROOT_MAX
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -97,6 +102,18 @@ def to_units(resource: str, value: Fraction) -> int:
     """
     scaled = value * 1000 if resource == CPU else value
     return math.ceil(scaled) if scaled >= 0 else -math.ceil(-scaled)
+
+
+def unlimited_units(resource: str) -> int:
+    """The smallest value that means "no limit": a profile root's max, MaxInt64 / 2000 (in cores
+    for cpu, so 1000 times that in millicores; 4 PiB of memory). The system and default quotas'
+    default max and the solver's clamp (2**62 - 1) are above it."""
+    return PROFILE_ROOT_MAX * 1000 if resource == CPU else PROFILE_ROOT_MAX
+
+
+def is_unlimited(resource: str, units: int) -> bool:
+    """Whether ``units`` is at or above the "no limit" ceiling of ``resource``."""
+    return units >= unlimited_units(resource)
 
 
 def parse_units(resource: str, value: str | int | float) -> int:

@@ -51,6 +51,9 @@ class Snapshot:
     #: quota -> its own pods, sorted by key.
     pods_by_quota: Mapping[str, list[PodInfo]]
     problems: list[Problem] = field(default_factory=list)
+    #: tree id -> the name of the ElasticQuotaProfile that heads it, for titles. The engine leaves
+    #: it empty (it never needs it); ``plan`` and ``tree`` fill it from the root quotas' labels.
+    tree_profiles: Mapping[str, str] = field(default_factory=dict)
 
     def pods_of(self, quota: str) -> list[PodInfo]:
         """Pods accounted directly to ``quota``, sorted by key."""

@@ -1,11 +1,21 @@
 """Which pods a quota that uses more than its runtime must give back (semantics §3.4).
 
-Only the quota's own assigned pods are candidates. They are tried from least to most important
-(lower priority first; at equal priority the one that started later; no start time counts as "now"),
+Only the quota's own assigned pods are candidates. They are tried from least to most important,
 non-preemptible pods skipped, until used fits the runtime. Then the tentatively removed pods are
 walked back from most to least important and every one that still fits is kept: the rest are the
 victims, most important first. As in the reference, after a pod is removed the used list is reduced
 to the resources that pod requests, which decides what is compared afterwards.
+
+"Least important first" is the reference's order (the inverse of Kubernetes' ``MoreImportantPod``):
+lower ``spec.priority`` first; at equal priority the pod with the later ``status.startTime`` first;
+a pod without a start time (bound, not started yet) counts as starting now, i.e. after every pod
+that has one. ``metadata.creationTimestamp`` plays no part, as in the reference. Where the reference
+leaves the order open (equal priority and equal start time, or both without one: its sort is not
+stable), the pod whose ``namespace/name`` sorts first goes first, so that a round is reproducible.
+
+``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
+(``controller.revocation``) both call it on their snapshot, so they cannot choose differently from
+the same pods (both parse pods with ``api.parse.parse_pod``).
 """
 
 from __future__ import annotations
@@ -25,7 +35,8 @@ def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:
 
 
 def least_important_first(pods: list[PodInfo]) -> list[PodInfo]:
-    """Lower priority first; equal priority: later start first (no start time = now)."""
+    """Lower priority first; equal priority: later start first (no start time = now, after every
+    start time); still equal: by ``namespace/name``."""
     return sorted(
         pods,
         key=lambda pod: (
@@ -81,17 +92,30 @@ def used_without_terminating(
     return remaining
 
 
+def revocable_used(snapshot: Snapshot, quota: str) -> ResourceList:
+    """What revocation compares with the quota's runtime: its used, terminating pods taken out."""
+    result = snapshot.quotas[quota]
+    return used_without_terminating(result.used, snapshot.pods_of(quota), result.max)
+
+
+def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
+    """Whether the quota is due a revocation round once its over-use has lasted long enough."""
+    return is_over_used(revocable_used(snapshot, quota), snapshot.quotas[quota].runtime)
+
+
+def victims_of(snapshot: Snapshot, quota: str) -> list[PodInfo]:
+    """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits)."""
+    result = snapshot.quotas[quota]
+    used = revocable_used(snapshot, quota)
+    return select_victims(snapshot.pods_of(quota), used, result.runtime, result.max)
+
+
 def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
-    """For every over-used quota (root and system excluded), its victims in eviction order."""
-    plan = []
-    for name in sorted(snapshot.quotas):
-        result = snapshot.quotas[name]
-        if name in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA) or result.reserved:
-            continue
-        pods = snapshot.pods_of(name)
-        used = used_without_terminating(result.used, pods, result.max)
-        if not is_over_used(used, result.runtime):
-            continue
-        victims = select_victims(pods, used, result.runtime, result.max)
-        plan.append((name, victims))
-    return plan
+    """For every over-used quota (the reserved ones excluded), its victims in eviction order."""
+    return [
+        (name, victims_of(snapshot, name))
+        for name in sorted(snapshot.quotas)
+        if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
+        and not snapshot.quotas[name].reserved
+        and quota_is_over_used(snapshot, name)
+    ]

@@ -1,7 +1,8 @@
 """Create the objects of a set of manifests (the demo and the tests apply ``examples/`` with it).
 
 Handles the kinds ``plan`` reads: Namespace, PriorityClass, Node (its status is written through the
-status subresource, as a kubelet would), Pod (``spec.nodeName`` binds it at creation), ElasticQuota
+status subresource, as a kubelet would), Pod (``spec.nodeName`` binds it at creation; a bound pod's
+status, e.g. phase Running and its startTime, is written as its kubelet would), ElasticQuota
 and ElasticQuotaProfile. Objects that already exist are left as they are.
 """
 
@@ -34,9 +35,17 @@ async def _create_node(api: client.ApiClient, manifest: dict[str, Any]) -> None:
 
 
 async def _create_pod(api: client.ApiClient, manifest: dict[str, Any]) -> None:
+    """Create the pod; a bound pod's status (phase, startTime) is then written as its kubelet
+    would have, so the cluster holds what the manifest says (``plan`` reads the same status)."""
     body = copy.deepcopy(manifest)
-    body.pop("status", None)
-    await client.CoreV1Api(api).create_namespaced_pod(body["metadata"]["namespace"], body)
+    status = body.pop("status", None)
+    core = client.CoreV1Api(api)
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    await core.create_namespaced_pod(namespace, body)
+    if status and body.get("spec", {}).get("nodeName"):
+        await core.patch_namespaced_pod_status(
+            name, namespace, {"status": status}, _content_type=MERGE_PATCH
+        )
 
 
 async def _create_profile(api: client.ApiClient, manifest: dict[str, Any]) -> None:

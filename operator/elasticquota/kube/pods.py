@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.errors import raise_for_status, with_retries
 from elasticquota.kube.quotas import MERGE_PATCH
@@ -47,6 +48,22 @@ async def mark_running(api: client.ApiClient, namespace: str, name: str) -> None
         f"mark Pod {namespace}/{name} Running",
         attempts=3,
     )
+
+
+async def remove_stopped_pod(api: client.ApiClient, namespace: str, name: str) -> None:
+    """What a kubelet does once a deleted pod's containers have stopped: remove it for good
+    (grace period 0). A pod already gone is fine."""
+
+    async def delete() -> None:
+        try:
+            await client.CoreV1Api(api).delete_namespaced_pod(
+                name, namespace, grace_period_seconds=0
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    await with_retries(delete, f"remove stopped Pod {namespace}/{name}", attempts=3)
 
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"

@@ -7,14 +7,14 @@ verdicts for pending pods and the next revocation round are derived from the sna
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
 from elasticquota.core.admission import Verdict, pending_verdicts
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
-from elasticquota.core.profiles import root_quota_manifest
+from elasticquota.core.profiles import root_quota_manifest, tree_profiles
 from elasticquota.core.results import Snapshot
 from elasticquota.core.revocation import revocation_plan
 from elasticquota.plan.loader import Manifests
@@ -50,7 +50,7 @@ def compute_plan(
     priced = _with_priorities(manifests.pods, manifests.priority_classes, problems)
     pods: list[PodInfo] = _parse_all(parse_pod, priced, problems)
     engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
-    snapshot = engine.solve()
+    snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors),
@@ -98,20 +98,23 @@ def _apply_profiles(
     return [by_key[key] for key in order]
 
 
+#: The classes every API server creates at start-up: a pod may name them without a manifest.
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+
+
 def _with_priorities(
     pods: list[dict[str, Any]], classes: list[dict[str, Any]], problems: list[Problem]
 ) -> list[dict[str, Any]]:
     """Pods with ``spec.priority`` filled in from their PriorityClass, as the API server does.
 
     A pod that names no class gets the class marked ``globalDefault``, else 0; a class that is not
-    in the input is a problem and counts as 0.
+    in the input (nor one of the API server's own) is a problem and counts as 0. The operator reads
+    the same ``spec.priority`` from the API server, so both order revocation victims alike.
     """
-    values = {
-        str((item.get("metadata") or {}).get("name")): int(item.get("value") or 0)
-        for item in classes
-        if isinstance(item.get("metadata"), dict)
-    }
-    default = next((int(c.get("value") or 0) for c in classes if c.get("globalDefault")), 0)
+    values, default = _class_values(classes, problems)
     resolved = []
     for raw in pods:
         spec = raw.get("spec")
@@ -126,6 +129,41 @@ def _with_priorities(
         priority = values.get(name, 0) if name else default
         resolved.append({**raw, "spec": {**spec, "priority": priority}})
     return resolved
+
+
+def _class_values(
+    classes: list[dict[str, Any]], problems: list[Problem]
+) -> tuple[dict[str, int], int]:
+    """Each class's value (the API server's own classes included) and the ``globalDefault`` one.
+
+    A class whose value is not an integer is a problem and is left out (the API refuses it).
+    """
+    values = dict(SYSTEM_PRIORITY_CLASSES)
+    default: int | None = None
+    for item in classes:
+        metadata = item.get("metadata")
+        if not isinstance(metadata, dict):
+            continue
+        name, raw = str(metadata.get("name")), item.get("value") or 0
+        value = _integer(raw)
+        if value is None:
+            problems.append(
+                Problem(f"PriorityClass /{name}", f"value {raw!r} is not an integer; ignored")
+            )
+            continue
+        values[name] = value
+        if item.get("globalDefault") and default is None:
+            default = value
+    return values, default or 0
+
+
+def _integer(raw: Any) -> int | None:
+    """An integer, also when quoted in YAML (``"100"``); None for anything else."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().removeprefix("-").isdigit():
+        return int(raw)
+    return None
 
 
 def _report_duplicates(kind: str, raws: list[dict[str, Any]], problems: list[Problem]) -> None:

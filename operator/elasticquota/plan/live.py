@@ -2,7 +2,8 @@
 
 ``elastic-quota tree`` lists the objects and renders this snapshot with ``plan``'s table: min and
 max from the spec, request / used / runtime from the annotations and ``status.used`` the operator
-writes. Unreadable values show as absent rather than stopping the view.
+writes; a profile's tree is named after the profile its root quota is labelled with. Unreadable
+values show as absent rather than stopping the view.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
+from elasticquota.core.profiles import tree_profiles
 from elasticquota.core.quantity import QuantityError
 from elasticquota.core.resources import (
     ResourceList,
@@ -103,4 +105,11 @@ def live_snapshot(objects: Iterable[Mapping[str, Any]]) -> Snapshot:
             totals[""] = result.runtime
         elif keys.ANNO_TOTAL_RESOURCE in annotations:
             totals[result.tree] = _annotation(annotations, keys.ANNO_TOTAL_RESOURCE)
-    return Snapshot(quotas=quotas, totals=totals, pods={}, pod_quota={}, pods_by_quota={})
+    return Snapshot(
+        quotas=quotas,
+        totals=totals,
+        pods={},
+        pod_quota={},
+        pods_by_quota={},
+        tree_profiles=tree_profiles(bodies),
+    )

@@ -40,7 +40,10 @@ def plan_report(plan: Plan) -> dict[str, Any]:
     return {
         "quotas": {name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)},
         "trees": {
-            tree: {"total": format_resource_list(total)}
+            tree: {
+                "total": format_resource_list(total),
+                "profile": snapshot.tree_profiles.get(tree, ""),
+            }
             for tree, total in sorted(snapshot.totals.items())
         },
         "revocations": [

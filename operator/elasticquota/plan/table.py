@@ -1,9 +1,13 @@
-"""The ``plan`` (and later ``tree``) table: quota trees drawn with indentation, one row per
-resource.
+"""The ``plan``, ``tree`` and demo table: quota trees drawn with indentation, one row per resource.
 
 Fits a 100-column terminal: the quota column is 30 wide (names indented two spaces per level and cut
-with "…" when too long), numbers 10 wide each. Quantities are printed exactly when they fit and
-rounded with a "~" otherwise. A used figure above the runtime is flagged with "!".
+with "…" when too long), numbers 10 wide each. The cells are for people, not for the API: cpu is in
+cores with up to three decimals (``28.571``, ``40``, ``0.5``; never ``28571m``), memory in binary
+suffixes, other resources as Kubernetes writes them. A value at or above the operator's "no limit"
+ceiling (an unset max, a profile root's huge max) shows as ``-``, as an absent one does. Quantities
+are printed exactly when they fit and rounded with a "~" otherwise. A used figure above the runtime
+is flagged with "!". A profile's tree is titled with the profile's name and its id cut short (the
+full id is in ``plan -o json`` and on the quotas' ``tree-id`` label).
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.quantity import CPU, MEMORY, format_units
+from elasticquota.core.admission import Verdict
+from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.quantity import CPU, MEMORY, format_units, is_unlimited
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan
 
@@ -21,16 +26,33 @@ NAME_WIDTH = 30
 RESOURCE_WIDTH = 18
 CELL_WIDTH = 9
 COLUMNS = ("MIN", "MAX", "REQUEST", "USED", "RUNTIME")
+#: A generated tree id (FNV-1a in decimal, up to 20 digits) longer than ``TREE_ID_WIDTH`` is shown
+#: as its first ``TREE_ID_SHOWN`` digits and "…" in a profile tree's title.
+TREE_ID_WIDTH = 6
+TREE_ID_SHOWN = 4
 
 _DECIMAL = ((10**18, "E"), (10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k"))
 _BINARY = ((2**60, "Ei"), (2**50, "Pi"), (2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki"))
 
 
+def cores(millicores: int) -> str:
+    """Millicores as cores, exact, with up to three decimals: ``28.571``, ``40``, ``0.5``."""
+    whole, milli = divmod(abs(millicores), 1000)
+    sign = "-" if millicores < 0 else ""
+    return f"{sign}{whole}" + (f".{milli:03d}".rstrip("0") if milli else "")
+
+
+def readable(resource: str, units: int) -> str:
+    """A quantity exactly, as people read it: cpu in cores, the rest in Kubernetes' form."""
+    return cores(units) if resource == CPU else format_units(resource, units)
+
+
 def cell(resource: str, units: int | None) -> str:
-    """A quantity that fits a cell: exact when short enough, else approximated with "~"."""
-    if units is None:
+    """A quantity that fits a cell: "-" when absent or unlimited, exact when short enough, else
+    approximated with "~"."""
+    if units is None or is_unlimited(resource, units):
         return "-"
-    exact = format_units(resource, units)
+    exact = readable(resource, units)
     if len(exact) <= CELL_WIDTH:
         return exact
     value = units / 1000 if resource == CPU else float(units)
@@ -103,8 +125,26 @@ def _walk(snapshot: Snapshot, tree: str) -> Iterator[tuple[QuotaResult, int]]:
         stack.extend((child, depth + 1) for child in sorted(children.get(name, []), reverse=True))
 
 
+def short_tree_id(tree: str) -> str:
+    """A generated (all-digit) tree id cut to its first digits; a chosen ``tree-id`` label whole."""
+    if tree.isdigit() and len(tree) > TREE_ID_WIDTH:
+        return tree[:TREE_ID_SHOWN] + "…"
+    return tree
+
+
+def tree_title(snapshot: Snapshot, tree: str, total: str) -> str:
+    """``default tree (total: …)``, ``tree <profile> (id 1513…, total: …)`` for a profile's
+    tree, ``tree <id> (total: …)`` for a tree no profile heads."""
+    if tree == DEFAULT_TREE:
+        return f"default tree (total: {total})"
+    profile = snapshot.tree_profiles.get(tree)
+    if not profile:
+        return f"tree {tree} (total: {total})"
+    return f"tree {profile} (id {short_tree_id(tree)}, total: {total})"
+
+
 def render_trees(snapshot: Snapshot, resources: set[str] | None = None) -> list[str]:
-    """Every tree: its total, then its quotas indented under the virtual root."""
+    """Every tree: its title and total, then its quotas indented under the virtual root."""
     lines = [header()]
     for tree in sorted(snapshot.totals):
         total = ", ".join(
@@ -112,8 +152,7 @@ def render_trees(snapshot: Snapshot, resources: set[str] | None = None) -> list[
             for key, value in sorted(snapshot.totals[tree].items())
             if resources is None or key in resources
         )
-        label = "default tree" if tree == "" else f"tree {tree}"
-        lines.extend(_wrapped(f"{label} (total: {total or 'none'})"))
+        lines.extend(_wrapped(tree_title(snapshot, tree, total or "none")))
         if tree == "" and ROOT_QUOTA in snapshot.quotas:
             lines.extend(quota_rows(snapshot.quotas[ROOT_QUOTA], 0, resources))
         for result, depth in _walk(snapshot, tree):
@@ -133,17 +172,19 @@ def _section(title: str, entries: Iterable[str]) -> list[str]:
     )
 
 
+def _verdict(verdict: Verdict) -> str:
+    """One pending pod; what blocks it in the table's units (the JSON keeps the verdict's text)."""
+    entry = f"{'admit' if verdict.admitted else 'wait '} {verdict.pod} ({verdict.quota})"
+    if verdict.admitted:
+        return entry
+    reason = "; ".join(item.describe(readable) for item in verdict.shortfalls) or verdict.reason
+    return f"{entry}: {reason}"
+
+
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
     """The whole table output: trees, pending pods, revocations, problems."""
     lines = render_trees(plan.snapshot, resources)
-    lines += _section(
-        "Pending pods",
-        (
-            f"{'admit' if v.admitted else 'wait '} {v.pod} ({v.quota})"
-            + ("" if v.admitted else f": {v.reason}")
-            for v in plan.admission
-        ),
-    )
+    lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
     lines += _section(
         "Next revocation round (over-used quotas, eviction order)",
         (

@@ -97,7 +97,9 @@ class Bodies:
         phase: str = "Pending",
         priority: int | None = None,
         created: str = "2024-01-01T00:00:00Z",
+        deleted: str | None = None,
     ) -> Body:
+        """``deleted``: metadata.deletionTimestamp (the end of the grace period)."""
         labels = {keys.POD_LABEL_QUOTA: quota} if quota else {}
         spec: Body = {
             "containers": [{"name": "main", "resources": {"requests": dict(requests or {})}}]
@@ -114,6 +116,7 @@ class Bodies:
                 "namespace": namespace,
                 "labels": labels,
                 "creationTimestamp": created,
+                **({"deletionTimestamp": deleted} if deleted else {}),
             },
             "spec": spec,
             "status": {"phase": phase},
@@ -272,6 +275,10 @@ class FakeCluster:
             self.pods.get((namespace, name), {}), {"status": {"phase": "Running"}}
         )
 
+    async def remove_stopped_pod(self, api: Any, namespace: str, name: str) -> None:
+        await self._call("remove_stopped_pod", namespace, name, None)
+        self.pods.pop((namespace, name), None)
+
 
 _ADAPTERS = {
     "elasticquota.controller.reconcile": ("patch_quota", "patch_quota_status"),
@@ -283,7 +290,12 @@ _ADAPTERS = {
     ),
     "elasticquota.controller.reserved": ("create_quota", "ensure_namespace"),
     "elasticquota.controller.problems": ("post_event",),
-    "elasticquota.controller.simulator": ("bind_pod", "mark_running"),
+    "elasticquota.controller.simulator": (
+        "bind_pod",
+        "mark_running",
+        "post_event",
+        "remove_stopped_pod",
+    ),
 }
 
 

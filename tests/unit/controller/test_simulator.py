@@ -6,7 +6,8 @@ to the first node (by name) with room for its whole request, never to a cordoned
 (the scheduler would not); pending pods are considered highest priority first, then oldest; in one
 round at most one pod per quota is bound, and only if it fits its quota now; bound pods still
 Pending are marked Running; one failing pod never stops the round; the loop acts only after the
-initial listing and only on the active replica.
+initial listing and only on the active replica. A deleted bound pod is removed once its grace
+period is over (as a kubelet does); each bind, removal and waiting reason is told once by an Event.
 """
 
 from __future__ import annotations
@@ -124,6 +125,19 @@ def bound(cluster: FakeCluster) -> dict[str, str]:
     return {name: node for verb, _, name, node in cluster.calls if verb == "bind_pod"}
 
 
+def pod_calls(cluster: FakeCluster) -> list[tuple[str, str, str, Any]]:
+    """The calls on pods (the Events that tell about them left out)."""
+    return [call for call in cluster.calls if call[0] != "post_event"]
+
+
+def told(cluster: FakeCluster) -> list[tuple[str, str, str]]:
+    """(pod, reason, message) of every Event posted."""
+    return [
+        (event["involvedObject"]["name"], event["reason"], event["message"])
+        for event in cluster.events
+    ]
+
+
 async def test_one_pod_per_quota_is_bound_and_started_each_round(
     demo: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
 ) -> None:
@@ -132,9 +146,13 @@ async def test_one_pod_per_quota_is_bound_and_started_each_round(
 
     await NodeSimulator(demo, api, asyncio.Event()).step()
 
-    assert cluster.calls == [
+    assert pod_calls(cluster) == [
         ("bind_pod", "team", "early", "n1"),
         ("mark_running", "team", "early", None),
+    ]
+    # "late" waits for the next round (one binding per quota), which is not a reason to tell
+    assert told(cluster) == [
+        ("early", "Scheduled", "SIMULATION: fits quota a: bound to n1, Running")
     ]
 
 
@@ -168,7 +186,10 @@ async def test_a_pod_no_node_can_hold_stays_pending(
 ) -> None:
     demo.on_pod(k8s.pod("huge", quota="a", requests={"memory": "64Gi"}))
     await NodeSimulator(demo, api, asyncio.Event()).step()
-    assert cluster.calls == []
+    assert pod_calls(cluster) == []
+    assert told(cluster) == [
+        ("huge", "WaitingForQuota", "SIMULATION: waits: no node has room for it")
+    ]
 
 
 async def test_bound_pods_still_pending_are_started(
@@ -179,7 +200,7 @@ async def test_bound_pods_still_pending_are_started(
 
     await NodeSimulator(demo, api, asyncio.Event()).step()
 
-    assert cluster.calls == [("mark_running", "team", "scheduled", None)]
+    assert pod_calls(cluster) == [("mark_running", "team", "scheduled", None)]
 
 
 async def test_one_failing_pod_does_not_stop_the_round(
@@ -232,3 +253,49 @@ async def test_the_loop_acts_only_after_the_listing_and_while_leading(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_pod_that_does_not_fit_is_told_why_once_until_the_reason_changes(
+    demo: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    demo.on_pod(k8s.pod("big", quota="small", requests={CPU: "2"}))
+    simulator = NodeSimulator(demo, api, asyncio.Event())
+
+    await simulator.step()
+    await simulator.step()
+    demo.on_pod(k8s.pod("big", quota="small", requests={CPU: "3"}))
+    await simulator.step()
+
+    reasons = [(name, reason) for name, reason, _ in told(cluster)]
+    assert reasons == [("big", "WaitingForQuota"), ("big", "WaitingForQuota")]
+    first, second = (message for _, _, message in told(cluster))
+    assert "small" in first and first != second
+
+
+async def test_a_deleted_bound_pod_is_removed_at_the_end_of_its_grace_period(
+    demo: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    going = k8s.pod(
+        "going", quota="a", requests={CPU: "1"}, node="n2", phase="Running",
+        deleted="2024-01-01T00:00:30Z",
+    )  # fmt: skip
+    demo.on_pod(going)
+    now = [1704067200.0 + 29]  # 2024-01-01T00:00:29Z: one second of grace left
+    simulator = NodeSimulator(demo, api, asyncio.Event(), clock=lambda: now[0])
+
+    await simulator.step()
+    assert pod_calls(cluster) == []
+
+    now[0] += 1
+    await simulator.step()
+    assert pod_calls(cluster) == [("remove_stopped_pod", "team", "going", None)]
+    assert told(cluster) == [("going", "Stopped", "SIMULATION: the containers stopped on n2")]
+
+
+async def test_a_deleted_pod_never_bound_is_left_to_the_api_server(
+    demo: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    # An unbound pod is deleted at once by the API server; it is neither removed nor bound here.
+    demo.on_pod(k8s.pod("pending", quota="a", requests={CPU: "1"}, deleted="2024-01-01T00:00:00Z"))
+    await NodeSimulator(demo, api, asyncio.Event(), clock=lambda: 2e9).step()
+    assert pod_calls(cluster) == []

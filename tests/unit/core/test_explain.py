@@ -82,3 +82,23 @@ def test_a_pod_being_evicted_says_so() -> None:
     assert found.state == "terminating"
     assert "revoked or preempted" in found.verdict
     assert replace(going, terminating=False).is_assigned
+
+
+def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> None:
+    """As the operator's round: a terminating pod's request counts as given back already."""
+    from elasticquota.core.engine import QuotaEngine
+    from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+
+    def running(name: str, terminating: bool = False) -> PodInfo:
+        return PodInfo(
+            namespace="team", name=name, requests={"cpu": 1000}, node_name="n1",
+            phase="Running", terminating=terminating,
+        )  # fmt: skip
+
+    team = QuotaSpec(name="team", namespace="team", max={"cpu": 2000})
+    pods = [running("a"), running("b"), running("going", terminating=True)]
+    node = NodeInfo(name="n1", allocatable={"cpu": 16_000})
+    snapshot = QuotaEngine().load(quotas=[team], pods=pods, nodes=[node]).solve()
+    assert snapshot.quotas["team"].used["cpu"] > snapshot.quotas["team"].runtime["cpu"]
+    found = explain(snapshot, "team/a")
+    assert found.verdict == "its quota is over its runtime only until its terminating pods are gone"

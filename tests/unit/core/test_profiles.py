@@ -19,7 +19,9 @@ from elasticquota.core.profiles import (
     resource_ratio,
     root_quota_manifest,
     selects,
+    tree_profiles,
 )
+from elasticquota.core.quantity import is_unlimited, parse_units
 
 GPU_NODES = [
     node("gpu-1", labels={"pool": "gpu", "zone": "a"}, cpu=4000, memory=8 * 2**30, gpu=8),
@@ -197,6 +199,14 @@ def test_root_quota_min_is_the_pool_total_and_max_is_huge() -> None:
     assert manifest["spec"]["max"] == {"cpu": "4611686018427387", "memory": "4611686018427387"}
 
 
+def test_root_quota_max_is_the_no_limit_ceiling_that_tables_show_as_unset() -> None:
+    maximum = root_quota_manifest(profile(), GPU_NODES)["spec"]["max"]
+
+    assert all(is_unlimited(key, parse_units(key, value)) for key, value in maximum.items())
+    assert not is_unlimited("cpu", parse_units("cpu", maximum["cpu"]) - 1)
+    assert not is_unlimited("memory", parse_units("memory", maximum["memory"]) - 1)
+
+
 def test_root_quota_resource_keys_choose_min_and_max_keys() -> None:
     """A key absent from the pool gets min 0."""
     manifest = root_quota_manifest(profile(resource_keys=("gpu", "pods")), GPU_NODES)
@@ -286,3 +296,29 @@ def test_root_quota_feeds_a_profile_tree_in_the_engine(solve: SolveFunction) -> 
     assert snapshot.quotas["ml"].tree == tree
     assert runtimes(snapshot, "gpu", "ml") == {"ml": 12}
     assert runtimes(snapshot, "cpu", "ml", "hungry") == {"ml": 6000, "hungry": 16000}
+
+
+# -- tree titles ----------------------------------------------------------------------------------
+
+
+def test_a_profile_tree_is_named_by_the_profile_label_of_its_root_quota() -> None:
+    root = root_quota_manifest(profile(), GPU_NODES)
+
+    assert tree_profiles([root]) == {"2862972692226656278": "profile1"}
+
+
+def test_only_root_quotas_with_a_tree_id_and_a_profile_label_name_a_tree() -> None:
+    def quota(**labels: str) -> dict[str, Any]:
+        return {"metadata": {"name": "q", "labels": labels}}
+
+    root = {keys.LABEL_IS_ROOT: "true", keys.LABEL_TREE_ID: "7"}
+    objects: list[dict[str, Any]] = [
+        quota(**{keys.LABEL_TREE_ID: "1", keys.LABEL_PROFILE: "not-root"}),
+        quota(**root),  # no profile label: a hand-made tree
+        quota(**{keys.LABEL_IS_ROOT: "true", keys.LABEL_PROFILE: "no-tree"}),
+        {"metadata": None},
+        {"metadata": {"labels": None}},
+        {},
+    ]
+    assert tree_profiles(objects) == {}
+    assert tree_profiles([*objects, quota(**root, **{keys.LABEL_PROFILE: "pool"})]) == {"7": "pool"}

@@ -6,6 +6,8 @@ written as plain integers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.models import PodInfo
 from elasticquota.core.resources import ResourceList
@@ -13,8 +15,10 @@ from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.revocation import (
     is_over_used,
     least_important_first,
+    quota_is_over_used,
     revocation_plan,
     select_victims,
+    victims_of,
 )
 
 TRACKED = {"cpu": 10**9, "memory": 10**9}
@@ -68,6 +72,20 @@ def test_at_equal_priority_the_pod_that_started_later_is_less_important() -> Non
 def test_a_pod_without_start_time_counts_as_starting_now() -> None:
     pods = [pod("started", 5, start=1e12), pod("no-start", 5, start=None), pod("low", 1)]
     assert names(least_important_first(pods)) == ["low", "no-start", "started"]
+
+
+def test_a_pod_without_start_time_goes_after_even_a_start_time_in_the_future() -> None:
+    pods = [pod("skewed", 5, start=4e9), pod("no-start", 5, start=None)]
+    assert names(least_important_first(pods)) == ["no-start", "skewed"]
+
+
+def test_an_exact_tie_goes_by_namespace_and_name() -> None:
+    """Equal priority and start time (startTime has whole seconds), or both without one: the
+    reference's order is open (an unstable sort); here it is fixed, whatever the input order."""
+    tied = [pod("b", 5, start=100.0), pod("c", 5, start=None), pod("a", 5, start=100.0)]
+    tied.append(pod("d", 5, start=None))
+    assert names(least_important_first(tied)) == ["c", "d", "a", "b"]
+    assert names(least_important_first(list(reversed(tied)))) == ["c", "d", "a", "b"]
 
 
 # -- victim selection -------------------------------------------------------------------------
@@ -203,6 +221,27 @@ def test_the_plan_only_considers_the_quota_own_pods() -> None:
     assert [(quota, names(victims)) for quota, victims in revocation_plan(state)] == [
         ("parent", [])
     ]
+
+
+def test_terminating_pods_count_as_given_back_in_the_plan_and_the_live_round() -> None:
+    going = replace(pod("going", 0, cpu=2), terminating=True)
+    state = snapshot(
+        [result("team", {"cpu": 6}, {"cpu": 4})],
+        {"team": [going, pod("stay", 9, cpu=2), pod("spare", 1, cpu=2)]},
+    )
+    assert not quota_is_over_used(state, "team")  # 6 - 2 terminating = 4: nothing to do
+    assert victims_of(state, "team") == []
+    assert revocation_plan(state) == []
+
+
+def test_the_plan_lists_what_one_live_round_evicts() -> None:
+    state = snapshot(
+        [result("team", {"cpu": 6}, {"cpu": 4})],
+        {"team": [pod("a", 1, start=10.0, cpu=2), pod("b", 1, start=20.0, cpu=2)]},
+    )
+    assert quota_is_over_used(state, "team")
+    assert revocation_plan(state) == [("team", victims_of(state, "team"))]
+    assert names(victims_of(state, "team")) == ["b"]
 
 
 def test_the_plan_skips_root_system_and_default_quotas() -> None:

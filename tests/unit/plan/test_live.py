@@ -166,6 +166,31 @@ def test_tree_totals_come_from_the_root_runtime_and_the_profile_roots() -> None:
     assert snapshot.totals == {"": {"cpu": 64000}, "42": {"cpu": 16000, "memory": 64 * GIB}}
 
 
+def test_a_profile_tree_is_titled_by_the_profile_its_root_quota_names() -> None:
+    root_labels = {
+        keys.LABEL_TREE_ID: "15138299097917482161",
+        keys.LABEL_IS_ROOT: "true",
+        keys.LABEL_PROFILE: "gpu-pool",
+    }
+    snapshot = live_snapshot(
+        [
+            quota(
+                "gpu-root",
+                labels=root_labels,
+                annotations={keys.ANNO_TOTAL_RESOURCE: '{"cpu":"64"}'},
+                spec={"max": {"cpu": "4611686018427387"}},
+            ),
+            quota("short", labels={**root_labels, keys.LABEL_TREE_ID: "42"}),
+        ]
+    )
+    assert dict(snapshot.tree_profiles) == {"15138299097917482161": "gpu-pool", "42": "gpu-pool"}
+    lines = render_trees(snapshot)
+    assert "tree gpu-pool (id 1513…, total: cpu 64)" in lines
+    assert "tree gpu-pool (id 42, total: none)" in lines  # a short id is shown whole
+    root_row = next(line for line in lines if line.startswith("  gpu-root"))
+    assert root_row.split() == ["gpu-root", "cpu", "-", "-", "-", "-", "-"]
+
+
 def test_no_objects_give_an_empty_default_tree() -> None:
     snapshot = live_snapshot([])
     assert (dict(snapshot.quotas), dict(snapshot.totals)) == ({}, {"": {}})

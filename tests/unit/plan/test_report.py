@@ -104,6 +104,13 @@ def test_trees_are_keyed_by_id_with_the_empty_string_for_the_default_tree(exampl
         assert entry["tree"] in example["trees"], name
 
 
+def test_each_tree_names_the_profile_that_heads_it(example: Any) -> None:
+    assert {tree: entry["profile"] for tree, entry in example["trees"].items()} == {
+        "": "",
+        GPU_TREE: "gpu-pool",
+    }
+
+
 def test_quotas_are_listed_by_name(example: Any) -> None:
     assert list(example["quotas"]) == sorted(example["quotas"])
 

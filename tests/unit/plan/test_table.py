@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,7 +78,7 @@ def test_quotas_are_indented_two_spaces_per_level(example_table: str) -> None:
 def test_each_resource_is_a_row_with_min_max_request_used_runtime(example_table: str) -> None:
     rows = rows_of(example_table, "ml-research")
     assert [row.split()[-6:] for row in rows] == [
-        ["cpu", "16", "48", "40", "40!", "28571m"],
+        ["cpu", "16", "48", "40", "40!", "28.571"],
         ["memory", "64Gi", "192Gi", "80Gi", "80Gi", "80Gi"],
     ]
 
@@ -93,12 +94,40 @@ def test_each_tree_is_introduced_with_its_total(example_table: str) -> None:
     assert any(line.startswith("tree ") and "nvidia.com/gpu 16" in line for line in lines)
 
 
+def test_a_profile_tree_is_titled_by_its_profile_with_its_id_cut_short(
+    example_table: str,
+) -> None:
+    lines = example_table.splitlines()
+    title = "tree gpu-pool (id 1513…, total: cpu 64, memory 256Gi, nvidia.com/gpu 16, pods 220)"
+    assert title in lines
+    assert "15138299097917482161" not in example_table  # the full id is in -o json
+
+
+def test_an_unset_max_shows_as_a_dash_not_as_the_huge_ceiling(example_table: str) -> None:
+    """The profile root's max is the "no limit" ceiling (MaxInt64 / 2000): shown as "-"."""
+    assert [row.split()[-6:-4] for row in rows_of(example_table, "gpu-root")] == [
+        ["cpu", "64"],
+        ["memory", "256Gi"],
+        ["nvidia.com/gpu", "16"],
+    ]
+    assert [row.split()[-4] for row in rows_of(example_table, "gpu-root")] == ["-", "-", "-"]
+    assert "~" not in example_table
+
+
+def test_every_cpu_cell_is_in_cores_with_up_to_three_decimals(example_table: str) -> None:
+    lines = example_table.split("\n\n")[0].splitlines()
+    cpu_rows = [line.split() for line in lines if line[31:49].strip() == "cpu"]
+    cells = [value.rstrip("!") for row in cpu_rows for value in row[-5:]]
+    assert cells and all(re.fullmatch(r"-|\d+(\.\d{1,3})?", value) for value in cells), cells
+    assert {"19.429", "44.571", "28.571", "40", "64"} <= set(cells)
+
+
 def test_pending_pods_and_revocations_have_their_sections(example_table: str) -> None:
     text = example_table
     assert "\nPending pods:\n" in text
     assert (
         "  wait  analytics/report-3 (analytics): quota analytics: cpu used 8 + request 16 > "
-        "runtime 19429m" in text
+        "runtime 19.429" in text
     )
     assert "  admit analytics/report-2 (analytics)\n" in text
     assert "  ml-research: ml-research/train-4, ml-research/train-5\n" in text
@@ -145,11 +174,18 @@ def test_a_busy_default_quota_is_drawn(k8s: type[K8s], write: Writer) -> None:
     ("resource", "units", "text"),
     [
         ("cpu", None, "-"),
-        ("cpu", 1500, "1500m"),
+        ("cpu", 1500, "1.5"),
+        ("cpu", 500, "0.5"),
+        ("cpu", 1, "0.001"),
+        ("cpu", 28_571, "28.571"),
+        ("cpu", 40_000, "40"),
+        ("cpu", 1_000_000, "1000"),
+        ("cpu", 0, "0"),
         ("memory", 80 * GI, "80Gi"),
+        ("memory", 1536 * 2**20, "1536Mi"),
         ("cpu", 123_456_789, "~123k"),
-        ("memory", 4_611_686_018_427_387_000, "~4Ei"),
-        ("cpu", 4_611_686_018_427_387_000, "~4.61P"),
+        ("memory", 3 * 2**50 + 1, "~3Pi"),
+        ("cpu", keys.PROFILE_ROOT_MAX * 1000 - 1, "~4.61P"),
         ("pods", 1_234_567_891, "~1.23G"),
     ],
 )
@@ -158,6 +194,31 @@ def test_a_cell_is_exact_when_it_fits_and_approximated_with_a_tilde_otherwise(
 ) -> None:
     assert cell(resource, units) == text
     assert len(cell(resource, units)) <= 9
+
+
+@pytest.mark.parametrize(
+    ("resource", "units"),
+    [
+        ("cpu", keys.PROFILE_ROOT_MAX * 1000),  # a profile root's max
+        ("memory", keys.PROFILE_ROOT_MAX),
+        ("nvidia.com/gpu", keys.PROFILE_ROOT_MAX),
+        ("cpu", keys.RESERVED_GROUP_MAX * 1000),  # the system and default quotas' max
+        ("memory", keys.RESERVED_GROUP_MAX),
+        ("cpu", 2**62 - 1),  # the solver's clamp
+        ("memory", 2**63 - 1),  # MaxInt64, as users write "no limit"
+    ],
+)
+def test_a_value_at_or_above_the_no_limit_ceiling_is_a_dash(resource: str, units: int) -> None:
+    assert cell(resource, units) == "-"
+
+
+def test_a_blocked_pod_is_explained_in_the_table_units_and_in_kubernetes_units_in_json(
+    examples: Path,
+) -> None:
+    plan = plan_of(examples)
+    waiting = next(verdict for verdict in plan.admission if not verdict.admitted)
+    assert waiting.reason.endswith("> runtime 19429m")  # pod condition and -o json: quantities
+    assert waiting.reason.replace("19429m", "19.429") in render_plan(plan)
 
 
 def test_every_cell_fits_nine_characters() -> None:

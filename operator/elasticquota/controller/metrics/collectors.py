@@ -31,9 +31,9 @@ from elasticquota.controller.metrics.names import (
     QUOTA_LABELS,
     READY,
 )
-from elasticquota.core.keys import PROFILE_ROOT_MAX, QUOTA_KIND
+from elasticquota.core.keys import QUOTA_KIND
 from elasticquota.core.models import Problem
-from elasticquota.core.quantity import CPU
+from elasticquota.core.quantity import CPU, is_unlimited
 from elasticquota.core.results import QuotaResult
 
 if TYPE_CHECKING:
@@ -42,8 +42,7 @@ if TYPE_CHECKING:
 
 def display_value(resource: str, units: int) -> float | None:
     """Engine units as exposed (cpu in cores, the rest as is); None for "no limit"."""
-    unlimited = PROFILE_ROOT_MAX * 1000 if resource == CPU else PROFILE_ROOT_MAX
-    if units >= unlimited:
+    if is_unlimited(resource, units):
         return None
     return units / 1000 if resource == CPU else float(units)
 
