@@ -59,7 +59,6 @@ from kopf._core.engines.admission import build_webhooks
 from kopf._core.intents.causes import WebhookType
 from prometheus_client.parser import text_string_to_metric_families
 
-from elasticquota.controller.handlers import PODS
 from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS
 from elasticquota.controller.runner import make_state
 from elasticquota.controller.webhooks import register_webhooks
@@ -933,7 +932,7 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str) -> None:
     handlers = registry._webhooks.get_all_handlers()
     resources = [
         Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
-        Resource(*PODS, kind="Pod", namespaced=True),
+        Resource("", "v1", "pods", kind="Pod", namespaced=True),
     ]
     manifests = render("eq-system", {"webhooks": {"failurePolicy": policy}})
     compared = (

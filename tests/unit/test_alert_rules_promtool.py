@@ -248,7 +248,12 @@ def synthetic_series() -> list[dict[str, str]]:
         }
         for figure, value in spec["figures"].items():
             found.append(series(f"elastic_quota_{figure}", labels, f"{value}{SAMPLES}"))
-    for name, value in (("leader", 1), ("ready", 1), ("invalid_quotas", 0)):
+    for name, value in (
+        ("leader", 1),
+        ("ready", 1),
+        ("invalid_quotas", 0),
+        ("event_loop_max_lag_seconds", 0.03),
+    ):
         found.append(series(f"elastic_quota_{name}", TARGET, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_info", {**TARGET, "version": "0.1.0"}, f"1{SAMPLES}"))
     found.append(series("elastic_quota_gated_pods", {**TARGET, "quota": "team-a"}, f"2{SAMPLES}"))
@@ -264,6 +269,7 @@ def synthetic_series() -> list[dict[str, str]]:
         "elastic_quota_solve_seconds": {"tree": "pool-a"},
         "elastic_quota_reconcile_seconds": {},
         "elastic_quota_pod_event_to_write_seconds": {},
+        "elastic_quota_event_loop_lag_seconds": {},
     }
     for name, labels in histograms.items():
         for rank, bound in enumerate(("0.001", "0.01", "0.1", "+Inf"), start=1):

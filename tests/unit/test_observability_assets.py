@@ -69,6 +69,7 @@ PANEL_IDS = {
     18: "stat",
     19: "stat",
     20: "timeseries",
+    21: "timeseries",
 }
 SEVERITIES = {"warning", "critical"}
 

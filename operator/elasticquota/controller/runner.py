@@ -1,11 +1,12 @@
-"""``elastic-quota run``: Kopf watching, the leader Lease, the reconcile loops, the probes.
+"""``elastic-quota run``: the readers, the leader Lease, the reconcile loops, the probes, Kopf.
 
-Kopf runs embedded (``kopf.operator``) with a registry built here (nothing registers at import);
-so does the Prometheus registry (``Metrics``), served at ``/metrics`` by the probes' server and fed
-by the loops, the webhooks and the API client. Every replica watches and keeps memory current; the
-holder of the Lease writes. Kopf's own bookkeeping is switched off where it could touch objects we
-don't own: no peering (the Lease does that job), no posting of Kopf's logs as Events, only
-watching handlers.
+The cluster is read by the operator's own list-and-watch readers (``controller.ingest``), one per
+kind. Kopf runs embedded (``kopf.operator``) for the admission webhooks, the login and the signals,
+with a registry built here (nothing registers at import); so does the Prometheus registry
+(``Metrics``), served at ``/metrics`` by the probes' server and fed by the loops, the webhooks and
+the API client. Every replica reads and keeps memory current; the holder of the Lease writes.
+Kopf's own bookkeeping is switched off where it could touch objects we don't own: no peering (the
+Lease does that job), no posting of Kopf's logs as Events, no resource handlers.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import kopf
 from kubernetes_asyncio import client
 
 from elasticquota.controller.gating import GateController
-from elasticquota.controller.handlers import register
 from elasticquota.controller.health import health_app, serve
+from elasticquota.controller.ingest import Ingest
+from elasticquota.controller.loopprobe import probe_loop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
@@ -55,8 +57,6 @@ def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
     tuned.posting.enabled = False  # our Events are explicit; Kopf's would land on pods
     tuned.peering.standalone = True  # one active replica is the Lease's job
     tuned.scanning.disabled = True  # resources are named explicitly
-    tuned.watching.server_timeout = 300
-    tuned.watching.client_timeout = 330
     tuned.networking.request_timeout = 60
     if settings.webhook_enabled:
         configure_admission(tuned, settings)
@@ -75,7 +75,6 @@ def make_registry(
     state: ControllerState, settings: Settings, metrics: Metrics | None = None
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
-    register(registry, state)
     if settings.webhook_enabled:
         register_webhooks(registry, state, settings, metrics)
 
@@ -109,6 +108,7 @@ class Operator:
         self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
         self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
         self.reporter = ProblemReporter(self.state, api, settings.dry_run)
+        self.ingest = Ingest(self.state, api)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.
         self.evictor = Evictor(api)
@@ -121,6 +121,8 @@ class Operator:
             app = health_app(self.state, self.leader.leading, self.metrics.registry)
             health = await serve(app, self.settings.metrics_port)
         loops: list[tuple[str, Awaitable[None]]] = [
+            ("readers", self.ingest.run()),
+            ("event loop probe", probe_loop(self.metrics)),
             ("leader lease", self._elect()),
             ("reconciler", self.reconciler.run()),
             ("profiles", self.profiles.run()),

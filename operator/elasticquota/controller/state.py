@@ -185,6 +185,36 @@ class ControllerState:
         self.profile_labels.pop(key, None)
         self.profiles_changed.set()
 
+    # -- relists: memory becomes exactly what a complete list returned ----------------------
+
+    def forget_quotas_except(self, listed: set[ObjectKey]) -> None:
+        for namespace, name in [key for key in self.quotas if key not in listed]:
+            self.on_quota_deleted({"metadata": {"namespace": namespace, "name": name}})
+
+    def forget_pods_except(self, listed: set[ObjectKey]) -> None:
+        for key in [key for key in self.engine.pods if tuple(key.split("/", 1)) not in listed]:
+            namespace, name = key.split("/", 1)
+            self.on_pod_deleted({"metadata": {"namespace": namespace, "name": name}})
+        self._forget_problems("Pod ", listed)
+
+    def forget_nodes_except(self, listed: set[ObjectKey]) -> None:
+        names = {name for _, name in listed}
+        for name in [name for name in self.engine.nodes if name not in names]:
+            self.on_node_deleted({"metadata": {"name": name}})
+        self._forget_problems("Node ", {("", name) for name in names})
+
+    def forget_profiles_except(self, listed: set[ObjectKey]) -> None:
+        for namespace, name in [key for key in self.profiles if key not in listed]:
+            self.on_profile_deleted({"metadata": {"namespace": namespace, "name": name}})
+        self._forget_problems("ElasticQuotaProfile ", listed)
+
+    def _forget_problems(self, prefix: str, listed: set[ObjectKey]) -> None:
+        """Parse problems of objects of one kind the list did not return (refs ``Kind ns/name``)."""
+        for ref in [ref for ref in self.parse_problems if ref.startswith(prefix)]:
+            namespace, _, name = ref[len(prefix) :].partition("/")
+            if (namespace, name) not in listed:
+                del self.parse_problems[ref]
+
     def mark_synced(self) -> None:
         if not self.synced.is_set():
             logger.info(

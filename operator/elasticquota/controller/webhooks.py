@@ -10,7 +10,8 @@ was admitted a moment ago and not yet seen by the watch (``RecentAdmissions``): 
 created right after its parent would be refused because the parent "does not exist" yet (the
 reference likewise updates its topology on every accepted admission).
 
-Handlers are coroutines (see ``handlers``). Kopf serves them at ``/<handler id>`` and, when
+Handlers are coroutines: Kopf would run synchronous ones in a thread pool, where reading the
+memory races the event loop that changes it. Kopf serves them at ``/<handler id>`` and, when
 ``webhook_configuration`` is set, creates the webhook configurations and keeps their URL and CA
 bundle current; a replica that stops cleanly removes its webhooks again (Kopf's non-persistent
 webhooks), one that crashes leaves them to the failure policy.
@@ -31,7 +32,6 @@ from typing import Any, ParamSpec, cast
 import kopf
 
 from elasticquota.controller.certs import self_signed_certificate
-from elasticquota.controller.handlers import PODS
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
@@ -56,6 +56,8 @@ from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+PODS = ("", "v1", "pods")
 P = ParamSpec("P")
 
 VALIDATE_QUOTA = "validate-elasticquota"

@@ -50,6 +50,11 @@ WEBHOOK_REQUESTS: Final = "elastic_quota_webhook_requests_total"
 SOLVE_SECONDS: Final = "elastic_quota_solve_seconds"
 RECONCILE_SECONDS: Final = "elastic_quota_reconcile_seconds"
 POD_EVENT_TO_WRITE_SECONDS: Final = "elastic_quota_pod_event_to_write_seconds"
+EVENT_LOOP_LAG_SECONDS: Final = "elastic_quota_event_loop_lag_seconds"
+
+# -- gauges fed by the operator's own probes -----------------------------------------------------
+
+EVENT_LOOP_MAX_LAG: Final = "elastic_quota_event_loop_max_lag_seconds"
 
 #: Every family: gauges by name, counters with ``_total``, histograms by their base name.
 METRIC_NAMES: Final = frozenset(
@@ -67,6 +72,8 @@ METRIC_NAMES: Final = frozenset(
         SOLVE_SECONDS,
         RECONCILE_SECONDS,
         POD_EVENT_TO_WRITE_SECONDS,
+        EVENT_LOOP_LAG_SECONDS,
+        EVENT_LOOP_MAX_LAG,
     }
 )
 
@@ -95,6 +102,11 @@ WEBHOOK_RESULTS: Final = (ALLOWED, DENIED, ERROR)
 SOLVE_BUCKETS: Final = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0,
+)  # fmt: skip
+#: How late the event loop ran a probe that asked to be woken: 0 on an idle loop; above 0.1 s
+#: means something held the loop (event intake, webhooks and the Lease all wait meanwhile).
+LOOP_LAG_BUCKETS: Final = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 )  # fmt: skip
 #: One tree pass: the solve plus the diff plus the writes (API round trips).
 RECONCILE_BUCKETS: Final = (

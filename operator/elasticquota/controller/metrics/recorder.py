@@ -20,8 +20,11 @@ from elasticquota.controller.metrics.names import (
     ADMITTED,
     API_ERRORS,
     DENIED,
+    EVENT_LOOP_LAG_SECONDS,
+    EVENT_LOOP_MAX_LAG,
     EVICTIONS,
     INFO,
+    LOOP_LAG_BUCKETS,
     POD_EVENT_BUCKETS,
     POD_EVENT_TO_WRITE_SECONDS,
     RECONCILE_BUCKETS,
@@ -68,6 +71,15 @@ class Metrics:
             POD_EVENT_TO_WRITE_SECONDS, "From the first pod event that made a tree out of date "
             "to the end of the writes that show it", buckets=POD_EVENT_BUCKETS, registry=on,
         )  # fmt: skip
+        self._loop_lag = Histogram(
+            EVENT_LOOP_LAG_SECONDS, "How late the event loop woke a probe that sleeps 50 ms: "
+            "the time something else held the loop", buckets=LOOP_LAG_BUCKETS, registry=on,
+        )  # fmt: skip
+        self._loop_max_lag = Gauge(
+            EVENT_LOOP_MAX_LAG, "The longest event-loop lag seen since the operator started",
+            registry=on,
+        )  # fmt: skip
+        self.max_loop_lag = 0.0
         info = Gauge(INFO, "The operator's version (always 1)", ["version"], registry=on)
         info.labels(version=__version__).set(1)
 
@@ -104,3 +116,9 @@ class Metrics:
 
     def pod_event_written(self, seconds: float) -> None:
         self._pod_event_to_write.observe(seconds)
+
+    def loop_lag(self, seconds: float) -> None:
+        self._loop_lag.observe(seconds)
+        if seconds > self.max_loop_lag:
+            self.max_loop_lag = seconds
+            self._loop_max_lag.set(seconds)

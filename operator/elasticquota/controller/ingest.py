@@ -1,0 +1,100 @@
+"""The way in: one reader per kind (Pod, ElasticQuota, ElasticQuotaProfile, Node) into memory.
+
+Each kind is read by a :class:`~elasticquota.kube.reflector.Reflector` (list in pages, then a
+bounded watch, level-based relists) whose sink is the matching entry point of
+:class:`~elasticquota.controller.state.ControllerState`: an object seen is parsed and stored, an
+object deleted is dropped, and after every complete list the objects the list did not return are
+dropped too. Once every kind has been listed completely the memory is ``synced``; until then no
+loop writes.
+
+Kopf's own watching is not used for these kinds: its index handlers hold every object's worker
+behind a start-up barrier whose cost grows with the square of the object count, and its relists
+never drop the objects that vanished while a watch was down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState, ObjectKey
+from elasticquota.kube.quotas import PROFILES, QUOTAS
+from elasticquota.kube.reflector import Kind, Reflector
+
+logger = logging.getLogger(__name__)
+
+Body = Mapping[str, Any]
+
+
+def _collection(group: str, version: str, plural: str) -> str:
+    return f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
+
+
+PODS = Kind("pods", _collection("", "v1", "pods"))
+NODES = Kind("nodes", _collection("", "v1", "nodes"))
+QUOTA_KIND = Kind("elasticquotas", _collection(*QUOTAS))
+PROFILE_KIND = Kind("elasticquotaprofiles", _collection(*PROFILES))
+
+
+@dataclass(frozen=True, slots=True)
+class StateSink:
+    """One kind's entry points into the controller's memory."""
+
+    upsert: Callable[[Body], None]
+    delete: Callable[[Body], None]
+    relisted: Callable[[set[ObjectKey]], None]
+
+
+def sinks(state: ControllerState) -> dict[Kind, StateSink]:
+    """Each kind's reader feeds these."""
+    return {
+        QUOTA_KIND: StateSink(state.on_quota, state.on_quota_deleted, state.forget_quotas_except),
+        PROFILE_KIND: StateSink(
+            state.on_profile, state.on_profile_deleted, state.forget_profiles_except
+        ),
+        NODES: StateSink(state.on_node, state.on_node_deleted, state.forget_nodes_except),
+        PODS: StateSink(state.on_pod, state.on_pod_deleted, state.forget_pods_except),
+    }
+
+
+class Ingest:
+    """The four readers, and the moment they have all listed once (``state.synced``)."""
+
+    def __init__(
+        self,
+        state: ControllerState,
+        api: client.ApiClient,
+        server_timeout: float = 30.0,
+        client_margin: float = 10.0,
+    ) -> None:
+        self._state = state
+        self.readers = [
+            Reflector(api, kind, sink, server_timeout=server_timeout, client_margin=client_margin)
+            for kind, sink in sinks(state).items()
+        ]
+
+    async def run(self) -> None:
+        tasks = [
+            asyncio.create_task(reader.run(), name=reader.kind.name) for reader in self.readers
+        ]
+        try:
+            await asyncio.gather(*(reader.health.listed.wait() for reader in self.readers))
+            self._state.mark_synced()
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def blind(self, now: float, bound: float) -> list[str]:
+        """Kinds whose watch has been down for longer than ``bound`` seconds."""
+        return [
+            reader.kind.name
+            for reader in self.readers
+            if reader.health.down_since is not None and now - reader.health.down_since > bound
+        ]

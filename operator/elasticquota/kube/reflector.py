@@ -1,0 +1,284 @@
+"""List-and-watch of one kind into memory, level-based: client-go's reflector contract, lean.
+
+A :class:`Reflector` lists every object of its kind (in pages, so that no single response or parse
+holds the event loop) and hands each to its :class:`Sink`; when the list is complete the sink is
+told which objects exist (``relisted``): every object it holds that the list did not return is
+gone, as if deleted. This is what makes memory exactly the cluster after every relist (start-up,
+``410 Gone``, a broken watch): a pod deleted while the watch was down never lingers as a ghost.
+
+Then it watches from the list's resourceVersion: ``ADDED``/``MODIFIED``/``DELETED`` events go to the
+sink one by one, ``BOOKMARK`` events only move the resourceVersion on. Every watch is bounded: the
+server is asked to end it after ``server_timeout`` seconds (with jitter, so that replicas and kinds
+do not reconnect in step) and the client gives it up ``client_margin`` seconds after that, so a
+connection that silently stopped carrying traffic blinds the reader for a bounded time only. An
+ended watch resumes from the last resourceVersion seen; ``410 Gone`` or any other failure to resume
+relists. Connections are never reused (a pooled connection may be the silently dead one).
+
+The reader keeps its health for readiness and metrics: whether the first list is done, whether
+the watch is connected, and since when it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aiohttp
+from kubernetes_asyncio import client
+
+logger = logging.getLogger(__name__)
+
+Body = dict[str, Any]
+
+#: Objects per list page: small enough that one page parses in a few tens of milliseconds.
+PAGE_SIZE = 500
+#: Objects handed to the sink between two yields to the event loop.
+SLICE = 100
+
+
+class Sink(Protocol):
+    """Where a reflector puts what it reads (the controller's memory for one kind)."""
+
+    def upsert(self, body: Body) -> None:
+        """An object as it is now (listed, added or modified)."""
+
+    def delete(self, body: Body) -> None:
+        """An object that is gone."""
+
+    def relisted(self, keys: set[tuple[str, str]]) -> None:
+        """A complete list returned exactly these (namespace, name): forget every other one."""
+
+
+class VersionExpiredError(Exception):
+    """The resourceVersion is too old to resume from (410 Gone): list again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A resource to read: its collection's path and a name for logs and metrics."""
+
+    name: str
+    path: str
+
+
+@dataclass(slots=True)
+class ReaderHealth:
+    """What readiness and the metrics know about one reader."""
+
+    listed: asyncio.Event = field(default_factory=asyncio.Event)
+    connected: bool = False
+    #: Monotonic time since which the reader is not connected (None: connected).
+    down_since: float | None = None
+    relists: int = 0
+    events: int = 0
+
+    def up(self) -> None:
+        self.connected = True
+        self.down_since = None
+
+    def down(self, now: float) -> None:
+        self.connected = False
+        if self.down_since is None:
+            self.down_since = now
+
+
+def object_key(body: Body) -> tuple[str, str]:
+    meta = body.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def ssl_context(configuration: client.Configuration) -> ssl.SSLContext:
+    """The TLS settings of a kubeconfig, as the generated client builds them."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class Reflector:
+    """Keeps a sink equal to the cluster's objects of one kind."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        kind: Kind,
+        sink: Sink,
+        *,
+        server_timeout: float = 30.0,
+        client_margin: float = 10.0,
+        request_timeout: float = 30.0,
+        page_size: int = PAGE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api = api
+        self.kind = kind
+        self._sink = sink
+        self._server_timeout = server_timeout
+        self._client_margin = client_margin
+        self._request_timeout = request_timeout
+        self._page_size = page_size
+        self._clock = clock
+        self.health = ReaderHealth()
+        #: The resourceVersion to resume from (None: list first).
+        self._version: str | None = None
+        self._in_outage = False
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch and resume for ever; relist when resuming is not possible."""
+        self.health.down(self._clock())
+        try:
+            while True:
+                await self._cycle()
+        finally:
+            if self._session is not None:
+                await self._session.close()
+
+    async def _cycle(self) -> None:
+        """One list (when there is no version to resume from) or one watch, and its outcome."""
+        try:
+            if self._version is None:
+                self._version = await self._relist()
+            await self._watch()
+        except asyncio.CancelledError:
+            raise
+        except VersionExpiredError:
+            logger.info("%s: resourceVersion expired; listing again", self.kind.name)
+            self._version = None
+        except TimeoutError:  # a watch that did not end in time: its connection is dead
+            self._outage("no data within the watch's bound (a silently dropped connection?)")
+        except Exception as error:
+            self._outage(f"{type(error).__name__}: {error}")
+            self._version = None
+            await asyncio.sleep(1.0 + random.random())
+
+    def _outage(self, cause: str) -> None:
+        """Said once per outage (WARNING); its end is said once by ``_connected`` (INFO)."""
+        if not self._in_outage:
+            logger.warning("%s: watch lost (%s); reconnecting", self.kind.name, cause)
+            self._in_outage = True
+        self.health.down(self._clock())
+
+    def _connected(self) -> None:
+        if self._in_outage and self.health.down_since is not None:
+            logger.info(
+                "%s: watching again after %.1f s",
+                self.kind.name,
+                self._clock() - self.health.down_since,
+            )
+        self._in_outage = False
+        self.health.up()
+
+    async def _relist(self) -> str:
+        """Every object, page by page, into the sink; then forget the others. The version to
+        watch from."""
+        seen: set[tuple[str, str]] = set()
+        token: str | None = None
+        version = ""
+        while True:
+            page = await self._get_json(self._list_params(token))
+            items = page.get("items") or []
+            await self._feed(items, seen)
+            meta = page.get("metadata") or {}
+            version = str(meta.get("resourceVersion") or version)
+            token = meta.get("continue") or None
+            if token is None:
+                break
+        self._sink.relisted(seen)
+        self.health.relists += 1
+        self.health.listed.set()
+        logger.debug("%s: listed %d at version %s", self.kind.name, len(seen), version)
+        return version
+
+    def _list_params(self, token: str | None) -> dict[str, str]:
+        params = {"limit": str(self._page_size)}
+        if token:
+            params["continue"] = token
+        return params
+
+    async def _feed(self, items: list[Body], seen: set[tuple[str, str]]) -> None:
+        for start in range(0, len(items), SLICE):
+            for body in items[start : start + SLICE]:
+                seen.add(object_key(body))
+                self._sink.upsert(body)
+            await asyncio.sleep(0)  # let the loop breathe between slices
+
+    async def _watch(self) -> None:
+        """One bounded watch from the last version seen (moved on by every event)."""
+        timeout = self._server_timeout * (1 + random.random() / 5)
+        params = {
+            "watch": "true",
+            "resourceVersion": self._version or "",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(int(timeout)),
+        }
+        session = self._http()
+        async with asyncio.timeout(timeout + self._client_margin):
+            headers = await self._headers()
+            async with session.get(self._url(), params=params, headers=headers) as reply:
+                await self._check(reply)
+                self._connected()
+                async for line in reply.content:
+                    self._on_line(line)
+                    await asyncio.sleep(0)
+
+    def _on_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        event = json.loads(line)
+        kind, body = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if body.get("code") == 410:
+                raise VersionExpiredError(body.get("message", ""))
+            raise RuntimeError(f"watch error: {body.get('message', body)}")
+        self.health.events += 1
+        if kind == "DELETED":
+            self._sink.delete(body)
+        elif kind in ("ADDED", "MODIFIED"):
+            self._sink.upsert(body)
+        self._version = str((body.get("metadata") or {}).get("resourceVersion") or self._version)
+
+    # -- HTTP -------------------------------------------------------------------------------------
+
+    def _http(self) -> aiohttp.ClientSession:
+        """A session of its own that never reuses a connection."""
+        if self._session is None:
+            context = ssl_context(self._api.configuration)
+            connector = aiohttp.TCPConnector(ssl=context, force_close=True)
+            self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
+        return self._session
+
+    def _url(self) -> str:
+        return f"{self._api.configuration.host}{self.kind.path}"
+
+    async def _headers(self) -> dict[str, str]:
+        """JSON, and the client's credentials (its token refresh included)."""
+        headers = {"Accept": "application/json"}
+        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
+        return headers
+
+    async def _get_json(self, params: dict[str, str]) -> Body:
+        session = self._http()
+        async with asyncio.timeout(self._request_timeout):
+            headers = await self._headers()
+            async with session.get(self._url(), params=params, headers=headers) as reply:
+                await self._check(reply)
+                return dict(await reply.json(loads=json.loads))
+
+    async def _check(self, reply: aiohttp.ClientResponse) -> None:
+        if reply.status == 410:
+            raise VersionExpiredError(await reply.text())
+        if reply.status != 200:
+            raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
