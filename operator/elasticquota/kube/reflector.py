@@ -21,7 +21,6 @@ the watch is connected, and since when it is not.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import ssl
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client
 
 logger = logging.getLogger(__name__)
@@ -237,7 +237,7 @@ class Reflector:
     def _on_line(self, line: bytes) -> None:
         if not line.strip():
             return
-        event = json.loads(line)
+        event = orjson.loads(line)
         kind, body = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
             if body.get("code") == 410:
@@ -275,7 +275,7 @@ class Reflector:
             headers = await self._headers()
             async with session.get(self._url(), params=params, headers=headers) as reply:
                 await self._check(reply)
-                return dict(await reply.json(loads=json.loads))
+                return dict(orjson.loads(await reply.read()))
 
     async def _check(self, reply: aiohttp.ClientResponse) -> None:
         if reply.status == 410:

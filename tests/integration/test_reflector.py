@@ -1,0 +1,142 @@
+"""kube.reflector.Reflector against the real API server: list in pages, watch, relist level-based.
+
+Rules: every object of the kind reaches the sink, page after page; after a complete list the sink
+is told exactly which objects exist, so what it holds beyond them (objects deleted while no watch
+ran) is dropped; changes and deletions arrive through the watch; a watch the server ends (its
+``timeoutSeconds``) is resumed from the last version without a new list and without losing the
+changes made in between; the reader's health says when it is connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from harness import ensure_namespace, pod_manifest
+from kubernetes_asyncio import client
+
+from elasticquota.kube.apply import apply_manifest
+from elasticquota.kube.client import make_api_client
+from elasticquota.kube.reflector import Kind, Reflector, object_key
+
+Key = tuple[str, str]
+
+
+class MemorySink:
+    """What the reader handed over, as the controller's memory would hold it."""
+
+    def __init__(self, held: set[Key] | None = None) -> None:
+        self.objects: dict[Key, dict[str, Any]] = {key: {} for key in held or set()}
+        self.relists: list[set[Key]] = []
+
+    def upsert(self, body: dict[str, Any]) -> None:
+        self.objects[object_key(body)] = body
+
+    def delete(self, body: dict[str, Any]) -> None:
+        self.objects.pop(object_key(body), None)
+
+    def relisted(self, keys: set[Key]) -> None:
+        self.relists.append(set(keys))
+        for key in set(self.objects) - keys:
+            del self.objects[key]
+
+    def names(self, namespace: str) -> set[str]:
+        return {name for ns, name in self.objects if ns == namespace}
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    api = await make_api_client()
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+async def namespace(api: client.ApiClient) -> str:
+    name = f"reflector-{uuid.uuid4().hex[:6]}"
+    await ensure_namespace(api, name)
+    return name
+
+
+def pods_of(namespace: str) -> Kind:
+    return Kind("pods", f"/api/v1/namespaces/{namespace}/pods")
+
+
+async def until(check: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "not within the time limit"
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def running(reader: Reflector) -> AsyncIterator[Reflector]:
+    task = asyncio.create_task(reader.run())
+    try:
+        yield reader
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.mark.timeout(120)
+async def test_a_paged_list_delivers_every_object_and_drops_the_ghosts(
+    api: client.ApiClient, namespace: str
+) -> None:
+    for index in range(23):
+        await apply_manifest(api, pod_manifest(namespace, f"p-{index:02d}", "10m"))
+    ghost = (namespace, "deleted-while-nobody-watched")
+    sink = MemorySink(held={ghost})
+
+    async with running(Reflector(api, pods_of(namespace), sink, page_size=5)) as reader:
+        await asyncio.wait_for(reader.health.listed.wait(), 30)
+
+    assert sink.names(namespace) == {f"p-{index:02d}" for index in range(23)}
+    assert ghost not in sink.objects
+    assert sink.relists == [set(sink.objects)]
+
+
+@pytest.mark.timeout(120)
+async def test_changes_and_deletions_arrive_through_the_watch(
+    api: client.ApiClient, namespace: str
+) -> None:
+    await apply_manifest(api, pod_manifest(namespace, "old", "10m"))
+    sink = MemorySink()
+    async with running(Reflector(api, pods_of(namespace), sink)) as reader:
+        await asyncio.wait_for(reader.health.listed.wait(), 30)
+        await until(lambda: reader.health.connected)
+
+        await apply_manifest(api, pod_manifest(namespace, "new", "20m"))
+        await client.CoreV1Api(api).patch_namespaced_pod(
+            "old", namespace, {"metadata": {"labels": {"seen": "yes"}}}
+        )
+        await until(lambda: "new" in sink.names(namespace))
+        await until(
+            lambda: sink.objects[(namespace, "old")]["metadata"].get("labels") == {"seen": "yes"}
+        )
+
+        await client.CoreV1Api(api).delete_namespaced_pod("new", namespace, grace_period_seconds=0)
+        await until(lambda: "new" not in sink.names(namespace))
+        assert reader.health.relists == 1
+
+
+@pytest.mark.timeout(120)
+async def test_a_watch_the_server_ends_is_resumed_without_a_relist_or_a_lost_change(
+    api: client.ApiClient, namespace: str
+) -> None:
+    sink = MemorySink()
+    reader = Reflector(api, pods_of(namespace), sink, server_timeout=1.0, client_margin=5.0)
+    async with running(reader):
+        await asyncio.wait_for(reader.health.listed.wait(), 30)
+        for index in range(4):  # each create lands in a different one-second watch
+            await apply_manifest(api, pod_manifest(namespace, f"p-{index}", "10m"))
+            await asyncio.sleep(1.3)
+        await until(lambda: len(sink.names(namespace)) == 4)
+
+    assert reader.health.relists == 1
+    assert reader.health.connected
