@@ -256,12 +256,15 @@ def synthetic_series() -> list[dict[str, str]]:
     ):
         found.append(series(f"elastic_quota_{name}", TARGET, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_info", {**TARGET, "version": "0.1.0"}, f"1{SAMPLES}"))
+    for name, value in (("watch_connected", 1), ("watch_down_seconds", 0)):
+        found.append(series(f"elastic_quota_{name}", {**TARGET, "kind": "pods"}, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_gated_pods", {**TARGET, "quota": "team-a"}, f"2{SAMPLES}"))
     counters = {
         "elastic_quota_evictions_total": {"quota": "team-a", "result": "evicted"},
         "elastic_quota_admissions_total": {"quota": "team-a", "result": "admitted"},
         "elastic_quota_api_errors_total": {"verb": "patch", "code": "500"},
         "elastic_quota_webhook_requests_total": {"webhook": "validate-pod", "result": "allowed"},
+        "elastic_quota_watch_relists_total": {"kind": "pods"},
     }
     for name, labels in counters.items():
         found.append(series(name, {**TARGET, **labels}, f"0+1{SAMPLES}"))

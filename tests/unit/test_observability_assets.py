@@ -70,6 +70,7 @@ PANEL_IDS = {
     19: "stat",
     20: "timeseries",
     21: "timeseries",
+    22: "timeseries",
 }
 SEVERITIES = {"warning", "critical"}
 

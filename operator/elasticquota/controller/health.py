@@ -1,22 +1,27 @@
 """The replica's HTTP server (``metrics-port``): probes, status and Prometheus metrics.
 
-Live (``/healthz``): the event loop answers. Ready (``/readyz``): the initial listing is in memory
-(a replica that is ready can take over at once). Both report whether this replica is the active
-one. ``/statusz`` tells what the replica knows (objects in memory, trees, dirty trees, problems):
-the first thing to look at when annotations lag. ``/metrics`` is the Prometheus exposition of the
+Live (``/healthz``): the event loop answers (never an API outage: no restart storms). Ready
+(``/readyz``): the initial listing is in memory and every reader's watch is connected, or has been
+down for less than ``grace`` seconds (a reconnect that heals at once does not flap readiness; an
+API server that stays unreachable, or a watch that could not be resumed, does): a ready replica
+can make correct decisions now and take over at once. Both report whether this replica is the
+active one; ``/readyz`` names the kinds it is blind to. ``/statusz`` tells what the replica knows
+(objects in memory, trees, dirty trees, problems, the readers' state): the first thing to look at
+when annotations lag. ``/metrics`` is the Prometheus exposition of the
 operator's registry (``controller.metrics``; OpenMetrics when the scraper asks for it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from elasticquota.controller.state import ControllerState
+from elasticquota.controller.state import READY_GRACE, ControllerState
 
 
 def metrics_handler(
@@ -32,7 +37,10 @@ def metrics_handler(
 
 
 def health_app(
-    state: ControllerState, leading: asyncio.Event, registry: CollectorRegistry | None = None
+    state: ControllerState,
+    leading: asyncio.Event,
+    registry: CollectorRegistry | None = None,
+    grace: float = READY_GRACE,
 ) -> web.Application:
     """The probe endpoints, and ``/metrics`` when given a registry."""
 
@@ -40,8 +48,9 @@ def health_app(
         return web.json_response({"live": True, "active": leading.is_set()})
 
     async def readyz(_: web.Request) -> web.Response:
-        ready = state.synced.is_set()
-        body = {"ready": ready, "active": leading.is_set()}
+        blind = state.blind(time.monotonic(), grace)
+        ready = state.ready(time.monotonic(), grace)
+        body = {"ready": ready, "active": leading.is_set(), "blind": blind}
         return web.json_response(body, status=200 if ready else 503)
 
     async def statusz(_: web.Request) -> web.Response:
@@ -57,6 +66,15 @@ def health_app(
                 "trees": engine.tree_ids(),
                 "dirty_trees": engine.dirty_trees(),
                 "problems": len(state.problems()),
+                "readers": {
+                    kind: {
+                        "listed": health.listed.is_set(),
+                        "connected": health.connected,
+                        "relists": health.relists,
+                        "events": health.events,
+                    }
+                    for kind, health in sorted(state.readers.items())
+                },
             }
         )
 

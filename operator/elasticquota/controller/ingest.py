@@ -69,9 +69,12 @@ class Ingest:
         self,
         state: ControllerState,
         api: client.ApiClient,
-        server_timeout: float = 30.0,
-        client_margin: float = 10.0,
+        server_timeout: float = 25.0,
+        client_margin: float = 5.0,
     ) -> None:
+        """``server_timeout``: seconds the server is asked to keep a watch open (plus up to 20 %
+        jitter); ``client_margin``: how much longer the client waits before it gives the watch up
+        as dead. Their sum bounds how long a silently dropped connection blinds a reader."""
         self._state = state
         self.readers = [
             Reflector(api, kind, sink, server_timeout=server_timeout, client_margin=client_margin)
@@ -90,11 +93,3 @@ class Ingest:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-    def blind(self, now: float, bound: float) -> list[str]:
-        """Kinds whose watch has been down for longer than ``bound`` seconds."""
-        return [
-            reader.kind.name
-            for reader in self.readers
-            if reader.health.down_since is not None and now - reader.health.down_since > bound
-        ]

@@ -224,8 +224,14 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # Kopf logs every handler call on every object at INFO: keep only its warnings.
-    for name in ("kopf.objects", "kopf._core.engines.peering", "kopf.activities.probe"):
+    # Kopf logs every handler call on every object at INFO, and its webhook server (aiohttp's
+    # access log) every admission request: keep only their warnings.
+    for name in (
+        "kopf.objects",
+        "kopf._core.engines.peering",
+        "kopf.activities.probe",
+        "aiohttp.access",
+    ):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

@@ -23,10 +23,15 @@ from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_q
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.results import QuotaResult
+from elasticquota.kube.reflector import ReaderHealth
 
 logger = logging.getLogger(__name__)
 
 ObjectKey = tuple[str, str]
+
+#: Seconds a reader may be disconnected before the replica stops being ready (a reconnect that
+#: heals at once does not flap readiness).
+READY_GRACE = 5.0
 
 
 @dataclass(slots=True)
@@ -102,6 +107,8 @@ class ControllerState:
     gated: dict[str, int] = field(default_factory=dict)
     #: Per tree: when the first pod event not yet reflected in its writes arrived (monotonic).
     pod_event_at: dict[str, float] = field(default_factory=dict)
+    #: Each kind's reader: listed, connected, since when not (readiness and metrics read it).
+    readers: dict[str, ReaderHealth] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -255,6 +262,19 @@ class ControllerState:
                 if tree_id is not None:
                     self.pod_event_at.setdefault(tree_id, now)
         self.trees_changed.set()
+
+    def ready(self, now: float, grace: float = READY_GRACE) -> bool:
+        """Synced, and no kind unseen for longer than ``grace``: decisions made now are right."""
+        return self.synced.is_set() and not self.blind(now, grace)
+
+    def blind(self, now: float, grace: float = READY_GRACE) -> list[str]:
+        """Kinds whose reader has been disconnected for longer than ``grace`` seconds (monotonic
+        ``now``): changes of these kinds are not reaching memory."""
+        return sorted(
+            kind
+            for kind, health in self.readers.items()
+            if health.down_since is not None and now - health.down_since > grace
+        )
 
     def problems(self) -> list[Problem]:
         """Every current problem: parsing, and the engine's structural ones."""

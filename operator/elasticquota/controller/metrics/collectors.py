@@ -18,6 +18,7 @@ of their trees because they are broken.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -116,7 +117,8 @@ class StateCollector:
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(LEADER, _LEADER_HELP, value=int(self._leading.is_set()))
-        yield GaugeMetricFamily(READY, _READY_HELP, value=int(self._state.synced.is_set()))
+        ready = self._state.ready(time.monotonic())
+        yield GaugeMetricFamily(READY, _READY_HELP, value=int(ready))
         yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP, value=invalid_quotas(self._state))
         gated = GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota"])
         if self._leading.is_set():
@@ -126,6 +128,9 @@ class StateCollector:
 
 
 _LEADER_HELP = "1 while this replica holds the leader Lease (the active replica), else 0"
-_READY_HELP = "1 once the initial listing of every watched kind is in memory, else 0"
+_READY_HELP = (
+    "1 while the listing of every kind is in memory and every watch is connected (or has been "
+    "down for less than a few seconds), else 0"
+)
 _INVALID_HELP = "ElasticQuota objects left out of their tree because they are broken"
 _GATED_HELP = "Pods held back by the admission gate at the last gating round, per quota"

@@ -56,6 +56,12 @@ EVENT_LOOP_LAG_SECONDS: Final = "elastic_quota_event_loop_lag_seconds"
 
 EVENT_LOOP_MAX_LAG: Final = "elastic_quota_event_loop_max_lag_seconds"
 
+# -- the readers (one list-and-watch per kind), read at scrape time ------------------------------
+
+WATCH_CONNECTED: Final = "elastic_quota_watch_connected"
+WATCH_DOWN_SECONDS: Final = "elastic_quota_watch_down_seconds"
+WATCH_RELISTS: Final = "elastic_quota_watch_relists_total"
+
 #: Every family: gauges by name, counters with ``_total``, histograms by their base name.
 METRIC_NAMES: Final = frozenset(
     {
@@ -74,6 +80,9 @@ METRIC_NAMES: Final = frozenset(
         POD_EVENT_TO_WRITE_SECONDS,
         EVENT_LOOP_LAG_SECONDS,
         EVENT_LOOP_MAX_LAG,
+        WATCH_CONNECTED,
+        WATCH_DOWN_SECONDS,
+        WATCH_RELISTS,
     }
 )
 

@@ -33,6 +33,7 @@ from elasticquota.controller.metrics.names import (
     SOLVE_SECONDS,
     WEBHOOK_REQUESTS,
 )
+from elasticquota.controller.metrics.readers import ReaderCollector
 
 if TYPE_CHECKING:
     from elasticquota.controller.state import ControllerState
@@ -87,6 +88,7 @@ class Metrics:
         """Serve the gauges read from ``state`` at scrape time (per quota, leader, ready, ...)."""
         self.registry.register(QuotaCollector(state, leading))
         self.registry.register(StateCollector(state, leading))
+        self.registry.register(ReaderCollector(state))
 
     # -- what the loops report ------------------------------------------------------------------
 

@@ -1,0 +1,83 @@
+"""Readiness follows the readers: synced, and no kind's watch down for longer than the grace.
+
+Rules (controller/state.py ``ready``/``blind``, controller/health.py ``/readyz``, the
+``elastic_quota_ready`` and ``elastic_quota_watch_*`` series): a replica is ready once every kind
+was listed and while every reader is connected or has been disconnected for at most the grace
+(5 s), so a reconnect that heals at once does not flap it; ``/readyz`` names the kinds it is blind
+to; liveness never depends on the readers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from elasticquota.controller.health import health_app
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.state import READY_GRACE, ControllerState
+from elasticquota.kube.reflector import ReaderHealth
+
+
+def connected() -> ReaderHealth:
+    health = ReaderHealth()
+    health.listed.set()
+    health.up()
+    return health
+
+
+def down_for(seconds: float) -> ReaderHealth:
+    health = connected()
+    health.down(time.monotonic() - seconds)
+    return health
+
+
+def test_ready_needs_the_listing_and_tolerates_a_short_reconnect(state: ControllerState) -> None:
+    state.readers = {"pods": connected(), "nodes": down_for(1.0)}
+    now = time.monotonic()
+    assert not state.ready(now)  # not synced yet
+    state.mark_synced()
+    assert state.ready(now)
+    assert state.blind(now) == []
+
+
+def test_a_watch_down_beyond_the_grace_makes_the_replica_blind(state: ControllerState) -> None:
+    state.mark_synced()
+    state.readers = {"pods": down_for(READY_GRACE + 1), "nodes": connected()}
+    assert state.blind(time.monotonic()) == ["pods"]
+    assert not state.ready(time.monotonic())
+
+
+async def test_readyz_names_the_blind_kinds_and_healthz_stays_live(
+    state: ControllerState, leading: asyncio.Event
+) -> None:
+    state.mark_synced()
+    state.readers = {"pods": down_for(60), "elasticquotas": connected()}
+    async with TestClient(TestServer(health_app(state, leading))) as client:
+        reply = await client.get("/readyz")
+        assert reply.status == 503
+        assert await reply.json() == {"ready": False, "active": True, "blind": ["pods"]}
+        assert (await client.get("/healthz")).status == 200
+        state.readers["pods"].up()
+        assert (await client.get("/readyz")).status == 200
+
+
+async def test_the_watch_series_show_each_kind(
+    state: ControllerState, leading: asyncio.Event, metrics: Metrics
+) -> None:
+    state.mark_synced()
+    state.readers = {"pods": down_for(30), "nodes": connected()}
+    state.readers["pods"].relists = 3
+    async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
+        text = await (await client.get("/metrics")).text()
+    assert 'elastic_quota_watch_connected{kind="nodes"} 1.0' in text
+    assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
+    assert 'elastic_quota_watch_relists_total{kind="pods"} 3.0' in text
+    down = next(
+        line
+        for line in text.splitlines()
+        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
+    )
+    assert 29 < float(down.split()[-1]) < 40
+    assert "elastic_quota_ready 0.0" in text
