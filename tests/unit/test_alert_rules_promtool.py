@@ -256,8 +256,9 @@ def synthetic_series() -> list[dict[str, str]]:
     ):
         found.append(series(f"elastic_quota_{name}", TARGET, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_info", {**TARGET, "version": "0.1.0"}, f"1{SAMPLES}"))
+    pods = {**TARGET, "kind": "pods"}
     for name, value in (("watch_connected", 1), ("watch_down_seconds", 0)):
-        found.append(series(f"elastic_quota_{name}", {**TARGET, "kind": "pods"}, f"{value}{SAMPLES}"))
+        found.append(series(f"elastic_quota_{name}", pods, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_gated_pods", {**TARGET, "quota": "team-a"}, f"2{SAMPLES}"))
     counters = {
         "elastic_quota_evictions_total": {"quota": "team-a", "result": "evicted"},
