@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -61,8 +62,16 @@ def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20) -
 class OperatorProcess:
     """``elastic-quota run`` as a subprocess, with its probes on a free port."""
 
-    def __init__(self, identity: str, *extra: str, lease_duration: float = 3.0) -> None:
+    def __init__(
+        self,
+        identity: str,
+        *extra: str,
+        lease_duration: float = 3.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``env``: variables on top of this process's (e.g. a KUBECONFIG through a proxy)."""
         self.identity = identity
+        self.env = env or {}
         self.port = free_port()
         self.extra = extra
         self.lease_duration = lease_duration
@@ -74,6 +83,7 @@ class OperatorProcess:
             **os.environ,
             "ELASTIC_QUOTA_LEASE_DURATION": str(self.lease_duration),
             "ELASTIC_QUOTA_PROFILE_DEBOUNCE": "0.2",
+            **self.env,
         }
         command = [
             sys.executable, "-m", "elasticquota", "run",
@@ -88,10 +98,15 @@ class OperatorProcess:
         return self
 
     def probe(self, path: str) -> dict[str, Any] | None:
+        """The endpoint's JSON body, whatever its status (503 from ``/readyz`` included); None
+        when the server does not answer."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as reply:
                 body: dict[str, Any] = json.loads(reply.read())
                 return body
+        except urllib.error.HTTPError as error:
+            refused: dict[str, Any] = json.loads(error.read())
+            return refused
         except OSError:
             return None
 

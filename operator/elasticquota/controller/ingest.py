@@ -80,6 +80,7 @@ class Ingest:
             Reflector(api, kind, sink, server_timeout=server_timeout, client_margin=client_margin)
             for kind, sink in sinks(state).items()
         ]
+        state.readers = {reader.kind.name: reader.health for reader in self.readers}
 
     async def run(self) -> None:
         tasks = [

@@ -13,8 +13,10 @@ import asyncio
 import time
 
 from aiohttp.test_utils import TestClient, TestServer
+from kubernetes_asyncio import client
 
 from elasticquota.controller.health import health_app
+from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import READY_GRACE, ControllerState
 from elasticquota.kube.reflector import ReaderHealth
@@ -81,3 +83,9 @@ async def test_the_watch_series_show_each_kind(
     )
     assert 29 < float(down.split()[-1]) < 40
     assert "elastic_quota_ready 0.0" in text
+
+
+def test_the_readers_report_to_the_state(state: ControllerState, api: client.ApiClient) -> None:
+    ingest = Ingest(state, api)
+    assert state.readers == {reader.kind.name: reader.health for reader in ingest.readers}
+    assert sorted(state.readers) == ["elasticquotaprofiles", "elasticquotas", "nodes", "pods"]

@@ -1,0 +1,122 @@
+"""A TCP proxy between the operator and the API server, to break the link in the ways networks do.
+
+``cut()``: every open connection is closed and new ones are refused until ``restore()`` (a
+restarted load balancer, an API server that went away). ``freeze()``: the connections open now stop
+carrying bytes in both directions without being closed — nobody is told, as when a NAT entry or a
+load balancer's flow silently disappears — while new connections pass. TLS passes through
+untouched (the proxy only moves bytes), so the operator verifies the API server's certificate as
+usual. A kubeconfig that points at the proxy is written by ``proxied_kubeconfig``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+CHUNK = 65536
+
+
+@dataclass(eq=False)
+class Link:
+    """One client connection and its upstream; ``frozen`` links drop every byte."""
+
+    client: asyncio.StreamWriter
+    upstream: asyncio.StreamWriter
+    frozen: bool = False
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for writer in (self.client, self.upstream):
+            writer.close()
+
+
+class Proxy:
+    """Forwards 127.0.0.1:``port`` to ``target_host:target_port``."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self._target = (target_host, target_port)
+        self._links: set[Link] = set()
+        self._server: asyncio.Server | None = None
+        self._refusing = False
+        self.port = 0
+
+    async def start(self) -> Proxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def cut(self) -> None:
+        """Close every connection; refuse new ones until ``restore``."""
+        self._refusing = True
+        for link in list(self._links):
+            link.close()
+        self._links.clear()
+
+    def freeze(self) -> int:
+        """Silence every open connection (no close on either side); new ones still pass.
+        Returns how many were frozen."""
+        for link in self._links:
+            link.frozen = True
+        return len(self._links)
+
+    def restore(self) -> None:
+        self._refusing = False
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._refusing:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.close()
+            return
+        link = Link(writer, up_writer)
+        self._links.add(link)
+        link.tasks = [
+            asyncio.create_task(self._pump(reader, up_writer, link)),
+            asyncio.create_task(self._pump(up_reader, writer, link)),
+        ]
+
+    async def _pump(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, link: Link
+    ) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            while data := await source.read(CHUNK):
+                if link.frozen:
+                    continue  # the bytes vanish, as packets on a dead path do
+                sink.write(data)
+                await sink.drain()
+        if not link.frozen:
+            link.close()
+            self._links.discard(link)
+
+
+def proxied_kubeconfig(kubeconfig: Path, port: int, into: Path) -> Path:
+    """A copy of ``kubeconfig`` whose clusters are reached through the proxy on ``port``."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    for cluster in document.get("clusters", []):
+        server = urlsplit(cluster["cluster"]["server"])
+        cluster["cluster"]["server"] = f"{server.scheme}://127.0.0.1:{port}"
+    into.write_text(yaml.safe_dump(document))
+    return into
+
+
+def target_of(kubeconfig: Path) -> tuple[str, int]:
+    """The API server's host and port in ``kubeconfig`` (its first cluster)."""
+    document = yaml.safe_load(kubeconfig.read_text())
+    server = urlsplit(document["clusters"][0]["cluster"]["server"])
+    return server.hostname or "127.0.0.1", server.port or 443

@@ -1,0 +1,107 @@
+"""No ghosts after a reconnect: what vanished while the operator could not see is gone from memory.
+
+The operator reaches the API server through a TCP proxy (tests/integration/proxy.py). The link is
+cut; meanwhile pods and a quota are deleted directly on the API server (no watch can tell the
+operator); the link comes back. Every relist is level-based, so the operator's memory becomes
+exactly what the new list returns: within a few seconds `used` and the annotations are what `plan`
+computes for the cluster as it is, and no pod is evicted for resources the deleted pods no longer
+hold (revocation runs with a 1-s delay to make any ghost over-use show).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from harness import (
+    OperatorProcess,
+    converged,
+    ensure_namespace,
+    eventually,
+    get_quota,
+    node_manifest,
+    pod_manifest,
+    quota_manifest,
+)
+from kubernetes_asyncio import client
+from proxy import Proxy, proxied_kubeconfig, target_of
+
+from elasticquota.core import keys
+from elasticquota.kube.apply import apply_manifest
+from elasticquota.kube.client import make_api_client
+from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    api = await make_api_client()
+    yield api
+    await api.close()
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
+    yield proxy
+    await proxy.stop()
+
+
+async def pod_names(api: client.ApiClient, namespace: str) -> set[str]:
+    pods = await client.CoreV1Api(api).list_namespaced_pod(namespace)
+    return {pod.metadata.name for pod in pods.items}
+
+
+@pytest.mark.timeout(180)
+async def test_objects_deleted_while_the_link_was_cut_leave_memory_and_nothing_is_evicted(
+    api: client.ApiClient, proxy: Proxy, tmp_path: Path
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    team, other = f"ghost-team-{suffix}", f"ghost-other-{suffix}"
+    for namespace in (team, other):
+        await ensure_namespace(api, namespace)
+    await apply_manifest(api, node_manifest(f"ghost-node-{suffix}", "64", "256Gi"))
+    await apply_manifest(api, quota_manifest(team, team, {"cpu": "2"}, {"cpu": "8"}))
+    await apply_manifest(api, quota_manifest(other, other, {"cpu": "1"}, {"cpu": "4"}))
+    node = f"ghost-node-{suffix}"
+    for index in range(4):
+        await apply_manifest(api, pod_manifest(team, f"run-{index}", "2", node=node))
+    await apply_manifest(api, pod_manifest(other, "run-0", "1", node=node))
+
+    kubeconfig = proxied_kubeconfig(Path(os.environ["KUBECONFIG"]), proxy.port, tmp_path / "kc")
+    operator = OperatorProcess(
+        f"ghost-{suffix}", "--revocation-delay", "1", env={"KUBECONFIG": str(kubeconfig)}
+    ).start()
+    try:
+        await operator.wait_ready()
+        await operator.wait_active()
+        await eventually(lambda: converged(api), 60, operator, "converged before the cut")
+        assert (await get_quota(api, team, team))["status"]["used"] == {"cpu": "8"}
+
+        proxy.cut()
+        core = client.CoreV1Api(api)
+        for name in ("run-0", "run-1", "run-2"):
+            await core.delete_namespaced_pod(name, team, grace_period_seconds=0)
+        await client.CustomObjectsApi(api).delete_namespaced_custom_object(
+            QUOTA_GROUP, QUOTA_VERSION, other, QUOTA_PLURAL, other
+        )
+        await eventually(
+            lambda: (operator.probe("/readyz") or {}).get("ready") is False,
+            30,
+            operator,
+            "not ready while the API server cannot be reached",
+        )
+        proxy.restore()
+
+        await operator.wait_ready(30)
+        await eventually(lambda: converged(api), 15, operator, "converged after the reconnect")
+        used = (await get_quota(api, team, team))["status"]["used"]
+        assert used == {"cpu": "2"}  # the three deleted pods no longer count
+        annotations = (await get_quota(api, team, team))["metadata"]["annotations"]
+        assert keys.ANNO_RUNTIME in annotations
+        assert await pod_names(api, team) == {"run-3"}  # nothing evicted
+        assert await pod_names(api, other) == {"run-0"}
+    finally:
+        operator.stop()
