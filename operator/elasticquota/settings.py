@@ -76,6 +76,11 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     """Python logging level name."""
 
+    numba_cache_seed: str | None = None
+    """Directory of a precompiled numba cache (the image ships one), copied at start-up into
+    ``NUMBA_CACHE_DIR`` when that holds no cache yet, so that the solver kernel is loaded instead
+    of compiled (``elasticquota.numbacache``); unset or missing: nothing is copied."""
+
     ignore_namespaces: list[str] = Field(default_factory=list)
     """Pods in these namespaces are not accounted at all."""
 

@@ -35,13 +35,13 @@ from elasticquota.controller.simulator import NodeSimulator
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import configure_admission, register_webhooks
 from elasticquota.core.engine import EngineSettings
-from elasticquota.kernels.warmup import warm_up
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import Evictor
 from elasticquota.kube.lease import LeaderElector
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
+from elasticquota.numbacache import start_kernels
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ async def run_operator(settings: Settings) -> None:
     configure_logging(settings.log_level)
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
-    warm_up()
+    start_kernels(settings.numba_cache_seed)  # seeds NUMBA_CACHE_DIR, then warms up
     metrics = Metrics()
     api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
     try:
