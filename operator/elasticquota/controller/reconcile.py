@@ -1,13 +1,21 @@
 """Level-based control: one loop per quota tree solves, diffs and writes; writes only on change.
 
-Events only update memory and set ``trees_changed``. The dispatcher wakes the loop of every dirty
-tree (and every tree when something else may have moved, e.g. our own writes echoing back or a new
-leader). A tree loop solves its tree, computes for each quota the write that would bring the object
-in line (``core.diff``) and sends the non-empty ones (bounded concurrency, retried on conflicts,
-throttling and server errors), except for quotas written less than one interval ago, which wait
-until their interval has passed: at most one write per quota per interval, and no waiting for a
-quota that has been quiet. Nothing is written before the initial listing is in memory, nor by a
-standby replica.
+Events only update memory and set ``trees_changed``. The dispatcher wakes only the loops of the
+trees a change touched: trees out of date or with changed results not yet diffed (a pod change:
+its tree; a node change: the default tree; a topology change: all of them), and the trees of the
+quota objects seen since (edited by hand, relisted, or our own writes echoing back, which are then
+diffed once more).
+
+A tree loop solves its tree and computes, for each quota that may need it, the write that would
+bring the object in line (``core.diff``): the quotas whose results changed what they write (a
+change of figures that are not written, e.g. the effective min, leaves an object that was in line
+at the last pass in line), those whose objects were seen, and those whose writes were deferred or
+refused; every quota on its first pass, after a topology change and when the replica becomes the
+leader. It sends the non-empty writes (bounded concurrency, retried on conflicts, throttling and
+server errors), except for quotas written less than one interval ago, which wait until their
+interval has passed: at most one write per quota per interval, and no waiting for a quota that
+has been quiet. Nothing is written before the initial listing is in memory, nor by a standby
+replica.
 
 Each pass leaves the tree's results in ``ControllerState.results`` (the per-quota gauges read
 them) and is timed: the solve (when the tree was out of date), the whole pass, and the time from
@@ -20,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.diff import QuotaWrite, quota_write
+from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
 from elasticquota.kube.errors import describe
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
@@ -90,10 +98,19 @@ class Writer:
         logger.debug("wrote %s", key)
 
 
-def pending_writes(state: ControllerState, results: Mapping[str, QuotaResult]) -> list[QuotaWrite]:
-    """The writes one tree needs: only quotas that exist as objects and differ from their result."""
+def pending_writes(
+    state: ControllerState,
+    results: Mapping[str, QuotaResult],
+    names: Iterable[str] | None = None,
+) -> list[QuotaWrite]:
+    """The writes one tree needs: only quotas that exist as objects and differ from their result.
+
+    ``names``: diff only these quotas (sorted by name; unknown names are skipped); all of them
+    (in the results' order) when None.
+    """
+    chosen = results.values() if names is None else _results_named(results, names)
     writes = []
-    for result in results.values():
+    for result in chosen:
         current = state.quotas.get((result.namespace, result.name))
         if current is None:
             continue
@@ -103,12 +120,23 @@ def pending_writes(state: ControllerState, results: Mapping[str, QuotaResult]) -
     return writes
 
 
+def _results_named(results: Mapping[str, QuotaResult], names: Iterable[str]) -> list[QuotaResult]:
+    return [results[name] for name in sorted(names) if name in results]
+
+
+def _written_alike(before: QuotaResult | None, now: QuotaResult) -> bool:
+    """The quota's object, in line with ``before`` (checked at the last pass), is in line now."""
+    return before is not None and writes_alike(before, now)
+
+
 class TreeLoop:
     """The reconcile loop of one tree.
 
     Woken by events, it solves and diffs at once; a quota written less than one interval ago is
     deferred until its interval has passed (at most one write per quota per interval), and the
-    loop wakes itself up when the earliest deferred or refused write is due.
+    loop wakes itself up when the earliest deferred or refused write is due. A pass diffs only the
+    quotas that may need a write (see the module's docstring); ``reconcile_everything`` makes the
+    next one diff every quota of the tree.
     """
 
     def __init__(
@@ -132,6 +160,23 @@ class TreeLoop:
         self._written_at: dict[tuple[str, str], float] = {}
         self._retry_in: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        #: The next pass diffs every quota (the first one, and after anything went wrong).
+        self._everything = True
+        #: Quotas whose objects were seen since the last pass.
+        self._objects: set[str] = set()
+        #: Quotas whose write was deferred or refused at the last pass.
+        self._unwritten: set[str] = set()
+        #: The results of the last pass, and the engine's topology epoch then.
+        self._seen: Mapping[str, QuotaResult] = {}
+        self._epoch = -1
+
+    def note_objects(self, names: Iterable[str]) -> None:
+        """These quotas' objects were seen (changed or echoed back): diff them at the next pass."""
+        self._objects.update(names)
+
+    def reconcile_everything(self) -> None:
+        """Diff every quota of the tree at the next pass (e.g. when the replica starts leading)."""
+        self._everything = True
 
     async def run(self) -> None:
         while True:
@@ -143,6 +188,7 @@ class TreeLoop:
             except Exception:  # a bug must not silence this tree for good: log, retry
                 logger.exception("reconciling tree %r failed; retrying", self.tree_id)
                 self._retry_in = self._interval
+                self._everything = True  # what that pass was to diff is not known any more
             self._on_pass()
             self._schedule_retry()
 
@@ -157,7 +203,9 @@ class TreeLoop:
         """Solve, diff, write what is due. True when nothing is left to write for now."""
         started = time.monotonic()
         pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
-        written, waits = await self._write_due(self._solve())
+        results = self._solve()
+        due = self._due(results)
+        written, waits = await self._write_due(pending_writes(self._state, results, due))
         self._retry_in = min(waits) if waits else None
         self._metrics.reconciled(time.monotonic() - started)
         if pod_event_at is not None:
@@ -176,14 +224,30 @@ class TreeLoop:
         self._state.results[self.tree_id] = results
         return results
 
-    async def _write_due(self, results: Mapping[str, QuotaResult]) -> tuple[int, list[float]]:
-        """Send the writes that are due: how many went through, and the delays of the others."""
+    def _due(self, results: Mapping[str, QuotaResult]) -> set[str] | None:
+        """The quotas this pass diffs (None: all of them), from what was noted since the last
+        pass: results that changed what they write, objects seen, writes left over. Every quota
+        after a topology change: the trees were built anew."""
+        engine = self._state.engine
+        changed = engine.take_changed(self.tree_id)
+        objects, unwritten, seen = self._objects, self._unwritten, self._seen
+        self._objects, self._unwritten, self._seen = set(), set(), results
+        if self._everything or self._epoch != engine.topology_epoch:
+            self._everything, self._epoch = False, engine.topology_epoch
+            return None
+        moved = {name for name in changed if not _written_alike(seen.get(name), results[name])}
+        return moved | objects | unwritten
+
+    async def _write_due(self, changes: list[QuotaWrite]) -> tuple[int, list[float]]:
+        """Send the writes that are due: how many went through, and the delays of the others
+        (those are diffed again at the next pass)."""
         now = asyncio.get_running_loop().time()
         due, waits = [], []
-        for change in pending_writes(self._state, results):
+        for change in changes:
             last = self._written_at.get((change.namespace, change.name))
             if last is not None and now - last < self._interval:
                 waits.append(last + self._interval - now)
+                self._unwritten.add(change.name)
             else:
                 due.append(change)
         outcomes = await asyncio.gather(*(self._writer.write(change) for change in due))
@@ -192,6 +256,7 @@ class TreeLoop:
                 self._written_at[(change.namespace, change.name)] = now
             else:
                 waits.append(self._interval)  # refused: try again one interval later
+                self._unwritten.add(change.name)
         return sum(outcomes), waits
 
     def _settle_pod_event(self, since: float, written: int, pending: bool) -> None:
@@ -222,6 +287,8 @@ class Reconciler:
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.passes = 0
+        #: The next dispatch wakes every loop for a pass over every quota.
+        self._everything = False
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -237,14 +304,30 @@ class Reconciler:
                 task.cancel()
 
     def _dispatch(self) -> None:
-        """Start loops for new trees, stop those of vanished ones, wake every tree's loop.
+        """Start loops for new trees, stop those of vanished ones, wake the loops of the trees a
+        change touched (every tree when the replica has just become the leader).
 
-        Waking a clean tree costs a diff and no write; it is what catches our own writes echoing
-        back, objects edited by hand and quotas created after their results were computed.
+        A tree is touched when it is out of date or has changed results not diffed yet (pod,
+        node and topology changes), or when one of its quotas' objects was seen: that catches our
+        own writes echoing back, objects edited by hand and quotas created after their results
+        were computed.
         """
-        trees = self._state.engine.tree_ids()
+        engine = self._state.engine
+        trees = engine.tree_ids()
+        touched = set(engine.unsettled_trees())
+        for name in self._state.take_changed_quotas():
+            tree_id = engine.tree_of_result(name)
+            if tree_id is not None:
+                self._loop(tree_id).note_objects([name])
+                touched.add(tree_id)
+        everything, self._everything = self._everything, False
         for tree_id in trees:
-            self._loop(tree_id).wake.set()
+            new = tree_id not in self._loops
+            loop = self._loop(tree_id)
+            if everything:
+                loop.reconcile_everything()
+            if new or everything or tree_id in touched:
+                loop.wake.set()
         for tree_id in set(self._loops) - set(trees):
             self._tasks.pop(tree_id).cancel()
             del self._loops[tree_id]
@@ -270,10 +353,11 @@ class Reconciler:
         self.passes += 1
 
     async def _wake_all_on_leadership(self) -> None:
-        """A replica that becomes active checks every tree at once."""
+        """A replica that becomes active checks every quota of every tree at once."""
         while True:
             await self._leading.wait()
             self._state.pod_event_at.clear()  # a standby's clocks would time its wait
+            self._everything = True
             self._state.trees_changed.set()
             while self._leading.is_set():
                 await asyncio.sleep(1.0)

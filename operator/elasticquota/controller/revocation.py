@@ -1,7 +1,8 @@
 """Over-use revocation: a quota that stays above its runtime gives back its least important pods.
 
 Every ``revocation_interval`` the active replica checks every quota (not the root nor the system
-quota; the default quota only when enabled). A quota whose used exceeds its runtime for longer than
+quota; the default quota only when enabled): a cheap look at each result, and the pods of the
+quotas whose used exceeds their runtime only. A quota whose used exceeds its runtime for longer than
 ``revocation_delay`` gets one revocation round: the victims of ``core.revocation.victims_of``, the
 function ``plan`` uses too (least important first to try: lower priority, then the later start
 time; non-preemptible and terminating pods never) are evicted through the
@@ -33,8 +34,8 @@ from elasticquota.core.overuse import (
     parse_since,
 )
 from elasticquota.core.quantity import format_units
-from elasticquota.core.results import QuotaResult
-from elasticquota.core.revocation import quota_is_over_used, victims_of
+from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
@@ -138,15 +139,24 @@ class RevocationController:
         """One check of every monitored quota; a round for each one that is due."""
         snapshot = self._state.engine.solve()
         now = self._clock()
-        for name in sorted(snapshot.quotas):
+        for name in self._candidates(snapshot):
             result = snapshot.quotas[name]
-            if not self._monitored(name):
-                continue
             before = self._timer.since.get(name)
             due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
                 await self._revoke(result, victims_of(snapshot, name))
+
+    def _candidates(self, snapshot: Snapshot) -> list[str]:
+        """The monitored quotas a check can change anything for, sorted: those whose used exceeds
+        their runtime and those whose over-use timer runs (it stops when they fit again). For any
+        other quota a check records nothing and evicts nothing; its pods are never looked at."""
+        quotas = snapshot.quotas
+        over = [
+            name for name, result in quotas.items() if is_over_used(result.used, result.runtime)
+        ]
+        timed = [name for name in self._timer.since if name in quotas]
+        return sorted({name for name in (*over, *timed) if self._monitored(name)})
 
     async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
         """Keep the over-use start on the quota object when it changes."""

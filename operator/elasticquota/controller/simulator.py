@@ -38,6 +38,11 @@ from elasticquota.kube.pods import bind_pod, mark_running, remove_stopped_pod
 logger = logging.getLogger(__name__)
 
 
+def _key(pod: PodInfo) -> str:
+    """Pods are handled by key: a snapshot's pods come in no particular order."""
+    return pod.key
+
+
 def node_usage(pods: Iterable[PodInfo]) -> dict[str, ResourceList]:
     """What the pods bound to each node request."""
     usage: dict[str, ResourceList] = {}
@@ -145,7 +150,7 @@ class NodeSimulator:
             started.add(quota)
 
     async def _remove_stopped(self, snapshot: Snapshot) -> None:
-        for pod in stopped(snapshot.pods.values(), self._clock()):
+        for pod in sorted(stopped(snapshot.pods.values(), self._clock()), key=_key):
             logger.info("SIMULATION: pod %s stopped on %s; removing it", pod.key, pod.node_name)
             try:
                 await remove_stopped_pod(self._api, pod.namespace, pod.name)
@@ -155,13 +160,17 @@ class NodeSimulator:
             await self._event(pod, "Stopped", f"the containers stopped on {pod.node_name}")
 
     async def _start_bound_pods(self, snapshot: Snapshot) -> None:
-        for pod in snapshot.pods.values():
-            if pod.node_name and pod.phase == "Pending" and not pod.terminating:
-                logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
-                try:
-                    await mark_running(self._api, pod.namespace, pod.name)
-                except Exception as error:  # e.g. deleted meanwhile: the next round sees it
-                    logger.warning("SIMULATION: could not start %s: %s", pod.key, error)
+        bound = [
+            pod
+            for pod in snapshot.pods.values()
+            if pod.node_name and pod.phase == "Pending" and not pod.terminating
+        ]
+        for pod in sorted(bound, key=_key):
+            logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
+            try:
+                await mark_running(self._api, pod.namespace, pod.name)
+            except Exception as error:  # e.g. deleted meanwhile: the next round sees it
+                logger.warning("SIMULATION: could not start %s: %s", pod.key, error)
 
     async def _tell_waiting(self, pod: PodInfo, reason: str) -> None:
         """One Event per pod and reason: the pod waits, and why."""

@@ -2,8 +2,10 @@
 
 Handlers call ``on_*`` with raw bodies; nothing here does I/O. Each change updates the engine (which
 marks trees dirty) and sets an asyncio event that wakes the loop responsible (tree reconcilers,
-profile controller). ``synced`` is set once the initial listing of every watched kind is in memory:
-no loop writes before it, so a restart never writes from a half-known cluster.
+profile controller); the names of the quota objects seen are kept until the reconciler routes them
+to their tree's loop (``take_changed_quotas``). ``synced`` is set once the initial listing of every
+watched kind is in memory: no loop writes before it, so a restart never writes from a half-known
+cluster.
 
 The loops leave what the metrics read at scrape time here too: each tree's latest results, the
 pods the gate holds per quota, and when the first pod event made a tree out of date (monotonic
@@ -107,6 +109,9 @@ class ControllerState:
     gated: dict[str, int] = field(default_factory=dict)
     #: Per tree: when the first pod event not yet reflected in its writes arrived (monotonic).
     pod_event_at: dict[str, float] = field(default_factory=dict)
+    #: Names of the quota objects seen (changed, echoed, relisted, deleted) since the reconciler
+    #: last took them: their tree's loop diffs them at its next pass.
+    changed_quotas: set[str] = field(default_factory=set)
     #: Each kind's reader: listed, connected, since when not (readiness and metrics read it).
     readers: dict[str, ReaderHealth] = field(default_factory=dict)
 
@@ -121,6 +126,7 @@ class ControllerState:
     def on_quota(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
         self.quotas[(quota.namespace, quota.name)] = quota
+        self.changed_quotas.add(quota.name)
         spec, problems = parse_quota(body)
         self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
         if spec is None:
@@ -134,6 +140,7 @@ class ControllerState:
     def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
         self.quotas.pop((quota.namespace, quota.name), None)
+        self.changed_quotas.add(quota.name)
         self.parse_problems.pop(f"ElasticQuota {quota.namespace}/{quota.name}", None)
         self.engine.delete_quota(quota.namespace, quota.name)
         self._trees_changed()
@@ -245,6 +252,11 @@ class ControllerState:
 
     def _trees_changed(self) -> None:
         self.trees_changed.set()
+
+    def take_changed_quotas(self) -> set[str]:
+        """The names of the quota objects seen since the last call (and forget them)."""
+        changed, self.changed_quotas = self.changed_quotas, set()
+        return changed
 
     def _pod_changed(self, namespace: str, name: str, pod: PodInfo | None) -> None:
         """Hand the pod to the engine (None: gone or unusable); note the trees it made stale."""

@@ -5,7 +5,9 @@ The reference's rules: the annotations ``runtime``, ``request``, ``child-request
 rewritten only when it differs from the current one after removing zero entries (so an unchanged
 quota is never written, and a restart writes nothing). ``status.used`` follows the same rule; as it
 is written with a JSON merge patch (which merges maps), keys it no longer has are sent as ``null``
-so that they are deleted. The virtual root's ``runtime`` is the tree's distributable total (the
+so that they are deleted. A value that holds exactly the text we would write (and that text reads
+back exactly) is the same without parsing it: a diff of an unchanged quota costs the encoding of
+its figures only. The virtual root's ``runtime`` is the tree's distributable total (the
 reference leaves it unwritten); the system and default quotas get no ``runtime`` (they are not
 limited).
 """
@@ -28,6 +30,8 @@ from elasticquota.core.resources import (
 )
 from elasticquota.core.results import QuotaResult
 
+MAX_INT64 = 2**63 - 1
+
 #: Annotation key -> the QuotaResult field written into it.
 WRITTEN_ANNOTATIONS: Mapping[str, str] = {
     keys.ANNO_RUNTIME: "runtime",
@@ -36,6 +40,18 @@ WRITTEN_ANNOTATIONS: Mapping[str, str] = {
     keys.ANNO_NON_PREEMPTIBLE_REQUEST: "non_preemptible_request",
     keys.ANNO_NON_PREEMPTIBLE_USED: "non_preemptible_used",
 }
+
+
+#: Every ``QuotaResult`` field a write depends on (with the quota's name and namespace).
+WRITTEN_FIELDS = (*WRITTEN_ANNOTATIONS.values(), "used")
+
+
+def writes_alike(old: QuotaResult, new: QuotaResult) -> bool:
+    """Whether two results of a quota call for the same write on the same object: an object in
+    line with ``old`` is in line with ``new``, with no need to diff it again."""
+    return (old.namespace, old.name) == (new.namespace, new.name) and all(
+        getattr(old, field) == getattr(new, field) for field in WRITTEN_FIELDS
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +73,41 @@ def _same(current: ResourceList | None, desired: Mapping[str, int]) -> bool:
     return current is not None and drop_zeros(current) == drop_zeros(desired)
 
 
+def _round_trips(desired: Mapping[str, int]) -> bool:
+    """Whether every value reads back exactly from its formatted quantity: within MaxInt64 (also
+    enough for cpu, counted in millicores), where Kubernetes' parsing (ours too) caps nothing."""
+    values = desired.values()
+    return not values or (max(values) <= MAX_INT64 and min(values) >= -MAX_INT64)
+
+
+def _written_already(current: object, written: object, desired: Mapping[str, int]) -> bool:
+    """The object holds exactly what writing ``desired`` would write, and that reads back as
+    ``desired``: then it is the same, without parsing a quantity (the common case of a diff)."""
+    return current == written and _round_trips(desired)
+
+
+#: Annotation texts and ``status.used`` lists we wrote (where they read back exactly) -> what they
+#: read back as: a value we wrote is not parsed when it is compared with the next result. The
+#: results' lists are never changed, so they are kept as they are. Bounded: forgotten when full.
+_ENCODED: dict[str, ResourceList] = {}
+_ENCODED_USED: dict[tuple[tuple[str, str], ...], ResourceList] = {}
+_ENCODED_LIMIT = 65_536
+
+
+def _remember(cache: dict[Any, ResourceList], written: Any, desired: ResourceList) -> None:
+    """``written`` reads back as ``desired`` (checked by the caller): keep it for later diffs."""
+    if len(cache) >= _ENCODED_LIMIT:
+        cache.clear()
+    cache[written] = desired
+
+
 def _current_annotation(annotations: Mapping[str, str], key: str) -> ResourceList | None:
     text = annotations.get(key)
     if text is None:
         return None
+    known = _ENCODED.get(text)
+    if known is not None:
+        return known
     try:
         return parse_resource_list_json(text)
     except QuantityError:
@@ -71,6 +118,12 @@ def _current_used(status: Mapping[str, Any] | None) -> ResourceList | None:
     used = (status or {}).get("used")
     if not isinstance(used, Mapping):
         return None
+    try:
+        known = _ENCODED_USED.get(tuple(sorted(used.items())))
+    except TypeError:  # a value that is not a quantity string: parsed (and refused) below
+        known = None
+    if known is not None:
+        return known
     try:
         return parse_resource_list(used)
     except QuantityError:
@@ -86,15 +139,25 @@ def quota_write(
         if key == keys.ANNO_RUNTIME and result.name in (keys.SYSTEM_QUOTA, keys.DEFAULT_QUOTA):
             continue
         desired: ResourceList = getattr(result, field)
-        if not _same(_current_annotation(annotations, key), desired):
-            changes[key] = to_annotation(desired)
-    used: dict[str, str | None] | None = None
-    if not _same(_current_used(status), result.used):
-        current = (status or {}).get("used")
-        stale = (
-            [key for key in current if key not in result.used]
-            if isinstance(current, Mapping)
-            else []
-        )
-        used = {**dict.fromkeys(stale), **format_resource_list(result.used)}
-    return QuotaWrite(result.namespace, result.name, changes, used)
+        encoded = to_annotation(desired)
+        if not _written_already(annotations.get(key), encoded, desired) and not _same(
+            _current_annotation(annotations, key), desired
+        ):
+            changes[key] = encoded
+            if _round_trips(desired):
+                _remember(_ENCODED, encoded, desired)
+    return QuotaWrite(result.namespace, result.name, changes, _used_write(result.used, status))
+
+
+def _used_write(
+    desired: ResourceList, status: Mapping[str, Any] | None
+) -> dict[str, str | None] | None:
+    """The new ``status.used`` (stale keys as None), or None when it is the same already."""
+    current = (status or {}).get("used")
+    formatted = format_resource_list(desired)
+    if _written_already(current, formatted, desired) or _same(_current_used(status), desired):
+        return None
+    if _round_trips(desired):
+        _remember(_ENCODED_USED, tuple(formatted.items()), desired)
+    stale = [key for key in current if key not in desired] if isinstance(current, Mapping) else []
+    return {**dict.fromkeys(stale), **formatted}

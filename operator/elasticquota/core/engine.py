@@ -1,10 +1,15 @@
 """The quota engine: objects in, every group's request, used and runtime out.
 
 Events (quota, pod and node upserts and deletes) only update memory and mark trees dirty.
-``solve()`` recomputes each dirty tree from scratch in one kernel call: no lazily refreshed
+``solve()`` recomputes each dirty tree in one kernel call over its exact sums: no lazily refreshed
 per-parent state can drift, and the same inputs always give the same snapshot. A quota change
-rebuilds the topology (it can move quotas and pods between trees); a pod change touches one row of
-its quota's sums.
+rebuilds the topology (it can move quotas and pods between trees) and re-places every pod at once;
+a pod change touches one row of its quota's sums and one entry of the pod index.
+
+What the controller reads is kept incrementally so that a pass after a few changes costs O(changes)
+plus the dirty trees' kernel calls: only the results of rows whose outputs moved are rebuilt, the
+names whose results changed are kept for ``take_changed``, and a ``Snapshot`` publishes the pods
+and their index by freezing copy-on-write maps instead of copying and sorting every pod.
 """
 
 from __future__ import annotations
@@ -13,27 +18,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from elasticquota.core.accounting import (
-    Account,
-    Contribution,
-    ExactSums,
-    QuotaDirectory,
-    contribution,
-)
+from elasticquota.core.accounting import Account, ExactSums, QuotaDirectory
+from elasticquota.core.cowmap import CowMap
 from elasticquota.core.keys import (
     DEFAULT_QUOTA,
     DEFAULT_RESERVED_NAMESPACE,
     DEFAULT_TREE,
     RESERVED_GROUP_MAX,
+    RESERVED_QUOTAS,
     ROOT_QUOTA,
     SYSTEM_QUOTA,
 )
-from elasticquota.core.layout import TreeLayout, build_layout, total_row
+from elasticquota.core.layout import RowMemo, total_row
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
-from elasticquota.core.resources import ResourceList, add, mask, subtract_clamped
+from elasticquota.core.placement import Placements
+from elasticquota.core.resources import ResourceList
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.topology import Topology, build_topology
+from elasticquota.core.totals import tree_problems, tree_total
 from elasticquota.core.treeresults import reserved_results, tree_results
+from elasticquota.core.trees import TreeState, build_trees
 from elasticquota.kernels.arrays import SolveResult, TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
@@ -56,28 +60,6 @@ class EngineSettings:
     default_quota_max: ResourceList = field(default_factory=reference_reserved_max)
 
 
-@dataclass(slots=True)
-class TreeState:
-    """One tree's manager state: its static layout, its pod sums and its last result."""
-
-    layout: TreeLayout
-    sums: ExactSums
-    dirty: bool = True
-    results: dict[str, QuotaResult] = field(default_factory=dict)
-    total: ResourceList = field(default_factory=dict)
-
-
-def _root_total(spec: QuotaSpec) -> ResourceList | None:
-    """A profile tree root's ``total-resource``: only read on a quota labelled is-root=true."""
-    return spec.total_resource if spec.is_root else None
-
-
-def _take_out(total: ResourceList, amount: ResourceList) -> ResourceList:
-    """``total - amount`` clamped at 0, on the keys of ``total`` only: subtracting never makes a
-    resource that no node has present in the total (it would then be scaled as a total of 0)."""
-    return subtract_clamped(total, mask(amount, total))
-
-
 class QuotaEngine:
     """One manager per quota tree, fed by object events, solved on demand."""
 
@@ -85,18 +67,24 @@ class QuotaEngine:
         self.settings = settings or EngineSettings()
         self._solver = solver
         self._specs: dict[tuple[str, str], QuotaSpec] = {}
-        self._pods: dict[str, PodInfo] = {}
+        self._pods: CowMap[PodInfo] = CowMap()
         self._nodes: dict[str, NodeInfo] = {}
         self._node_total: ResourceList = {}
         #: How many nodes have each resource: a resource no node has is absent from the total.
         self._nodes_with: dict[str, int] = {}
-        self._placements: dict[str, Contribution] = {}
         self._topology = Topology()
-        self._directory = QuotaDirectory(quotas={})
         self._trees: dict[str, TreeState] = {}
+        self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
         self._reserved_specs: dict[str, QuotaSpec] = {}
-        self._reserved_sums = ExactSums(0, [])
         self._topology_dirty = True
+        #: Pods that changed while a topology change awaited its rebuild (placed by the rebuild).
+        self._stale: set[str] = set()
+        #: The quotas' layout rows, reused by the next rebuild where their spec did not change.
+        self._rows: RowMemo = {}
+        #: Every tree's results in one mapping, as the last snapshot published them (None: stale).
+        self._quotas: Mapping[str, QuotaResult] | None = None
+        #: How many topologies were built: every tree's state is new after each one.
+        self.topology_epoch = 0
 
     # -- events -------------------------------------------------------------------------------
 
@@ -113,18 +101,33 @@ class QuotaEngine:
             self._topology_dirty = True
 
     def upsert_pod(self, pod: PodInfo) -> None:
-        """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op."""
-        if self._pods.get(pod.key) == pod:
+        """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op.
+
+        While a quota change awaits the topology rebuild the pod is only noted: the rebuild
+        places it with the new topology."""
+        key = pod.key
+        old = self._pods.get(key)
+        if old == pod:
             return
-        self._unplace(pod.key)
-        self._pods[pod.key] = pod
-        if not self._topology_dirty:
-            self._place(pod)
+        self._pods[key] = pod
+        if self._topology_dirty:
+            self._stale.add(key)
+            return
+        if old is not None:
+            self._placements.unplace(old)
+        self._placements.place(pod)
 
     def delete_pod(self, namespace: str, name: str) -> None:
+        """Forget a pod (nothing for an unknown one)."""
         key = f"{namespace}/{name}"
-        self._unplace(key)
-        self._pods.pop(key, None)
+        old = self._pods.pop(key)
+        if old is None:
+            return
+        if self._topology_dirty:
+            self._stale.discard(key)
+            self._placements.index.remove(key)  # its sums are rebuilt anyway
+        else:
+            self._placements.unplace(old)
 
     def upsert_node(self, node: NodeInfo) -> None:
         old = self._nodes.get(node.name)
@@ -167,8 +170,9 @@ class QuotaEngine:
 
     @property
     def pods(self) -> Mapping[str, PodInfo]:
-        """The current pods by ``namespace/name`` (read-only view)."""
-        return MappingProxyType(self._pods)
+        """The current pods by ``namespace/name`` (a live read-only view; it changes with events:
+        what a ``Snapshot`` publishes does not)."""
+        return self._pods
 
     @property
     def nodes(self) -> Mapping[str, NodeInfo]:
@@ -179,34 +183,49 @@ class QuotaEngine:
 
     def tree_ids(self) -> list[str]:
         """Every tree, after bringing the topology up to date."""
-        if self._topology_dirty:
-            self._rebuild()
+        self._ensure_topology()
         return sorted(self._trees)
 
     def tree_of(self, quota: str) -> str | None:
         """The tree a valid quota belongs to (inherited from its parent when unlabelled)."""
-        if self._topology_dirty:
-            self._rebuild()
+        self._ensure_topology()
         return self._topology.tree_of.get(quota)
+
+    def tree_of_result(self, name: str) -> str | None:
+        """The tree whose results carry the quota object ``name``: the reserved quotas and the
+        virtual root are written from the default tree's; None for a quota in no tree."""
+        if name in RESERVED_QUOTAS:
+            return DEFAULT_TREE
+        return self.tree_of(name)
 
     def tree_of_pod(self, key: str) -> str | None:
         """The tree whose figures the pod counts in; None for a pod not placed (yet): unknown, or
         a quota change awaits the topology rebuild, after which every tree is solved anew."""
-        placed = None if self._topology_dirty else self._placements.get(key)
-        if placed is None:
+        if self._topology_dirty:
             return None
-        if placed.quota in (SYSTEM_QUOTA, DEFAULT_QUOTA):
-            return DEFAULT_TREE
-        return self._topology.tree_of[placed.quota]
+        return self._placements.tree_of_pod(key)
 
     def dirty_trees(self) -> list[str]:
         """Trees whose results are out of date (all of them after a topology change)."""
         return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]
 
+    def unsettled_trees(self) -> list[str]:
+        """Trees that are out of date or whose changed results the controller has not taken."""
+        return [
+            tree_id
+            for tree_id in self.tree_ids()
+            if self._trees[tree_id].dirty or self._trees[tree_id].changed
+        ]
+
+    def take_changed(self, tree_id: str) -> set[str]:
+        """Names of the tree's quotas whose results, as of its last solve, differ from those at
+        the last call for this tree: every name of a tree first solved after a topology change."""
+        state = self._trees.get(tree_id)
+        return state.take_changed() if state is not None else set()
+
     def solve_tree(self, tree_id: str) -> Mapping[str, QuotaResult]:
         """One tree's results (recomputed if dirty); empty for a tree that no longer exists."""
-        if self._topology_dirty:
-            self._rebuild()
+        self._ensure_topology()
         state = self._trees.get(tree_id)
         if state is None:
             return {}
@@ -221,8 +240,7 @@ class QuotaEngine:
 
     def solve(self) -> Snapshot:
         """Recompute every dirty tree and return the state of all of them."""
-        if self._topology_dirty:
-            self._rebuild()
+        self._ensure_topology()
         # Trees are independent once the topology is built (the default tree's total depends on
         # the profile roots' specs, not on their results), so any order gives the same snapshot.
         for tree_id in sorted(self._trees):
@@ -232,8 +250,10 @@ class QuotaEngine:
         return self._snapshot()
 
     def _solve_tree(self, tree_id: str, state: TreeState) -> None:
+        """One kernel call; only the rows whose outputs moved become new results."""
         layout = state.layout
-        state.total = self._tree_total(tree_id)
+        reserved = self._placements.reserved
+        state.total = tree_total(self._topology, tree_id, self._node_total, reserved)
         total, present = total_row(layout, state.total)
         mirror = state.sums.mirror
         output = self._solver(
@@ -253,70 +273,40 @@ class QuotaEngine:
             ),
             self.settings.scale_min_quota,
         )
-        state.results = tree_results(layout, self._topology, output)
+        fresh = tree_results(layout, self._topology, output, state.output, state.results)
         if tree_id == DEFAULT_TREE:
-            state.results.update(
-                reserved_results(
-                    state.results[ROOT_QUOTA],
-                    self._reserved_specs,
-                    self._reserved_sums,
-                    state.total,
-                )
+            fresh.update(
+                reserved_results(fresh[ROOT_QUOTA], self._reserved_specs, reserved, state.total)
             )
+        if state.publish(fresh, output):
+            self._quotas = None
         state.dirty = False
 
-    def _tree_total(self, tree_id: str) -> ResourceList:
-        """What a tree's virtual root distributes.
+    # -- topology -----------------------------------------------------------------------------
 
-        A profile tree: its root quota's ``total-resource``. The default tree: all nodes'
-        allocatable, minus the profile trees' totals (unless their root ignores the default tree),
-        minus what the system and default quotas use.
-        """
-        if tree_id != DEFAULT_TREE:
-            return self._profile_total(tree_id)
-        total = dict(self._node_total)
-        for other in self._topology.top_level:
-            if other == DEFAULT_TREE:
-                continue
-            for name in self._topology.top_level[other]:
-                spec = self._topology.quotas[name]
-                root_total = _root_total(spec)
-                if root_total is not None and not spec.ignore_default_tree:
-                    total = _take_out(total, root_total)
-        for row, _name in enumerate((SYSTEM_QUOTA, DEFAULT_QUOTA)):
-            total = _take_out(total, self._reserved_sums.exact(Account.USED, row))
-        return total
-
-    def _profile_total(self, tree_id: str) -> ResourceList:
-        total: ResourceList = {}
-        for name in self._topology.top_level.get(tree_id, []):
-            root_total = _root_total(self._topology.quotas[name])
-            if root_total is not None:
-                total = add(total, root_total)
-        return total
-
-    # -- topology and pod placement -----------------------------------------------------------
+    def _ensure_topology(self) -> None:
+        if self._topology_dirty:
+            self._rebuild()
 
     def _rebuild(self) -> None:
-        """New topology: rebuild every tree's layout and re-place every pod."""
+        """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
+        only those whose quota changed)."""
         self._topology = build_topology(self._specs.values())
         self._reserved_specs = self._reserved_quota_specs()
-        self._directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
-        self._trees = {}
-        for tree_id in self._topology.trees():
-            extra = set(self._node_total) if tree_id == DEFAULT_TREE else set()
-            extra |= set(self._profile_total(tree_id))
-            layout = build_layout(self._topology, tree_id, frozenset(extra))
-            self._trees[tree_id] = TreeState(layout, ExactSums(layout.size, layout.keys))
+        directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
+        self._trees = build_trees(self._topology, set(self._node_total), self._rows)
         reserved_keys = sorted(
             set(self._reserved_specs[SYSTEM_QUOTA].max)
             | set(self._reserved_specs[DEFAULT_QUOTA].max)
         )
-        self._reserved_sums = ExactSums(2, reserved_keys)
-        self._placements = {}
+        reserved = ExactSums(2, reserved_keys)
+        self._placements = self._placements.rebuilt(
+            self._pods, self._stale, directory, self._topology.tree_of, self._trees, reserved
+        )
+        self._stale = set()
         self._topology_dirty = False
-        for pod in self._pods.values():
-            self._place(pod)
+        self._quotas = None
+        self.topology_epoch += 1
 
     def _reserved_quota_specs(self) -> dict[str, QuotaSpec]:
         """The system and default quotas: as given, or created with the reference defaults."""
@@ -331,29 +321,6 @@ class QuotaEngine:
             )
         return specs
 
-    def _place(self, pod: PodInfo) -> None:
-        quota = self._directory.resolve(pod)
-        spec = self._directory.quotas[quota]
-        placed = contribution(pod, quota, spec.max)
-        self._apply(placed, +1)
-        self._placements[pod.key] = placed
-
-    def _unplace(self, key: str) -> None:
-        placed = self._placements.pop(key, None)
-        if placed is not None:
-            self._apply(placed, -1)
-
-    def _apply(self, placed: Contribution, sign: int) -> None:
-        if placed.quota in (SYSTEM_QUOTA, DEFAULT_QUOTA):
-            row = 0 if placed.quota == SYSTEM_QUOTA else 1
-            self._reserved_sums.apply(row, placed.amounts, sign)
-            self._mark_dirty(DEFAULT_TREE)
-            return
-        tree_id = self._topology.tree_of[placed.quota]
-        state = self._trees[tree_id]
-        state.sums.apply(state.layout.index[placed.quota], placed.amounts, sign)
-        state.dirty = True
-
     def _mark_dirty(self, tree_id: str) -> None:
         state = self._trees.get(tree_id)
         if state is not None:
@@ -362,39 +329,30 @@ class QuotaEngine:
     # -- output -------------------------------------------------------------------------------
 
     def _snapshot(self) -> Snapshot:
-        quotas: dict[str, QuotaResult] = {}
-        for tree_id in sorted(self._trees, reverse=True):
-            quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
-        pod_quota = {key: placed.quota for key, placed in self._placements.items()}
-        by_quota: dict[str, list[PodInfo]] = {}
-        for key in sorted(pod_quota):
-            by_quota.setdefault(pod_quota[key], []).append(self._pods[key])
+        """The published state: O(trees + buckets), whatever the number of pods."""
+        pod_quota, pods_by_quota = self._placements.index.freeze()
         return Snapshot(
-            quotas=quotas,
+            quotas=self._all_results(),
             totals={tree_id: state.total for tree_id, state in self._trees.items()},
-            pods=dict(self._pods),
+            pods=self._pods.freeze(),
             pod_quota=pod_quota,
-            pods_by_quota=by_quota,
+            pods_by_quota=pods_by_quota,
             problems=self.problems(),
         )
 
+    def _all_results(self) -> Mapping[str, QuotaResult]:
+        """Every tree's results in one mapping, merged again only when some changed."""
+        if self._quotas is None:
+            quotas: dict[str, QuotaResult] = {}
+            for tree_id in sorted(self._trees, reverse=True):
+                quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
+            self._quotas = quotas
+        return self._quotas
+
     def problems(self) -> list[Problem]:
         """Structural problems of the current quotas (after the last rebuild)."""
-        return [*self._topology.problems, *self._directory.problems, *self._tree_problems()]
-
-    def _tree_problems(self) -> list[Problem]:
-        problems = []
-        for tree_id, names in self._topology.top_level.items():
-            if tree_id == DEFAULT_TREE:
-                continue
-            if not any(_root_total(self._topology.quotas[name]) is not None for name in names):
-                spec = self._topology.quotas[names[0]]
-                problems.append(
-                    Problem(
-                        spec.ref,
-                        f"tree {tree_id!r} has no root quota (is-root=true) with a "
-                        "total-resource annotation (is the ElasticQuotaProfile missing?); "
-                        "the tree's total is empty",
-                    )
-                )
-        return problems
+        return [
+            *self._topology.problems,
+            *self._placements.directory.problems,
+            *tree_problems(self._topology),
+        ]

@@ -10,9 +10,10 @@ held back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections import ChainMap
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from elasticquota.core.admission import Verdict, check_pod
 from elasticquota.core.keys import ADMISSION_GATE, RESERVED_QUOTAS
@@ -93,6 +94,7 @@ def _with_extra_used(snapshot: Snapshot, quota: str, extra: ResourceList) -> Sna
     if not extra:
         return snapshot
     result: QuotaResult = snapshot.quotas[quota]
-    quotas = dict(snapshot.quotas)
-    quotas[quota] = replace(result, used=add(result.used, extra))
-    return replace(snapshot, quotas=quotas)
+    changed = {quota: replace(result, used=add(result.used, extra))}
+    # An overlay, not a copy of every quota's result per gated pod; only ``changed`` is written.
+    others = cast(MutableMapping[str, QuotaResult], snapshot.quotas)
+    return replace(snapshot, quotas=ChainMap(changed, others))

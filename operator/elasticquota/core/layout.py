@@ -9,8 +9,9 @@ row as pods come and go.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +30,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 def clamp(value: int) -> int:
     """A value the kernels accept: between 0 and ``MAX_UNITS``."""
-    return min(max(value, 0), MAX_UNITS)
+    return value if 0 <= value <= MAX_UNITS else min(max(value, 0), MAX_UNITS)
 
 
 @dataclass(slots=True)
@@ -57,28 +58,90 @@ class TreeLayout:
 
 
 def build_layout(
-    topology: Topology, tree_id: str, extra_keys: set[str] | frozenset[str] = frozenset()
+    topology: Topology,
+    tree_id: str,
+    extra_keys: set[str] | frozenset[str] = frozenset(),
+    memo: RowMemo | None = None,
 ) -> TreeLayout:
-    """Pack the valid quotas of one tree; ``extra_keys`` adds resources seen only in its total."""
+    """Pack the valid quotas of one tree; ``extra_keys`` adds resources seen only in its total.
+
+    ``memo`` (kept by the caller from one topology to the next) spares rebuilding the rows of a
+    quota whose spec object and the tree's keys are those it last saw.
+    """
     names = [ROOT_QUOTA, *topology.breadth_first(tree_id)]
     specs = [topology.quotas[name] for name in names[1:]]
     keys = sorted(extra_keys.union(*(_keys_of(spec) for spec in specs)))
+    rows = [_remembered_rows(spec, keys, memo) for spec in specs]
+    width = len(keys)
     layout = TreeLayout(
         tree_id=tree_id,
         names=names,
         index={name: position for position, name in enumerate(names)},
         keys=keys,
         child_start=_child_start(topology, tree_id, names),
-        spec_min=np.zeros((len(names), len(keys)), dtype=np.int64),
-        request_floor=np.zeros((len(names), len(keys)), dtype=np.int64),
-        cap=np.full((len(names), len(keys)), MAX_UNITS, dtype=np.int64),
-        weight=np.zeros((len(names), len(keys)), dtype=np.int64),
-        distributes=np.zeros((len(names), len(keys)), dtype=np.bool_),
+        spec_min=_matrix([0] * width, (row.spec_min for row in rows), np.int64),
+        request_floor=_matrix([0] * width, (row.request_floor for row in rows), np.int64),
+        cap=_matrix([MAX_UNITS] * width, (row.cap for row in rows), np.int64),
+        weight=_matrix([0] * width, (row.weight for row in rows), np.int64),
+        distributes=_matrix([False] * width, (row.distributes for row in rows), np.bool_),
     )
-    for position, spec in enumerate(specs, start=1):
-        _fill_quota_row(layout, position, spec)
     layout.distributes[0] = layout.distributes[1:].any(axis=0) if specs else False
     return layout
+
+
+class QuotaRows(NamedTuple):
+    """One quota's row of each static array."""
+
+    spec_min: list[int]
+    request_floor: list[int]
+    cap: list[int]
+    weight: list[int]
+    distributes: list[bool]
+
+
+#: Per quota name: the spec object and keys its rows were built for, and the rows.
+RowMemo = dict[str, tuple[QuotaSpec, list[str], QuotaRows]]
+
+
+def _remembered_rows(spec: QuotaSpec, keys: list[str], memo: RowMemo | None) -> QuotaRows:
+    """The quota's rows: from ``memo`` when built for this very spec object and these keys."""
+    if memo is None:
+        return _quota_rows(spec, keys)
+    remembered = memo.get(spec.name)
+    if remembered is not None and remembered[0] is spec and remembered[1] == keys:
+        return remembered[2]
+    rows = _quota_rows(spec, keys)
+    memo[spec.name] = (spec, keys, rows)
+    return rows
+
+
+def _quota_rows(spec: QuotaSpec, keys: list[str]) -> QuotaRows:
+    """Everything the kernel needs to know about one quota, per resource (``request_floor`` and
+    ``request_cap`` are only consulted where a lending or borrowing rule can change the value)."""
+    minimum, maximum, weights = spec.min, spec.max, spec.effective_weight
+    if spec.allow_lent and spec.lending_limit is None:
+        floors = [0] * len(keys)
+    else:
+        floors = [clamp(request_floor(spec, key)) for key in keys]
+    if spec.borrowing_limit is None:
+        caps = [clamp(maximum.get(key, MAX_UNITS)) for key in keys]
+    else:
+        caps = [clamp(request_cap(spec, key)) for key in keys]
+    return QuotaRows(
+        spec_min=[clamp(minimum.get(key, 0)) for key in keys],
+        request_floor=floors,
+        cap=caps,
+        weight=[clamp(weights.get(key, 0)) for key in keys],
+        distributes=[key in maximum for key in keys],
+    )
+
+
+def _matrix(
+    root: list[Any], rows: Iterable[list[Any]], dtype: type[np.int64] | type[np.bool_]
+) -> npt.NDArray[Any]:
+    """The virtual root's row then one row per quota, as one 2-d array (built in one call: setting
+    elements one by one costs far more at 10,000 quotas)."""
+    return np.array([root, *rows], dtype=dtype)
 
 
 def _keys_of(spec: QuotaSpec) -> set[str]:
@@ -94,18 +157,6 @@ def _child_start(topology: Topology, tree_id: str, names: list[str]) -> Int64Arr
     starts[0] = 1
     starts[1:] = 1 + np.cumsum(counts)
     return starts
-
-
-def _fill_quota_row(layout: TreeLayout, position: int, spec: QuotaSpec) -> None:
-    """Everything the kernel needs to know about one quota, per resource."""
-    weights = spec.effective_weight
-    for column, key in enumerate(layout.keys):
-        minimum = spec.min.get(key, 0)
-        layout.spec_min[position, column] = clamp(minimum)
-        layout.request_floor[position, column] = clamp(request_floor(spec, key))
-        layout.cap[position, column] = clamp(request_cap(spec, key))
-        layout.weight[position, column] = clamp(weights.get(key, 0))
-        layout.distributes[position, column] = key in spec.max
 
 
 def request_floor(spec: QuotaSpec, key: str) -> int:

@@ -39,6 +39,8 @@ _DECIMAL_SUFFIXES: Final = {
     "P": 15,
     "E": 18,
 }
+_DECIMAL_BY_EXPONENT: Final = {value: suffix for suffix, value in _DECIMAL_SUFFIXES.items()}
+_BINARY_BY_POWER: Final = {value: suffix for suffix, value in _BINARY_SUFFIXES.items()}
 _QUANTITY_RE: Final = re.compile(
     r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))"
     r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?\d+)|(?P<decimal>[numkMGTPE]?))$"
@@ -140,8 +142,7 @@ def _format_decimal(mantissa: int, exponent: int) -> str:
     while mantissa % 1000 == 0 and exponent < 18:
         mantissa //= 1000
         exponent += 3
-    suffix = {v: k for k, v in _DECIMAL_SUFFIXES.items()}[exponent]
-    return f"{mantissa}{suffix}"
+    return f"{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"
 
 
 def _format_binary(units: int) -> str:
@@ -155,5 +156,4 @@ def _format_binary(units: int) -> str:
         power += 1
     if power == 0:
         return str(units)
-    suffix = {v: k for k, v in _BINARY_SUFFIXES.items()}[power]
-    return f"{units}{suffix}"
+    return f"{units}{_BINARY_BY_POWER[power]}"

@@ -1,12 +1,14 @@
 """What the engine computed: one ``QuotaResult`` per quota, tree totals, and the pods behind them.
 
 A ``Snapshot`` is immutable and self-contained: admission checks, revocation, the operator's writer
-and the ``plan`` renderer read it without going back to the engine.
+and the ``plan`` renderer read it without going back to the engine. The engine's snapshots share
+unchanged parts with each other (frozen copy-on-write maps, result objects of quotas whose figures
+did not move): nothing a snapshot exposes changes after it was made.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import ROOT_QUOTA
@@ -45,19 +47,20 @@ class Snapshot:
 
     quotas: Mapping[str, QuotaResult]
     totals: Mapping[str, ResourceList]
+    #: Every pod by key (the engine's come in no particular order: sort where order matters).
     pods: Mapping[str, PodInfo]
     #: pod key -> the quota it is accounted to.
     pod_quota: Mapping[str, str]
-    #: quota -> its own pods, sorted by key.
-    pods_by_quota: Mapping[str, list[PodInfo]]
+    #: quota -> its own pods, sorted by key (the engine gives immutable tuples).
+    pods_by_quota: Mapping[str, Sequence[PodInfo]]
     problems: list[Problem] = field(default_factory=list)
     #: tree id -> the name of the ElasticQuotaProfile that heads it, for titles. The engine leaves
     #: it empty (it never needs it); ``plan`` and ``tree`` fill it from the root quotas' labels.
     tree_profiles: Mapping[str, str] = field(default_factory=dict)
 
-    def pods_of(self, quota: str) -> list[PodInfo]:
+    def pods_of(self, quota: str) -> Sequence[PodInfo]:
         """Pods accounted directly to ``quota``, sorted by key."""
-        return self.pods_by_quota.get(quota, [])
+        return self.pods_by_quota.get(quota, ())
 
     def ancestors(self, quota: str) -> list[str]:
         """Parents of ``quota`` from the nearest up to the top level (the virtual root excluded)."""

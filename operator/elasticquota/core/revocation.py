@@ -21,20 +21,20 @@ the same pods (both parse pods with ``api.parse.parse_pod``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList, add, exceeding, mask
+from elasticquota.core.resources import ResourceList, add, mask
 from elasticquota.core.results import Snapshot
 
 
 def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:
     """used > runtime on some resource both have."""
-    return bool(exceeding(used, runtime))
+    return any(value > runtime[key] for key, value in used.items() if key in runtime)
 
 
-def least_important_first(pods: list[PodInfo]) -> list[PodInfo]:
+def least_important_first(pods: Iterable[PodInfo]) -> list[PodInfo]:
     """Lower priority first; equal priority: later start first (no start time = now, after every
     start time); still equal: by ``namespace/name``."""
     return sorted(
@@ -48,7 +48,7 @@ def least_important_first(pods: list[PodInfo]) -> list[PodInfo]:
 
 
 def select_victims(
-    pods: list[PodInfo],
+    pods: Sequence[PodInfo],
     used: Mapping[str, int],
     runtime: Mapping[str, int],
     tracked: Mapping[str, int],
@@ -77,7 +77,7 @@ def select_victims(
 
 
 def used_without_terminating(
-    used: Mapping[str, int], pods: list[PodInfo], tracked: Mapping[str, int]
+    used: Mapping[str, int], pods: Sequence[PodInfo], tracked: Mapping[str, int]
 ) -> ResourceList:
     """``used`` with the requests of terminating pods taken out: they are already going.
 
@@ -99,8 +99,15 @@ def revocable_used(snapshot: Snapshot, quota: str) -> ResourceList:
 
 
 def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
-    """Whether the quota is due a revocation round once its over-use has lasted long enough."""
-    return is_over_used(revocable_used(snapshot, quota), snapshot.quotas[quota].runtime)
+    """Whether the quota is due a revocation round once its over-use has lasted long enough.
+
+    Its pods are looked at only when its used exceeds its runtime: taking terminating pods out
+    can only lower the used (to 0 at least), never raise it above a runtime (never negative).
+    """
+    result = snapshot.quotas[quota]
+    if not is_over_used(result.used, result.runtime):
+        return False
+    return is_over_used(revocable_used(snapshot, quota), result.runtime)
 
 
 def victims_of(snapshot: Snapshot, quota: str) -> list[PodInfo]:

@@ -21,48 +21,90 @@ from elasticquota.core.topology import Topology
 from elasticquota.kernels.arrays import SolveResult
 
 
+def changed_rows(output: SolveResult, previous: SolveResult | None) -> list[int]:
+    """Rows whose kernel outputs differ from ``previous`` in any array (every row when there is no
+    comparable previous output); row 0, the virtual root, always (the default tree's reserved
+    results are built on it)."""
+    rows = output.runtime.shape[0]
+    if previous is None or previous.runtime.shape != output.runtime.shape:
+        return list(range(rows))
+    differs = np.zeros(rows, dtype=np.bool_)
+    for new, old in zip(output, previous, strict=True):
+        differs |= (np.asarray(new) != np.asarray(old)).any(axis=1)
+    differs[0] = True
+    return [int(row) for row in np.flatnonzero(differs)]
+
+
 def tree_results(
-    layout: TreeLayout, topology: Topology, output: SolveResult
+    layout: TreeLayout,
+    topology: Topology,
+    output: SolveResult,
+    previous: SolveResult | None = None,
+    published: Mapping[str, QuotaResult] | None = None,
 ) -> dict[str, QuotaResult]:
-    """One result per quota of the tree, and one for its virtual root."""
-    columns = {name: np.asarray(array).tolist() for name, array in output._asdict().items()}
-    keys = layout.keys
-    results = {ROOT_QUOTA: _root_result(layout, columns)}
-    for position, name in enumerate(layout.names[1:], start=1):
-        spec = topology.quotas[name]
-        tracked = set(spec.max)
+    """The results of the rows whose outputs differ from ``previous`` (the tree's last output):
+    one per quota of the tree and one for its virtual root when there is none. A row whose
+    outputs did not change would give a result equal to its last one; it is not built again.
 
-        def sums(column: str, row: int = position, tracked: set[str] = tracked) -> ResourceList:
-            return _keyed(keys, columns[column][row], tracked)
-
-        present = columns["runtime_present"][position]
-        results[name] = QuotaResult(
-            name=name,
-            namespace=spec.namespace,
-            tree=layout.tree_id,
-            parent=spec.parent,
-            is_parent=spec.is_parent,
-            min=dict(spec.min),
-            max=dict(spec.max),
-            effective_min={
-                key: value
-                for key, value in zip(keys, columns["effective_min"][position], strict=True)
-                if key in spec.min
-            },
-            shared_weight=spec.effective_weight,
-            request=sums("request"),
-            child_request=sums("child_request"),
-            limited_request=sums("limited_request"),
-            used=sums("used"),
-            runtime={
-                key: value
-                for key, value, has in zip(keys, columns["runtime"][position], present, strict=True)
-                if has
-            },
-            non_preemptible_request=sums("np_request"),
-            non_preemptible_used=sums("np_used"),
-        )
+    ``published``: the tree's last results (same layout), whose copies of the spec's lists the
+    new results share (equal by construction, and cheaper to compare).
+    """
+    rows = changed_rows(output, previous)
+    columns = {name: np.asarray(array)[rows].tolist() for name, array in output._asdict().items()}
+    published = published or {}
+    results = {}
+    for at, position in enumerate(rows):
+        if position == 0:
+            results[ROOT_QUOTA] = _root_result(layout, columns, at)
+        else:
+            name = layout.names[position]
+            spec = topology.quotas[name]
+            results[name] = _quota_result(layout, spec, columns, at, published.get(name))
     return results
+
+
+def _quota_result(
+    layout: TreeLayout,
+    spec: QuotaSpec,
+    columns: Mapping[str, list[list[int]]],
+    at: int,
+    last: QuotaResult | None,
+) -> QuotaResult:
+    """One quota's result from its row (``at`` in ``columns``); the spec's lists are copied once
+    per topology (``last``: the result built from the same spec before)."""
+    keys = layout.keys
+    tracked = set(spec.max)
+
+    def sums(column: str) -> ResourceList:
+        return _keyed(keys, columns[column][at], tracked)
+
+    present = columns["runtime_present"][at]
+    return QuotaResult(
+        name=spec.name,
+        namespace=spec.namespace,
+        tree=layout.tree_id,
+        parent=spec.parent,
+        is_parent=spec.is_parent,
+        min=last.min if last is not None else dict(spec.min),
+        max=last.max if last is not None else dict(spec.max),
+        effective_min={
+            key: value
+            for key, value in zip(keys, columns["effective_min"][at], strict=True)
+            if key in spec.min
+        },
+        shared_weight=last.shared_weight if last is not None else spec.effective_weight,
+        request=sums("request"),
+        child_request=sums("child_request"),
+        limited_request=sums("limited_request"),
+        used=sums("used"),
+        runtime={
+            key: value
+            for key, value, has in zip(keys, columns["runtime"][at], present, strict=True)
+            if has
+        },
+        non_preemptible_request=sums("np_request"),
+        non_preemptible_used=sums("np_used"),
+    )
 
 
 def _keyed(keys: list[str], row: list[int], tracked: set[str]) -> ResourceList:
@@ -70,14 +112,17 @@ def _keyed(keys: list[str], row: list[int], tracked: set[str]) -> ResourceList:
     return {key: value for key, value in zip(keys, row, strict=True) if key in tracked or value}
 
 
-def _root_result(layout: TreeLayout, columns: Mapping[str, list[list[int]]]) -> QuotaResult:
+def _root_result(
+    layout: TreeLayout, columns: Mapping[str, list[list[int]]], at: int
+) -> QuotaResult:
+    """The virtual root's result from row 0 (``at`` in ``columns``)."""
     keys = layout.keys
     distributed = {
         key for key, has in zip(keys, layout.distributes[0].tolist(), strict=True) if has
     }
 
     def sums(column: str) -> ResourceList:
-        return _keyed(keys, columns[column][0], distributed)
+        return _keyed(keys, columns[column][at], distributed)
 
     return QuotaResult(
         name=ROOT_QUOTA,
@@ -96,7 +141,7 @@ def _root_result(layout: TreeLayout, columns: Mapping[str, list[list[int]]]) -> 
         runtime={
             key: value
             for key, value, has in zip(
-                keys, columns["runtime"][0], columns["runtime_present"][0], strict=True
+                keys, columns["runtime"][at], columns["runtime_present"][at], strict=True
             )
             if has
         },

@@ -1,0 +1,177 @@
+"""Copy-on-write maps: a map the engine changes, and frozen views of it that cost O(buckets).
+
+Every ``Snapshot`` publishes the engine's pods, and its consumers iterate them across ``await``s
+while events keep changing the engine: a snapshot must never change under them. Copying 100,000
+pods per snapshot made ``solve()`` cost O(pods). Here the entries live in buckets (small dicts
+chosen by the key's hash): freezing copies the list of buckets only, and the first write to a
+bucket after a freeze copies that one bucket. A frozen view never changes; a write costs O(bucket)
+at most once per bucket and freeze, and the buckets double with the map, so they stay small.
+
+Keys are strings; iteration goes bucket by bucket (not in insertion order, and not the same from
+one process to the next: string hashes are randomized). Callers that need an order sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence, ValuesView
+from typing import TypeVar, overload
+
+V = TypeVar("V")
+T = TypeVar("T")
+
+#: Entries per bucket, on average, above which the buckets double.
+LOAD = 16
+MIN_BUCKETS = 8
+
+
+class _Buckets(Mapping[str, V]):
+    """Read access shared by the live map and its frozen views."""
+
+    __slots__ = ("_buckets", "_mask", "_size")
+
+    def __init__(self, buckets: Sequence[dict[str, V]], size: int) -> None:
+        self._buckets = buckets
+        self._mask = len(buckets) - 1
+        self._size = size
+
+    def __getitem__(self, key: str) -> V:
+        return self._buckets[hash(key) & self._mask][key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._buckets[hash(key) & self._mask]
+
+    def __iter__(self) -> Iterator[str]:
+        for bucket in self._buckets:
+            yield from bucket
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def get(self, key: str, /) -> V | None: ...
+
+    @overload
+    def get(self, key: str, /, default: V | T) -> V | T: ...
+
+    def get(self, key: str, /, default: V | T | None = None) -> V | T | None:
+        """The value of ``key``, or ``default``: one bucket lookup, no exception on a miss."""
+        return self._buckets[hash(key) & self._mask].get(key, default)
+
+    def values(self) -> ValuesView[V]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[str, V]:
+        return _Items(self)
+
+
+class _Values(ValuesView[V]):
+    """Values straight from the buckets (the generic view looks every key up again)."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: _Buckets[V]) -> None:
+        super().__init__(source)
+        self._source = source
+
+    def __iter__(self) -> Iterator[V]:
+        for bucket in self._source._buckets:
+            yield from bucket.values()
+
+
+class _Items(ItemsView[str, V]):
+    """Items straight from the buckets."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: _Buckets[V]) -> None:
+        super().__init__(source)
+        self._source = source
+
+    def __iter__(self) -> Iterator[tuple[str, V]]:
+        for bucket in self._source._buckets:
+            yield from bucket.items()
+
+
+class FrozenMap(_Buckets[V]):
+    """A view of a ``CowMap`` as it was when frozen; it never changes."""
+
+    __slots__ = ()
+
+    def __init__(self, buckets: tuple[dict[str, V], ...], size: int) -> None:
+        super().__init__(buckets, size)
+
+
+class CowMap(_Buckets[V]):
+    """A string-keyed map whose ``freeze()`` is O(buckets) and leaves the view untouched by later
+    writes (each bucket is copied on its first write after a freeze)."""
+
+    __slots__ = ("_frozen", "_generation", "_live", "_owned")
+
+    def __init__(self, items: Mapping[str, V] | Iterable[tuple[str, V]] = ()) -> None:
+        entries = items if isinstance(items, Mapping) else dict(items)
+        #: The buckets (the same list as ``_buckets``, typed as changeable).
+        self._live = _spread(entries, _bucket_count(len(entries)))
+        super().__init__(self._live, len(entries))
+        self._generation = 0
+        #: The generation in which each bucket was last copied: it is ours to change iff current.
+        self._owned = [0] * len(self._buckets)
+        self._frozen: FrozenMap[V] | None = None
+
+    def freeze(self) -> FrozenMap[V]:
+        """The current content, for good; the same view again while nothing changed."""
+        if self._frozen is None:
+            self._frozen = FrozenMap(tuple(self._live), self._size)
+            self._generation += 1
+        return self._frozen
+
+    def __setitem__(self, key: str, value: V) -> None:
+        bucket = self._writable(hash(key) & self._mask)
+        if key not in bucket:
+            self._size += 1
+        bucket[key] = value
+        if self._size > LOAD * len(self._buckets):
+            self._regrow(len(self._buckets) * 2)
+
+    def __delitem__(self, key: str) -> None:
+        del self._writable(hash(key) & self._mask)[key]
+        self._size -= 1
+
+    def pop(self, key: str, default: V | None = None) -> V | None:
+        """Remove ``key``: its value, or ``default`` when absent (nothing is copied then)."""
+        index = hash(key) & self._mask
+        if key not in self._buckets[index]:
+            return default
+        self._size -= 1
+        return self._writable(index).pop(key)
+
+    def _writable(self, index: int) -> dict[str, V]:
+        """Bucket ``index``, copied first if a frozen view may share it."""
+        self._frozen = None
+        buckets = self._live
+        if self._owned[index] != self._generation:
+            buckets[index] = dict(buckets[index])
+            self._owned[index] = self._generation
+        return buckets[index]
+
+    def _regrow(self, count: int) -> None:
+        """Spread the entries over ``count`` new buckets (frozen views keep the old ones)."""
+        entries = {key: value for bucket in self._live for key, value in bucket.items()}
+        self._live = self._buckets = _spread(entries, count)
+        self._mask = count - 1
+        self._owned = [self._generation] * count
+
+
+def _bucket_count(size: int) -> int:
+    """A power of two with about ``LOAD / 2`` entries per bucket for ``size`` entries."""
+    count = MIN_BUCKETS
+    while count * LOAD < size * 2:
+        count *= 2
+    return count
+
+
+def _spread(entries: Mapping[str, V], count: int) -> list[dict[str, V]]:
+    buckets: list[dict[str, V]] = [{} for _ in range(count)]
+    mask = count - 1
+    for key, value in entries.items():
+        buckets[hash(key) & mask][key] = value
+    return buckets

@@ -1,0 +1,307 @@
+"""Incremental reconciling: a pass diffs only the quotas that may need a write, and writes the same.
+
+Rules (controller/reconcile.py): a tree loop's pass diffs the quotas whose results changed what
+they write, those whose objects were seen since its last pass (routed by the dispatcher: our own
+writes echoing back, edits by hand) and those whose writes were deferred or refused; every quota
+on its first pass, after a topology change, after a failed pass and when the replica becomes the
+leader. Whatever it diffs, it writes exactly what a diff of every quota would write. The
+dispatcher wakes only the loops of the trees a change touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from elasticquota.controller import reconcile
+from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
+from elasticquota.controller.state import ControllerState
+from elasticquota.core import keys
+from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
+from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies, FakeCluster
+
+DEFAULT = keys.DEFAULT_TREE
+LEAVES = [f"leaf{index}" for index in range(8)]
+
+
+@pytest.fixture
+def diffed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the quotas the loops diff, in order."""
+    names: list[str] = []
+
+    def counted(result: Any, annotations: Any, status: Any) -> QuotaWrite:
+        names.append(result.name)
+        return quota_write(result, annotations, status)
+
+    monkeypatch.setattr(reconcile, "quota_write", counted)
+    return names
+
+
+@pytest.fixture
+def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """A parent with 8 leaves in the default tree, a pool in tree 7, a pod in each leaf."""
+    state.on_node(k8s.node("n1", allocatable={"cpu": "64", "memory": "64Gi"}))
+    bodies = [k8s.quota("parent", min={"cpu": "8"}, max={"cpu": "64"}, is_parent=True)]
+    bodies += [
+        k8s.quota(name, min={"cpu": "1"}, max={"cpu": "16"}, parent="parent") for name in LEAVES
+    ]
+    bodies.append(k8s.quota("pool", max={"cpu": "4"}, labels={keys.LABEL_TREE_ID: "7"}))
+    for body in bodies:
+        cluster.store(body)
+        state.on_quota(body)
+    for name in LEAVES:
+        state.on_pod(k8s.pod(f"p-{name}", quota=name, requests={"cpu": "1"}, node="n1"))
+    return state
+
+
+def tree_loop(
+    state: ControllerState, api: Any, settings: Settings, tree_id: str = DEFAULT
+) -> TreeLoop:
+    writer = Writer(api, state, settings)
+    return TreeLoop(tree_id, state, writer, 0.0, asyncio.Event(), lambda: None)
+
+
+def with_objects(state: ControllerState, tree_id: str) -> set[str]:
+    """The tree's quotas that exist as objects: the only ones ever diffed."""
+    results = state.engine.solve_tree(tree_id)
+    return {name for name, result in results.items() if (result.namespace, name) in state.quotas}
+
+
+def route_echoes(state: ControllerState, loop: TreeLoop) -> None:
+    """What the dispatcher does with the objects seen since (here: our own writes' replies)."""
+    loop.note_objects(state.take_changed_quotas())
+
+
+async def settled(state: ControllerState, api: Any, settings: Settings) -> TreeLoop:
+    """A default-tree loop whose writes are all done and whose echoes were diffed."""
+    loop = tree_loop(state, api, settings)
+    await loop.reconcile_once()
+    route_echoes(state, loop)
+    await loop.reconcile_once()
+    route_echoes(state, loop)
+    return loop
+
+
+def writes_of(cluster: FakeCluster, since: int) -> list[tuple[str, str, Any]]:
+    return sorted((verb, name, body) for verb, _, name, body in cluster.writes()[since:])
+
+
+async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_changed(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    diffed: list[str],
+) -> None:
+    loop = await settled(world, api, make_settings())
+    before = dict(world.results[DEFAULT])
+    world.on_pod(k8s.pod("late", quota="leaf3", requests={"cpu": "2"}))  # pending: request only
+    after = world.engine.solve_tree(DEFAULT)
+    expected = pending_writes(world, after)  # what a diff of every quota writes
+    changed = {name for name, result in after.items() if not writes_alike(before[name], result)}
+    changed &= with_objects(world, DEFAULT)
+    diffed.clear()
+    start = len(cluster.writes())
+
+    await loop.reconcile_once()
+
+    assert sorted(diffed) == sorted(changed)
+    assert "leaf3" in changed and len(changed) < len(after) / 2
+    assert expected and writes_of(cluster, start) == sorted(
+        call
+        for change in expected
+        for call in (
+            [("patch_quota", change.name, {"metadata": {"annotations": change.annotations}})]
+            if change.annotations
+            else []
+        )
+        + ([("patch_quota_status", change.name, {"used": change.used})] if change.used else [])
+    )
+
+
+async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_undone(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    diffed: list[str],
+) -> None:
+    loop = await settled(world, api, make_settings())
+    diffed.clear()
+    edited = cluster.quotas[("team", "leaf5")]
+    edited["metadata"]["annotations"][keys.ANNO_REQUEST] = '{"cpu":"99"}'
+    world.on_quota(edited)  # someone edits our annotation
+    route_echoes(world, loop)
+    start = len(cluster.writes())
+
+    await loop.reconcile_once()
+
+    assert diffed == ["leaf5"]
+    assert [(verb, name) for verb, name, _ in writes_of(cluster, start)] == [
+        ("patch_quota", "leaf5")
+    ]
+    diffed.clear()
+    route_echoes(world, loop)  # the reply of that write
+    await loop.reconcile_once()
+    assert diffed == ["leaf5"] and len(cluster.writes()) == start + 1
+
+
+async def test_a_refused_write_is_diffed_again_at_the_next_pass(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    diffed: list[str],
+) -> None:
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    loop = await settled(world, api, make_settings())
+    world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
+    cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
+    assert not await loop.reconcile_once()
+    route_echoes(world, loop)
+    diffed.clear()
+
+    assert await loop.reconcile_once()
+
+    assert sorted(diffed) == ["leaf1", "parent"]  # refused, and the echo of the parent's write
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
+
+
+async def test_a_failed_pass_makes_the_next_one_diff_everything(
+    world: ControllerState,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    monkeypatch: pytest.MonkeyPatch,
+    diffed: list[str],
+) -> None:
+    loop = tree_loop(world, api, make_settings())
+    loop._leading.set()
+    calls = 0
+    original = reconcile.pending_writes
+
+    def broken_once(*args: Any) -> list[QuotaWrite]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("a bug")
+        return original(*args)
+
+    monkeypatch.setattr(reconcile, "pending_writes", broken_once)
+    await loop.reconcile_once()  # the first pass: every quota
+    diffed.clear()
+    task = asyncio.create_task(loop.run())
+    loop.wake.set()
+    await asyncio.sleep(0.05)  # the second pass fails before any diff; the retry follows
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert calls >= 3
+    assert set(diffed) == with_objects(world, DEFAULT)
+
+
+@contextlib.asynccontextmanager
+async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    task = asyncio.create_task(coro)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+
+
+@pytest.mark.looptime
+async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    passes: list[str] = []
+    original = TreeLoop.reconcile_once
+
+    async def recorded(self: TreeLoop) -> bool:
+        passes.append(self.tree_id)
+        return await original(self)
+
+    monkeypatch.setattr(TreeLoop, "reconcile_once", recorded)
+    leading = asyncio.Event()
+    leading.set()
+    world.mark_synced()
+    async with running(Reconciler(world, api, make_settings(), leading).run()):
+        await asyncio.sleep(5)
+        assert sorted(set(passes)) == [DEFAULT, "7"]
+        passes.clear()
+
+        world.on_pod(k8s.pod("late", quota="pool", requests={"cpu": "1"}))
+        await asyncio.sleep(5)
+        assert set(passes) == {"7"}  # and its echoes: tree 7 only
+        passes.clear()
+
+        world.on_pod(k8s.pod("later", quota="leaf0", requests={"cpu": "1"}))
+        await asyncio.sleep(5)
+        assert set(passes) == {DEFAULT}
+        passes.clear()
+
+        world.on_node(k8s.node("n2", allocatable={"cpu": "8"}))
+        await asyncio.sleep(5)
+        assert set(passes) == {DEFAULT}  # the nodes are the default tree's total
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
+    assert pending_writes(world, world.engine.solve_tree("7")) == []
+
+
+@pytest.mark.looptime
+async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
+    world: ControllerState,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    diffed: list[str],
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    world.mark_synced()
+    async with running(Reconciler(world, api, make_settings(), leading).run()):
+        await asyncio.sleep(5)
+        leading.clear()
+        await asyncio.sleep(5)
+        diffed.clear()
+        leading.set()
+        await asyncio.sleep(5)
+    assert with_objects(world, DEFAULT) | with_objects(world, "7") == set(diffed)
+
+
+@pytest.mark.looptime
+async def test_a_topology_change_makes_the_loops_diff_every_quota(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: Any,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    diffed: list[str],
+) -> None:
+    leading = asyncio.Event()
+    leading.set()
+    world.mark_synced()
+    async with running(Reconciler(world, api, make_settings(), leading).run()):
+        await asyncio.sleep(5)
+        diffed.clear()
+        body = k8s.quota("newcomer", max={"cpu": "1"})
+        cluster.store(body)
+        world.on_quota(body)
+        await asyncio.sleep(5)
+    assert with_objects(world, DEFAULT) | with_objects(world, "7") <= set(diffed)
+    assert "newcomer" in {name for _, _, name, _ in cluster.writes()}

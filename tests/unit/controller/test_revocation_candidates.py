@@ -1,0 +1,112 @@
+"""The revocation check looks at the pods of over-used quotas only, and decides as before.
+
+Rules (controller/revocation.py, core/revocation.py): each check looks at every quota's result,
+but at the pods of a quota only when its used exceeds its runtime (taking terminating pods out can
+only lower the used) or when its over-use timer runs; for every other quota a check records
+nothing and evicts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from elasticquota.controller import revocation
+from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.engine import EngineSettings
+from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.core.results import Snapshot
+from elasticquota.settings import Settings
+
+QUIET = [f"quiet{index}" for index in range(20)]
+
+
+def quota(name: str, cpu: str) -> dict[str, Any]:
+    labels = {LABEL_ALLOW_LENT: "false"}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": labels},
+        "spec": {"min": {"cpu": cpu}, "max": {"cpu": cpu}},
+    }
+
+
+def running(name: str, quota: str, cpu: str, deleted: str | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "labels": {POD_LABEL_QUOTA: quota}}
+    if deleted:
+        metadata["deletionTimestamp"] = deleted
+    return {
+        "metadata": metadata,
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
+    """20 quotas within their runtime, one over it, one over it only through a terminating pod."""
+    state = ControllerState.create(EngineSettings())
+    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "64"}}})
+    for name in QUIET:
+        state.on_quota(quota(name, "2"))
+        state.on_pod(running(f"{name}-pod", name, "1"))
+    state.on_quota(quota("greedy", "2"))
+    state.on_pod(running("greedy-a", "greedy", "2"))
+    state.on_pod(running("greedy-b", "greedy", "1"))
+    state.on_quota(quota("leaving", "2"))
+    state.on_pod(running("leaving-a", "leaving", "2"))
+    state.on_pod(running("leaving-b", "leaving", "1", deleted="2024-01-01T00:00:00Z"))
+    state.mark_synced()
+
+    async def no_call(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(revocation, "patch_quota", no_call)
+    monkeypatch.setattr(revocation, "post_event", no_call)
+    return state
+
+
+@pytest.fixture
+def pods_looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    looked: list[str] = []
+    original = Snapshot.pods_of
+
+    def recorded(self: Snapshot, quota: str) -> Any:
+        looked.append(quota)
+        return original(self, quota)
+
+    monkeypatch.setattr(Snapshot, "pods_of", recorded)
+    return looked
+
+
+async def test_only_the_pods_of_over_used_quotas_are_looked_at(
+    world: ControllerState, pods_looked_at: list[str], api: Any
+) -> None:
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
+    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: 100.0)
+
+    await controller.check_once()
+
+    assert set(pods_looked_at) == {"greedy", "leaving"}
+    assert controller._timer.since == {"greedy": 100.0}  # leaving's over-use is already going
+
+
+async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
+    world: ControllerState, pods_looked_at: list[str], api: Any
+) -> None:
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
+    now = [100.0]
+    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    await controller.check_once()
+    world.on_pod_deleted(running("greedy-b", "greedy", "1"))
+    now[0] = 200.0
+    pods_looked_at.clear()
+
+    await controller.check_once()
+
+    assert controller._timer.since == {}
+    assert set(pods_looked_at) <= {"leaving"}

@@ -1,0 +1,136 @@
+"""core.cowmap and core.podindex: what a snapshot publishes never changes after it was made.
+
+Rules: a ``CowMap`` reads like the dict of the same writes, whatever the order of writes, deletes
+and freezes; a ``FrozenMap`` keeps the content it had when frozen while the map keeps changing (it
+may be iterated across later writes); freezing twice without a write gives the same view. A
+``PodIndex`` keeps each quota's pods sorted by key in a tuple that is replaced, never changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elasticquota.core.cowmap import CowMap
+from elasticquota.core.models import PodInfo
+from elasticquota.core.podindex import PodIndex
+
+KEYS = st.sampled_from([f"k{index}" for index in range(300)])
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), KEYS, st.integers(0, 9)),
+        st.tuples(st.just("delete"), KEYS, st.none()),
+        st.tuples(st.just("pop"), KEYS, st.none()),
+        st.tuples(st.just("freeze"), st.none(), st.none()),
+    ),
+    max_size=400,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(operations=OPERATIONS)
+def test_a_cow_map_reads_like_a_dict_and_its_frozen_views_never_change(
+    operations: list[tuple[str, Any, Any]],
+) -> None:
+    live: CowMap[int] = CowMap()
+    model: dict[str, int] = {}
+    views: list[tuple[Any, dict[str, int]]] = []
+    for verb, key, value in operations:
+        if verb == "set":
+            live[key] = value
+            model[key] = value
+        elif verb == "delete" and key in model:
+            del live[key]
+            del model[key]
+        elif verb == "pop":
+            assert live.pop(key) == model.pop(key, None)
+        elif verb == "freeze":
+            views.append((live.freeze(), dict(model)))
+    assert dict(live) == model and len(live) == len(model)
+    assert dict(live.items()) == model and sorted(live.values()) == sorted(model.values())
+    for view, content in views:
+        assert dict(view) == content and len(view) == len(content)
+        assert all(view[key] == value and key in view for key, value in content.items())
+        assert view.get("missing") is None and view.get("missing", -1) == -1
+
+
+def test_a_frozen_view_can_be_iterated_while_the_map_changes() -> None:
+    live: CowMap[int] = CowMap({f"k{index}": index for index in range(1000)})
+    view = live.freeze()
+    seen = []
+    for key in view:  # every write below copies a bucket or regrows: the view is untouched
+        seen.append(key)
+        live.pop(key)
+        live[f"new-{key}"] = 1
+    assert sorted(seen) == sorted(f"k{index}" for index in range(1000))
+    assert len(view) == 1000 and len(live) == 1000
+
+
+def test_freezing_without_a_write_gives_the_same_view() -> None:
+    live: CowMap[int] = CowMap({"a": 1})
+    first = live.freeze()
+    assert live.freeze() is first
+    live["b"] = 2
+    assert live.freeze() is not first and dict(first) == {"a": 1}
+
+
+def test_the_buckets_grow_with_the_map() -> None:
+    live: CowMap[int] = CowMap()
+    for index in range(20_000):
+        live[str(index)] = index
+    assert len(live._buckets) >= 20_000 // 16
+    assert max(len(bucket) for bucket in live._buckets) < 64
+
+
+def pod(name: str) -> PodInfo:
+    return PodInfo(namespace="team", name=name, requests={})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    moves=st.lists(
+        st.tuples(st.sampled_from([f"p{index}" for index in range(20)]), st.sampled_from("abc")),
+        max_size=60,
+    )
+)
+def test_a_pod_index_keeps_every_quota_sorted_and_never_changes_a_published_tuple(
+    moves: list[tuple[str, str]],
+) -> None:
+    index = PodIndex()
+    model: dict[str, str] = {}
+    published = []
+    for name, quota in moves:
+        key = f"team/{name}"
+        if key in model:
+            assert index.remove(key) == model.pop(key)
+        else:
+            index.add(pod(name), quota)
+            model[key] = quota
+        quota_of, by_quota = index.freeze()
+        published.append(
+            (by_quota, {q: tuple(p.key for p in pods) for q, pods in by_quota.items()})
+        )
+        assert dict(quota_of) == model
+    for by_quota, keys in published:
+        assert {q: tuple(p.key for p in pods) for q, pods in by_quota.items()} == keys
+    expected = {quota: sorted(k for k, q in model.items() if q == quota) for quota in "abc"}
+    assert {q: [p.key for p in pods] for q, pods in index.by_quota.items()} == {
+        quota: keys for quota, keys in expected.items() if keys
+    }
+
+
+def test_moving_many_pods_at_once_sorts_each_quota_once() -> None:
+    index = PodIndex()
+    for name in ("p3", "p1", "p2"):
+        index.add(pod(name), "a")
+    index.move({"a": {"team/p1"}}, {"b": [pod("p1"), pod("p0")]})
+    assert [p.key for p in index.by_quota["a"]] == ["team/p2", "team/p3"]
+    assert [p.key for p in index.by_quota["b"]] == ["team/p0", "team/p1"]
+    assert dict(index.quota_of) == {
+        "team/p0": "b",
+        "team/p1": "b",
+        "team/p2": "a",
+        "team/p3": "a",
+    }

@@ -1,0 +1,247 @@
+"""The engine's incremental outputs: what changed is exactly what differs, snapshots never move.
+
+Rules (core/engine.py, core/trees.py, core/placement.py): any sequence of quota, pod and node events
+applied one by one gives, at every solve, exactly the snapshot of a fresh engine loaded with the
+objects of that moment; a snapshot taken earlier keeps its content whatever happens afterwards;
+``take_changed(tree)`` names exactly the quotas whose result differs from the one published when
+it was last called (every quota of a tree first solved after a topology change), and a quota whose
+result a solve does not change keeps the very same result object; one aggregate per quota equals
+the sum of its pods' contributions.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from engine_strategies import any_node, any_pod, any_quota, clusters, one_pod, resource_lists
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from elasticquota.core.accounting import Account, aggregate, contribution
+from elasticquota.core.engine import EngineSettings, QuotaEngine
+from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.resources import add
+from elasticquota.core.results import QuotaResult, Snapshot
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def observable(snapshot: Snapshot) -> dict[str, Any]:
+    """Everything a snapshot tells the outside world, as plain values."""
+    return {
+        "quotas": dict(snapshot.quotas),
+        "totals": {tree: dict(total) for tree, total in snapshot.totals.items()},
+        "pods": dict(snapshot.pods),
+        "pod_quota": dict(snapshot.pod_quota),
+        "pods_by_quota": {quota: list(pods) for quota, pods in snapshot.pods_by_quota.items()},
+        "pods_of": {quota: list(snapshot.pods_of(quota)) for quota in snapshot.quotas},
+        "problems": list(snapshot.problems),
+    }
+
+
+class World:
+    """The objects of the moment, kept apart from the engine under test."""
+
+    def __init__(self) -> None:
+        self.quotas: dict[tuple[str, str], QuotaSpec] = {}
+        self.pods: dict[str, PodInfo] = {}
+        self.nodes: dict[str, NodeInfo] = {}
+
+    def apply(self, engine: QuotaEngine, kind: str, item: Any) -> None:
+        if kind == "upsert_quota":
+            self.quotas[(item.namespace, item.name)] = item
+            engine.upsert_quota(item)
+        elif kind == "delete_quota":
+            self.quotas.pop((item.namespace, item.name), None)
+            engine.delete_quota(item.namespace, item.name)
+        elif kind == "upsert_pod":
+            self.pods[item.key] = item
+            engine.upsert_pod(item)
+        elif kind == "delete_pod":
+            self.pods.pop(item.key, None)
+            engine.delete_pod(item.namespace, item.name)
+        elif kind == "upsert_node":
+            self.nodes[item.name] = item
+            engine.upsert_node(item)
+        else:
+            self.nodes.pop(item.name, None)
+            engine.delete_node(item.name)
+
+    def fresh(self) -> Snapshot:
+        engine = QuotaEngine()
+        return engine.load(self.quotas.values(), self.pods.values(), self.nodes.values()).solve()
+
+
+EVENTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert_quota"), any_quota()),
+        st.tuples(st.just("delete_quota"), any_quota()),
+        st.tuples(st.just("upsert_pod"), any_pod()),
+        st.tuples(st.just("upsert_pod"), any_pod()),
+        st.tuples(st.just("delete_pod"), any_pod()),
+        st.tuples(st.just("upsert_node"), any_node()),
+        st.tuples(st.just("delete_node"), any_node()),
+        st.tuples(st.just("solve"), st.none()),
+        st.tuples(st.just("solve"), st.none()),
+    ),
+    max_size=40,
+)
+
+
+@SETTINGS
+@given(events=EVENTS)
+def test_every_solve_equals_a_fresh_engine_and_old_snapshots_never_move(
+    events: list[tuple[str, Any]],
+) -> None:
+    engine, world = QuotaEngine(), World()
+    kept: list[tuple[Snapshot, dict[str, Any]]] = []
+    for kind, item in events:
+        if kind != "solve":
+            world.apply(engine, kind, item)
+            continue
+        snapshot = engine.solve()
+        assert observable(snapshot) == observable(world.fresh())
+        kept.append((snapshot, copy.deepcopy(observable(snapshot))))
+    assert observable(engine.solve()) == observable(world.fresh())
+    for snapshot, content in kept:
+        assert observable(snapshot) == content
+
+
+def differing(before: Mapping[str, QuotaResult], after: Mapping[str, QuotaResult]) -> set[str]:
+    return {name for name, result in after.items() if before.get(name) != result}
+
+
+POD_OR_NODE_EVENTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert_pod"), st.integers(0, 7)),
+        st.tuples(st.just("delete_pod"), st.integers(0, 7)),
+        st.tuples(st.just("upsert_node"), any_node()),
+        st.tuples(st.just("delete_node"), any_node()),
+        st.tuples(st.just("solve"), st.none()),
+        st.tuples(st.just("take"), st.none()),
+    ),
+    max_size=40,
+)
+
+
+@SETTINGS
+@given(cluster=clusters(), events=POD_OR_NODE_EVENTS, data=st.data())
+def test_the_changed_names_are_exactly_the_quotas_whose_results_differ(
+    cluster: Any, events: list[tuple[str, Any]], data: st.DataObject
+) -> None:
+    """Between two topology changes: changed == differing, and the others are the same objects."""
+    engine = QuotaEngine().load(cluster.quotas, cluster.pods, cluster.nodes)
+    labels = [spec.name for spec in cluster.quotas]
+    seen: dict[str, Mapping[str, QuotaResult]] = {}
+    for tree_id in engine.tree_ids():
+        engine.solve_tree(tree_id)
+        assert engine.take_changed(tree_id) == set(engine.solve_tree(tree_id))  # all new
+        seen[tree_id] = engine.solve_tree(tree_id)
+    published = dict(seen)
+    for kind, item in events:
+        if kind == "upsert_pod":
+            engine.upsert_pod(data.draw(one_pod(f"p{item}", labels)))
+        elif kind == "delete_pod":
+            engine.delete_pod("team", f"p{item}")
+        elif kind == "upsert_node":
+            engine.upsert_node(item)
+        elif kind == "delete_node":
+            engine.delete_node(item.name)
+        elif kind == "solve":
+            engine.solve()
+            check_reused(engine, published)
+        else:
+            check_changed(engine, seen)
+    engine.solve()
+    check_changed(engine, seen)
+
+
+def check_reused(engine: QuotaEngine, published: dict[str, Mapping[str, QuotaResult]]) -> None:
+    """A quota whose result did not change at a solve keeps the very same result object."""
+    for tree_id in engine.tree_ids():
+        results = engine.solve_tree(tree_id)
+        for name, result in results.items():
+            if published[tree_id][name] == result:
+                assert result is published[tree_id][name]
+        published[tree_id] = results
+
+
+def check_changed(engine: QuotaEngine, seen: dict[str, Mapping[str, QuotaResult]]) -> None:
+    """``take_changed`` against what the last take saw (solved trees only: a dirty tree's
+    changes are known at its next solve)."""
+    for tree_id in engine.tree_ids():
+        if tree_id in engine.dirty_trees():
+            continue
+        results = engine.solve_tree(tree_id)
+        assert engine.take_changed(tree_id) == differing(seen[tree_id], results)
+        seen[tree_id] = results
+
+
+@SETTINGS
+@given(cluster=clusters(), change=any_quota())
+def test_after_a_topology_change_every_quota_counts_as_changed(cluster: Any, change: Any) -> None:
+    engine = QuotaEngine().load(cluster.quotas, cluster.pods, cluster.nodes)
+    engine.solve()
+    for tree_id in engine.tree_ids():
+        engine.take_changed(tree_id)
+    engine.upsert_quota(change)
+    engine.solve()
+    for tree_id in engine.tree_ids():
+        assert engine.take_changed(tree_id) == set(engine.solve_tree(tree_id))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pods=st.lists(one_pod("p", ["a"], large=True), max_size=12),
+    spec_max=resource_lists(large=True),
+)
+def test_one_aggregate_equals_the_sum_of_the_pods_contributions(
+    pods: list[PodInfo], spec_max: dict[str, int]
+) -> None:
+    expected: list[dict[str, int]] = [{}, {}, {}, {}]
+    for pod in pods:
+        for account in Account:
+            amount = contribution(pod, "a", spec_max).amounts[account]
+            expected[account] = add(expected[account], amount)
+    summed = aggregate(pods, spec_max)
+    for account in Account:  # a key may be present with 0 on one side only: both add nothing
+        keys = set(expected[account]) | set(summed[account])
+        assert {key: summed[account].get(key, 0) for key in keys} == {
+            key: expected[account].get(key, 0) for key in keys
+        }
+
+
+def test_a_pod_changed_while_a_rebuild_is_pending_counts_once_with_its_last_state() -> None:
+    engine = QuotaEngine(EngineSettings())
+    quota_a = QuotaSpec(name="a", namespace="team", max={"cpu": 100})
+    quota_b = QuotaSpec(name="b", namespace="team", max={"cpu": 100})
+    first = PodInfo(namespace="team", name="x", requests={"cpu": 7}, quota_label="a")
+    engine.load([quota_a], [first]).solve()
+    engine.upsert_quota(quota_b)  # the rebuild waits for the next solve
+    engine.upsert_pod(PodInfo(namespace="team", name="x", requests={"cpu": 9}, quota_label="b"))
+    engine.upsert_pod(PodInfo(namespace="team", name="y", requests={"cpu": 1}, quota_label="a"))
+    engine.delete_pod("team", "y")
+
+    snapshot = engine.solve()
+
+    assert (snapshot.quotas["a"].request, snapshot.quotas["b"].request) == ({"cpu": 0}, {"cpu": 9})
+    assert [pod.requests for pod in snapshot.pods_of("b")] == [{"cpu": 9}]
+    assert snapshot.pods_of("a") == () and dict(snapshot.pod_quota) == {"team/x": "b"}
+
+
+def test_a_trees_results_come_root_first_then_breadth_first_then_the_reserved_ones() -> None:
+    """The order the writer diffs a whole tree in (and a snapshot lists it in) is stable."""
+    specs = [
+        QuotaSpec(name="z", namespace="team", max={"cpu": 9}, is_parent=True),
+        QuotaSpec(name="a", namespace="team", max={"cpu": 9}),
+        QuotaSpec(name="m", namespace="team", max={"cpu": 9}, parent="z"),
+        QuotaSpec(name="b", namespace="team", max={"cpu": 9}, parent="z"),
+    ]
+    engine = QuotaEngine().load(specs, [PodInfo("team", "p", {"cpu": 1}, quota_label="b")])
+    expected = [ROOT_QUOTA, "a", "z", "b", "m", SYSTEM_QUOTA, DEFAULT_QUOTA]
+    assert list(engine.solve_tree("")) == expected
+    engine.upsert_pod(PodInfo("team", "p", {"cpu": 2}, quota_label="b"))
+    assert list(engine.solve_tree("")) == expected
