@@ -14,12 +14,14 @@ Every test collected from this directory is marked ``integration``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes_asyncio import client
 
 from elasticquota.devcluster import BuildError, LocalCluster, apply_crds_sync, ensure_binaries
+from elasticquota.kube.client import make_api_client
 
 HERE = Path(__file__).resolve().parent
 CRD_DIR = HERE.parents[1] / "crds"
@@ -64,3 +66,11 @@ def local_cluster() -> Iterator[LocalCluster]:
         else:
             os.environ["KUBECONFIG"] = previous
         cluster.stop()
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[client.ApiClient]:
+    """An API client of the session's cluster (a test module may define its own)."""
+    api = await make_api_client()
+    yield api
+    await api.close()

@@ -31,15 +31,7 @@ from proxy import Proxy, proxied_kubeconfig, target_of
 
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
 
 
 @pytest.fixture

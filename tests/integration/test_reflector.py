@@ -20,7 +20,6 @@ from harness import ensure_namespace, pod_manifest
 from kubernetes_asyncio import client
 
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.reflector import Kind, Reflector, object_key
 
 Key = tuple[str, str]
@@ -46,13 +45,6 @@ class MemorySink:
 
     def names(self, namespace: str) -> set[str]:
         return {name for ns, name in self.objects if ns == namespace}
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
 
 
 @pytest.fixture

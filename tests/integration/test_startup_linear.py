@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,17 +23,9 @@ from kubernetes_asyncio import client
 from elasticquota.controller.ingest import PODS, sinks
 from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.core.engine import EngineSettings
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.reflector import Kind, Reflector
 
 CREATE_CONCURRENCY = 40
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
 
 
 @dataclass
