@@ -26,7 +26,8 @@ stderr):
   latency measured from outside beside it;
 * ``scale failover``: a second replica on the same Lease, the active one killed with SIGKILL, one
   pod created: the time until the standby has written that change correctly (it includes waiting
-  out the Lease, ``lease_duration_s``).
+  out the Lease, ``lease_duration_s``), and that time counted from the moment the Lease, as the
+  killed replica last renewed it, expired (``after_expiry_s``: the standby's own reaction).
 
 Every wait has a limit (``--timeout``); a quota that is not correct in time fails the run with the
 first mismatches. The operator runs with its defaults (reconcile interval 1 s, revocation on: the
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import json
 import math
 import multiprocessing
@@ -90,6 +92,8 @@ from scale_cluster import (
 PHASES = ("start", "burst", "loop", "pass", "failover")
 RECONCILE_HISTOGRAM = "elastic_quota_reconcile_seconds"
 DEFAULT_LEASE_DURATION = 15.0  # the operator's default (Settings.lease_duration)
+LEASE_NAMESPACE = "koordinator-system"  # the operator's defaults: the reserved namespace
+LEASE_NAME = "elastic-quota-operator"
 POLL = 0.25
 FAST_POLL = 0.05
 PROBE_TIMEOUT = 5.0
@@ -846,6 +850,15 @@ class ScaleBench:
         text = annotations.get("quota.scheduling.koordinator.sh/request")
         return None if text is None else str(text)
 
+    async def lease_expires_in(self) -> float:
+        """Seconds from now until the Lease, as its holder last renewed it, expires (the API
+        server and this process share the machine's wall clock)."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}"
+        spec = (await self.kube.call("GET", path))["spec"]
+        renewed = datetime.datetime.fromisoformat(spec["renewTime"].replace("Z", "+00:00"))
+        expiry = renewed.timestamp() + float(spec["leaseDurationSeconds"])
+        return expiry - time.time()
+
     async def failover(self) -> None:
         """A standby takes over after SIGKILL of the active replica and writes a pod change."""
         active = self.operator
@@ -880,6 +893,7 @@ class ScaleBench:
             raise BenchmarkError("the failover change is already visible before it was made")
         await asyncio.to_thread(active.kill)
         killed = time.monotonic()
+        expires_in = await self.lease_expires_in()
         self.operator, self.standby = standby, None
         await self.kube.create_pod(pod)
         done = await self.wait_for(written, "the standby writes the change after the failover")
@@ -888,6 +902,7 @@ class ScaleBench:
         lease = self.options.lease_duration or DEFAULT_LEASE_DURATION
         print(
             f"scale failover standby_takeover_s={takeover:.1f} lease_duration_s={lease:g} "
+            f"after_expiry_s={takeover - expires_in:.1f} "
             f"all_correct_s={converged - killed:.1f} quotas={self.options.quotas} "
             f"pods={self.created + self.created_burst + 1}",
             flush=True,

@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     lease_duration: float = Field(default=15.0, gt=0)
     """Seconds without renewal after which a standby replica takes over."""
 
+    lease_retry_period: float = Field(default=0.5, gt=0)
+    """Seconds between a standby replica's looks at the Lease (client-go's retry period): it takes
+    over at most about two of these after the Lease expired. Below half the lease duration."""
+
     identity: str = Field(default_factory=_default_identity)
     """This replica's identity in the Lease."""
 
@@ -138,6 +142,15 @@ class Settings(BaseSettings):
     def webhook_enabled(self) -> bool:
         """Admission webhooks are served when a webhook port is set."""
         return self.webhook_port > 0
+
+    @model_validator(mode="after")
+    def _retry_within_the_lease(self) -> Settings:
+        if self.lease_retry_period * 2 > self.lease_duration:
+            raise ValueError(
+                f"lease_retry_period ({self.lease_retry_period:g} s) must be at most half of "
+                f"lease_duration ({self.lease_duration:g} s)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _cert_and_key_together(self) -> Settings:

@@ -183,6 +183,18 @@ async def test_an_expired_foreign_lease_is_taken_over(
     assert spec["acquireTime"] == spec["renewTime"]
 
 
+async def test_a_standby_takes_over_within_two_retry_periods_of_the_expiry(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, leases: Leases, clock: Clock
+) -> None:
+    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, retry_period=0.5)
+    foreign(leases)
+    await run_for(elector, clock, 14.9)
+    assert not elector.leading.is_set()
+    await run_for(elector, clock, 1.0)  # a fifth of the duration (3 s) would still be waiting
+    assert elector.leading.is_set()
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ME
+
+
 async def test_a_lease_its_holder_keeps_renewing_is_never_taken_over(
     kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
 ) -> None:

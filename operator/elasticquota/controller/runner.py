@@ -21,6 +21,7 @@ from typing import Any
 import kopf
 from kubernetes_asyncio import client
 
+from elasticquota.controller import heap
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.ingest import Ingest
@@ -103,6 +104,7 @@ class Operator:
             settings.lease_name,
             settings.identity,
             settings.lease_duration,
+            settings.lease_retry_period,
         )
         self.metrics.watch(self.state, self.leader.leading)
         self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
@@ -122,6 +124,7 @@ class Operator:
             health = await serve(app, self.settings.metrics_port)
         loops: list[tuple[str, Awaitable[None]]] = [
             ("readers", self.ingest.run()),
+            ("heap", self._freeze_heap_when_synced()),
             ("event loop probe", probe_loop(self.metrics)),
             ("leader lease", self._elect()),
             ("reconciler", self.reconciler.run()),
@@ -174,6 +177,11 @@ class Operator:
         except Exception:
             logger.exception("%s failed; stopping the operator", name)
             self.stop_flag.set()
+
+    async def _freeze_heap_when_synced(self) -> None:
+        """The listed cluster lives as long as the process: no full collection should scan it."""
+        await self.state.synced.wait()
+        heap.freeze("after the initial listing")
 
     async def _elect(self) -> None:
         await self.state.synced.wait()  # stand for election only with a complete memory
@@ -241,6 +249,7 @@ async def run_operator(settings: Settings) -> None:
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
     start_kernels(settings.numba_cache_seed)  # seeds NUMBA_CACHE_DIR, then warms up
+    heap.freeze("after start-up", collect=True)  # before the loop starts: no one waits yet
     metrics = Metrics()
     api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
     try:

@@ -1,10 +1,11 @@
 """Leader election over a coordination.k8s.io/v1 Lease: exactly one active replica writes.
 
 Every replica watches and keeps its memory current; only the holder of the Lease writes. The holder
-renews every third of the lease duration. A standby takes over when it has seen the same lease
-record for longer than the duration (measured on its own monotonic clock, like client-go, so that
-clock skew between nodes cannot cause two leaders). On shutdown the holder releases the Lease so
-that the standby takes over at once.
+renews every third of the lease duration. A standby looks at the Lease every retry period (0.5 s by
+default) and takes over when it has seen the same lease record for longer than the duration
+(measured on its own monotonic clock, like client-go, so that clock skew between nodes cannot cause
+two leaders): at most about two retry periods after the holder's last renewal expired. On
+shutdown the holder releases the Lease so that the standby takes over at once.
 """
 
 from __future__ import annotations
@@ -39,12 +40,16 @@ class LeaderElector:
         name: str,
         identity: str,
         duration: float = 15.0,
+        retry_period: float | None = None,
     ) -> None:
+        """``retry_period``: seconds between a standby's attempts (default: a fifth of
+        ``duration``)."""
         self._leases = client.CoordinationV1Api(api)
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.duration = duration
+        self.retry_period = duration / 5 if retry_period is None else retry_period
         self.leading = asyncio.Event()
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
@@ -58,7 +63,7 @@ class LeaderElector:
                 logger.warning("leader lease %s/%s: %s", self.namespace, self.name, describe(error))
                 holding = False
             self._set_leading(holding)
-            await asyncio.sleep(self.duration / 3 if holding else self.duration / 5)
+            await asyncio.sleep(self.duration / 3 if holding else self.retry_period)
 
     def _set_leading(self, holding: bool) -> None:
         if holding and not self.leading.is_set():

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.core import Metric
 
 from elasticquota.controller.health import health_app
 from elasticquota.controller.metrics import Metrics
@@ -55,3 +58,35 @@ async def test_no_metrics_without_a_registry(
     async with TestClient(TestServer(health_app(state, leading))) as client:
         assert (await client.get("/metrics")).status == 404
         assert (await client.get("/healthz")).status == 200
+
+
+class _ThreadRecorder:
+    """A collector that notes which thread collected it."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def collect(self) -> Iterator[Metric]:
+        self.threads.append(threading.get_ident())
+        return iter(())
+
+
+async def test_the_exposition_is_encoded_off_the_event_loop(
+    state: ControllerState, leading: asyncio.Event, metrics: Metrics, k8s: Bodies
+) -> None:
+    """At 10,000 quotas encoding takes most of a second: it must not hold the loop; what only
+    the loop may read (the topology's problems, readiness) is captured there first."""
+    recorder = _ThreadRecorder()
+    metrics.registry.register(recorder)
+    state.on_node(k8s.node("n1"))
+    state.on_quota(k8s.quota("team", max={"cpu": "2"}))
+    state.on_quota(k8s.quota("broken", max={"cpu": "-1"}))
+    state.mark_synced()
+    leading.set()
+    state.results[""] = state.engine.solve_tree("")
+    async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
+        text = await (await client.get("/metrics")).text()
+    assert recorder.threads and threading.get_ident() not in recorder.threads
+    assert "elastic_quota_invalid_quotas 1.0" in text
+    assert "elastic_quota_leader 1.0" in text
+    assert 'quota="team",resource="cpu",tree=""} 2.0' in text

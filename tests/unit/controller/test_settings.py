@@ -115,3 +115,10 @@ def test_the_lease_lives_in_the_reserved_namespace_unless_told_otherwise() -> No
     assert Settings.from_sources({"reserved_namespace": "q"}).effective_lease_namespace == "q"
     settings = Settings.from_sources({"reserved_namespace": "q", "lease_namespace": "leases"})
     assert settings.effective_lease_namespace == "leases"
+
+
+def test_a_retry_period_longer_than_half_the_lease_is_refused() -> None:
+    with pytest.raises(ValidationError, match="lease_retry_period"):
+        Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1.5})
+    settings = Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1})
+    assert settings.lease_retry_period == 1

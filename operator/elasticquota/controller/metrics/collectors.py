@@ -13,6 +13,14 @@ nor a huge number would tell the truth. Only the active replica solves, so the p
 
 ``StateCollector`` adds what the replica knows about itself: leader, ready, and the quotas left out
 of their trees because they are broken.
+
+At 10,000 quotas a scrape builds and encodes some 70,000 series, far beyond the event loop's
+~100-ms budget, so ``/metrics`` encodes in a worker thread. What must be read on the loop (the
+leader flag, readiness, the problem count, which brings the engine's topology up to date, and
+the references to each tree's results) is captured there first (``capture_view``) and handed to
+the thread in ``SCRAPE_VIEW``; the results a view holds are never changed afterwards (a tree pass
+publishes a new mapping), so the thread reads them safely. Without a captured view (a direct
+``generate_latest`` on the loop, e.g. in tests) the collectors capture one themselves.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -39,6 +49,37 @@ from elasticquota.core.results import QuotaResult
 
 if TYPE_CHECKING:
     from elasticquota.controller.state import ControllerState
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeView:
+    """What one scrape shows, read on the event loop (see the module's docstring)."""
+
+    leading: bool
+    ready: bool
+    invalid_quotas: int
+    gated: tuple[tuple[str, int], ...]
+    #: Each tree's latest results, by tree id (mappings that are never changed once published).
+    results: tuple[tuple[str, Mapping[str, QuotaResult]], ...]
+
+
+def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
+    """The scrape's view of ``state``; cheap (no per-quota work), call it on the event loop."""
+    return ScrapeView(
+        leading=leading.is_set(),
+        ready=state.ready(time.monotonic()),
+        invalid_quotas=invalid_quotas(state),
+        gated=tuple(sorted(state.gated.items())),
+        results=tuple(sorted(state.results.items())),
+    )
+
+
+#: The view captured on the loop for the scrape under way in this context (None: capture one).
+SCRAPE_VIEW: ContextVar[ScrapeView | None] = ContextVar("scrape_view", default=None)
+
+
+def _view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
+    return SCRAPE_VIEW.get() or capture_view(state, leading)
 
 
 def display_value(resource: str, units: int) -> float | None:
@@ -75,17 +116,19 @@ class QuotaCollector:
 
     def collect(self) -> Iterator[Metric]:
         families = _quota_families()
-        if self._leading.is_set():
-            for result in self._existing_results():
+        view = _view(self._state, self._leading)
+        if view.leading:
+            for result in self._existing_results(view):
                 for name, (field, _) in QUOTA_FIGURES.items():
                     _add_figures(families[name], result, getattr(result, field))
         yield from families.values()
 
-    def _existing_results(self) -> Iterator[QuotaResult]:
+    def _existing_results(self, view: ScrapeView) -> Iterator[QuotaResult]:
         """Results of quotas that exist as objects, tree by tree."""
-        for tree_id in sorted(self._state.results):
-            for result in self._state.results[tree_id].values():
-                if (result.namespace, result.name) in self._state.quotas:
+        quotas = self._state.quotas  # membership tests only: safe beside the loop's changes
+        for _, results in view.results:
+            for result in results.values():
+                if (result.namespace, result.name) in quotas:
                     yield result
 
 
@@ -116,13 +159,13 @@ class StateCollector:
         yield GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota"])
 
     def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily(LEADER, _LEADER_HELP, value=int(self._leading.is_set()))
-        ready = self._state.ready(time.monotonic())
-        yield GaugeMetricFamily(READY, _READY_HELP, value=int(ready))
-        yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP, value=invalid_quotas(self._state))
+        view = _view(self._state, self._leading)
+        yield GaugeMetricFamily(LEADER, _LEADER_HELP, value=int(view.leading))
+        yield GaugeMetricFamily(READY, _READY_HELP, value=int(view.ready))
+        yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP, value=view.invalid_quotas)
         gated = GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota"])
-        if self._leading.is_set():
-            for quota, count in sorted(self._state.gated.items()):
+        if view.leading:
+            for quota, count in view.gated:
                 gated.add_metric([quota], count)
         yield gated
 
