@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event as EventType
@@ -71,13 +71,15 @@ from scale_cluster import (
     LEAF_MAX,
     NAMESPACE,
     PRIORITY_CLASSES,
-    QUOTAS_PATH,
     ClusterShape,
     Kube,
+    ObjectKey,
+    QuotaMirror,
     build_shape,
     dump,
     expected_plan,
     level_sizes,
+    mismatch,
     mismatches,
     node_manifest,
     pod_plan,
@@ -94,7 +96,6 @@ RECONCILE_HISTOGRAM = "elastic_quota_reconcile_seconds"
 DEFAULT_LEASE_DURATION = 15.0  # the operator's default (Settings.lease_duration)
 LEASE_NAMESPACE = "koordinator-system"  # the operator's defaults: the reserved namespace
 LEASE_NAME = "elastic-quota-operator"
-POLL = 0.25
 FAST_POLL = 0.05
 PROBE_TIMEOUT = 5.0
 WRITES_DRAIN = 2.0
@@ -524,6 +525,7 @@ class ScaleBench:
             cluster.server, cluster.token, str(cluster.ca_file), max(options.concurrency, 8)
         )
         self.http = aiohttp.ClientSession()  # the operator's probes and /metrics
+        self.mirror = QuotaMirror(self.kube)  # the quotas, followed by a watch (``converge``)
         self.operator: OperatorProcess | None = None
         self.standby: OperatorProcess | None = None
         self.created = 0
@@ -535,6 +537,7 @@ class ScaleBench:
         for operator in (self.operator, self.standby):
             if operator is not None:
                 await asyncio.to_thread(operator.stop)
+        await self.mirror.close()
         await self.kube.close()
         await self.http.close()
 
@@ -631,49 +634,62 @@ class ScaleBench:
         what: str,
         on_match: Callable[[], Awaitable[None]] | None = None,
     ) -> float:
-        """Poll the quotas until all match ``expected``, then confirm against the plan of a fresh
-        dump (polling on against that one if they differ). The moment of the matching list."""
+        """Follow the quotas (``QuotaMirror``) until all match ``expected``, then confirm against
+        the plan of a fresh dump (following on against that one if they differ). The moment the
+        last missing write arrived."""
         deadline = time.monotonic() + self.options.timeout
-        own = len(self.shape.quotas)
-        last_report = time.monotonic()
-        first = True
+        mirror = self.mirror
+        mirror.take_dirty()
+        wrong = self.wrong_quotas(expected, mirror.quotas)
+        say(f"{what}: {len(wrong)} of {len(mirror.quotas)} quotas differ from plan at first")
+        last_report = matched_at = time.monotonic()
         while True:
             self.running()
-            polled = time.monotonic()
-            quotas, _ = await self.kube.list_all(QUOTAS_PATH)
-            now = time.monotonic()
-            wrong = mismatches(expected, quotas, own)
-            if first:
-                say(f"{what}: {len(wrong)} of {len(quotas)} quotas differ from plan at first")
-                first = False
-            if not wrong:
+            if not wrong and self.own_quotas() >= len(self.shape.quotas):
                 if on_match is not None:
                     await on_match()
                     on_match = None
                 fresh = await dump(self.kube)
                 fresh_plan = expected_plan(fresh, f"a fresh dump ({what})")
-                wrong = mismatches(fresh_plan, fresh.quotas, own)
-                if not wrong:
+                if not mismatches(fresh_plan, fresh.quotas, len(self.shape.quotas)):
                     self.base = fresh
-                    return now
-                say(f"{what}: right for the earlier plan, not for a fresh one: {wrong[:3]}")
+                    return matched_at
                 expected = fresh_plan
-            elif now > deadline:
-                fresh = await dump(self.kube)
-                wrong = mismatches(expected_plan(fresh, "a fresh dump"), fresh.quotas, own)
-                if not wrong:
-                    self.base = fresh
-                    return time.monotonic()
-                shown = "\n  ".join(wrong[:MISMATCHES_SHOWN])
+                wrong = self.wrong_quotas(expected, mirror.quotas)
+                say(f"{what}: right for the earlier plan, not for a fresh one: {len(wrong)} differ")
+            elif time.monotonic() > deadline:
+                shown = "\n  ".join(list(wrong.values())[:MISMATCHES_SHOWN])
                 raise BenchmarkError(
                     f"{what}: {len(wrong)} quotas still differ from plan after "
                     f"{self.options.timeout:.0f} s; the first:\n  {shown}"
                 )
-            elif now - last_report > 10:
-                say(f"{what}: {len(wrong)} quotas differ from plan, e.g. {wrong[0][:160]}")
-                last_report = now
-            # At least as long as the poll took: the API server is mostly the operator's.
-            await asyncio.sleep(max(POLL, time.monotonic() - polled))
+            elif time.monotonic() - last_report > 10 and wrong:
+                example = next(iter(wrong.values()))[:160]
+                say(f"{what}: {len(wrong)} quotas differ from plan, e.g. {example}")
+                last_report = time.monotonic()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(mirror.changed.wait(), timeout=1.0)
+            for key in mirror.take_dirty():
+                quota = mirror.quotas.get(key)
+                problem = None if quota is None else mismatch(expected, quota)
+                if problem is None:
+                    wrong.pop(key, None)
+                else:
+                    wrong[key] = problem
+            matched_at = time.monotonic()
+
+    @staticmethod
+    def wrong_quotas(
+        expected: Plan, quotas: Mapping[ObjectKey, Mapping[str, Any]]
+    ) -> dict[ObjectKey, str]:
+        found = {}
+        for key, quota in quotas.items():
+            if (problem := mismatch(expected, quota)) is not None:
+                found[key] = problem
+        return found
+
+    def own_quotas(self) -> int:
+        return sum(namespace == NAMESPACE for namespace, _ in self.mirror.quotas)
 
     # -- phases ------------------------------------------------------------------------------------
 
@@ -713,15 +729,6 @@ class ScaleBench:
             "spec": {"min": {}, "max": {k: quantity(k, LEAF_MAX[k]) for k in parent.keys}},
         }
 
-    async def count_writes(self, resource_version: str, counter: list[int]) -> None:
-        """MODIFIED events on the quotas from ``resource_version`` on (until cancelled)."""
-        params = {"watch": "1", "resourceVersion": resource_version, "timeoutSeconds": "3600"}
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-        async with self.kube.session.get(QUOTAS_PATH, params=params, timeout=timeout) as reply:
-            async for line in reply.content:
-                if line.strip() and json.loads(line).get("type") == "MODIFIED":
-                    counter[0] += 1
-
     async def burst(self) -> None:
         """More pods as fast as possible; until every quota is correct again; writes; webhook."""
         operator = self.operator
@@ -738,16 +745,15 @@ class ScaleBench:
             prober = Prober(operator, self.probe_template(), self.options.webhook_rate)
             await prober.start()
         lag_before = parse_histogram(await operator.metrics(self.http), LOOP_LAG_HISTOGRAM)
-        _, version = await self.kube.list_all(QUOTAS_PATH)
+        modified_before = self.mirror.modified
         writes = [0]
-        watcher = asyncio.create_task(self.count_writes(version, writes))
         samples: list[ProbeSamples] = []
 
         async def matched() -> None:
             if prober is not None:
                 samples.append(await prober.stop())
             await asyncio.sleep(WRITES_DRAIN)  # writes still in flight after convergence count
-            watcher.cancel()
+            writes[0] = self.mirror.modified - modified_before
 
         try:
             create_s = await run_pool(
@@ -756,9 +762,6 @@ class ScaleBench:
             created = time.monotonic()
             converged = await self.converge(expected, "after the burst", matched)
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
-                await watcher
             if prober is not None:
                 await asyncio.to_thread(prober.close)
         self.created_burst = count
@@ -912,6 +915,7 @@ class ScaleBench:
     async def run(self) -> None:
         options = self.options
         await self.build()
+        await self.mirror.start()
         for size in options.sizes:
             await self.stop_operator()  # the new pods are news to the next operator only
             await self.create_pods(size)

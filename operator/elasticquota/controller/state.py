@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.core.diff import WRITTEN_ANNOTATIONS
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.results import QuotaResult
@@ -48,6 +49,7 @@ class QuotaObject:
     annotations: dict[str, str]
     spec: dict[str, Any]
     status: dict[str, Any]
+    created: str = ""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> QuotaObject:
@@ -61,6 +63,21 @@ class QuotaObject:
             annotations=dict(metadata.get("annotations") or {}),
             spec=dict(body.get("spec") or {}),
             status=dict(body.get("status") or {}),
+            created=str(metadata.get("creationTimestamp") or ""),
+        )
+
+    def same_inputs(self, other: QuotaObject) -> bool:
+        """Whether ``other`` parses to the same spec: only what the operator writes (its result
+        annotations, the status) or bookkeeping (resourceVersion, managedFields) differs. Our
+        own writes echo back twice each (the patch's answer, the watch), thousands per second
+        in a burst: those are not parsed again."""
+        return (
+            self.spec == other.spec
+            and self.labels == other.labels
+            and self.created == other.created
+            and self.uid == other.uid
+            and self.api_version == other.api_version
+            and _input_annotations(self.annotations) == _input_annotations(other.annotations)
         )
 
     def involved(self) -> dict[str, str]:
@@ -85,6 +102,11 @@ class QuotaObject:
             },
             "spec": dict(self.spec),
         }
+
+
+def _input_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """The annotations a quota's spec is read from: all but those the operator writes."""
+    return {key: value for key, value in annotations.items() if key not in WRITTEN_ANNOTATIONS}
 
 
 @dataclass(slots=True)
@@ -125,8 +147,12 @@ class ControllerState:
 
     def on_quota(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
+        previous = self.quotas.get((quota.namespace, quota.name))
         self.quotas[(quota.namespace, quota.name)] = quota
         self.changed_quotas.add(quota.name)
+        if previous is not None and previous.same_inputs(quota):
+            self._trees_changed()  # the object is diffed again, the engine holds its spec
+            return
         spec, problems = parse_quota(body)
         self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
         if spec is None:

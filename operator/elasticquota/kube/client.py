@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -97,6 +98,27 @@ async def make_api_client(
         await config.load_kube_config(config_file=path, client_configuration=configuration)
     else:
         config.load_incluster_config(client_configuration=configuration)
-    if observer is None:
-        return client.ApiClient(configuration=configuration)
-    return ObservedApiClient(configuration, observer, request_timeout)
+    settle_environment_proxy(configuration)
+    api = (
+        client.ApiClient(configuration=configuration)
+        if observer is None
+        else ObservedApiClient(configuration, observer, request_timeout)
+    )
+    # The generated client's session trusts the environment: aiohttp then looks up the proxy
+    # variables and reads ~/.netrc in a worker thread for every request (a tenth of the event
+    # loop's time while writing 10,000 quotas). The proxy is settled once above instead.
+    api.rest_client.pool_manager._trust_env = False
+    return api
+
+
+def settle_environment_proxy(configuration: client.Configuration) -> None:
+    """Resolve ``HTTPS_PROXY``/``NO_PROXY`` for the API server once, as ``trust_env`` would at every
+    request: the kubeconfig's own proxy wins; a host ``NO_PROXY`` covers goes direct."""
+    if configuration.proxy:
+        return
+    url = urlsplit(configuration.host)
+    if url.hostname is None or urllib.request.proxy_bypass(url.hostname):
+        return
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy:
+        configuration.proxy = proxy

@@ -8,8 +8,13 @@ deleted; ``synced`` is set once, by ``mark_synced``; pods of ignored namespaces 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from elasticquota.api.parse import Parsed, parse_quota
+from elasticquota.controller import state as state_module
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.engine import EngineSettings
@@ -80,6 +85,67 @@ def test_an_unchanged_quota_still_wakes_the_tree_loops(state: ControllerState, k
     clear_events(state)
     state.on_quota(body)
     assert state.trees_changed.is_set()
+
+
+class ParseRecorder:
+    """``parse_quota`` that notes every body it is given."""
+
+    def __init__(self) -> None:
+        self.bodies: list[Mapping[str, Any]] = []
+
+    def __call__(self, body: Mapping[str, Any]) -> Parsed:
+        self.bodies.append(body)
+        return parse_quota(body)
+
+
+def test_an_echo_of_our_own_write_is_not_parsed_again(
+    state: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thousands of our writes echo back per second in a burst: only what they changed (the
+    result annotations, the status) differs, so the spec the engine holds is kept as is."""
+    state.on_quota(
+        k8s.quota("a", max={CPU: "4"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}'})
+    )
+    parsed = ParseRecorder()
+    monkeypatch.setattr(state_module, "parse_quota", parsed)
+    echo = k8s.quota(
+        "a",
+        max={CPU: "4"},
+        annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}', keys.ANNO_REQUEST: '{"cpu":"1"}'},
+        status={"used": {CPU: "1"}},
+    )
+    clear_events(state)
+    state.on_quota(echo)
+    assert parsed.bodies == []
+    assert state.trees_changed.is_set()
+    assert state.quotas[("team", "a")].annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}'
+    assert "a" in solved(state)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max": {CPU: "5"}},
+        {"labels": {keys.LABEL_ALLOW_LENT: "false"}},
+        {"annotations": {keys.ANNO_SHARED_WEIGHT: '{"cpu":"2"}'}},
+    ],
+)
+def test_a_change_of_what_the_spec_is_read_from_is_parsed(
+    state: ControllerState,
+    k8s: Bodies,
+    monkeypatch: pytest.MonkeyPatch,
+    change: dict[str, dict[str, str]],
+) -> None:
+    base: dict[str, dict[str, str]] = {
+        "max": {CPU: "4"},
+        "labels": {},
+        "annotations": {keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}'},
+    }
+    state.on_quota(k8s.quota("a", **base))  # type: ignore[arg-type]
+    parsed = ParseRecorder()
+    monkeypatch.setattr(state_module, "parse_quota", parsed)
+    state.on_quota(k8s.quota("a", **{**base, **change}))  # type: ignore[arg-type]
+    assert len(parsed.bodies) == 1
 
 
 def test_a_root_quota_change_wakes_the_profile_controller(
