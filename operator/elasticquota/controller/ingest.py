@@ -7,6 +7,12 @@ object deleted is dropped, and after every complete list the objects the list di
 dropped too. Once every kind has been listed completely the memory is ``synced``; until then no
 loop writes.
 
+Pods are listed last: the quotas, profiles and nodes first, then the engine builds the trees once,
+and only then does the pod reader start, so that every listed pod is placed in its tree as it
+arrives, in the reader's slices between yields. Listed together, every quota page would leave the
+trees to be rebuilt, the pods only noted, and one rebuild placing 100,000 pods would hold the event
+loop for seconds right after the listing.
+
 Kopf's own watching is not used for these kinds: its index handlers hold every object's worker
 behind a start-up barrier whose cost grows with the square of the object count, and its relists
 never drop the objects that vanished while a watch was down.
@@ -83,11 +89,14 @@ class Ingest:
         state.readers = {reader.kind.name: reader.health for reader in self.readers}
 
     async def run(self) -> None:
-        tasks = [
-            asyncio.create_task(reader.run(), name=reader.kind.name) for reader in self.readers
-        ]
+        first = [reader for reader in self.readers if reader.kind is not PODS]
+        tasks = [asyncio.create_task(reader.run(), name=reader.kind.name) for reader in first]
         try:
-            await asyncio.gather(*(reader.health.listed.wait() for reader in self.readers))
+            await asyncio.gather(*(reader.health.listed.wait() for reader in first))
+            self._state.engine.tree_ids()  # the trees, built once before the pods arrive
+            pods = [reader for reader in self.readers if reader.kind is PODS]
+            tasks += [asyncio.create_task(reader.run(), name=reader.kind.name) for reader in pods]
+            await asyncio.gather(*(reader.health.listed.wait() for reader in pods))
             self._state.mark_synced()
             await asyncio.gather(*tasks)
         finally:

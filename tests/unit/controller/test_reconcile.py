@@ -23,7 +23,13 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
+from elasticquota.controller.reconcile import (
+    Reconciler,
+    TreeLoop,
+    Writer,
+    pending_writes,
+    pending_writes_in_slices,
+)
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.diff import quota_write
@@ -83,6 +89,28 @@ def test_pending_writes_are_the_diff_of_each_object(world: ControllerState) -> N
     current = world.quotas[("team", "a")]
     expected = quota_write(results["a"], current.annotations, current.status)
     assert next(c for c in pending_writes(world, results) if c.name == "a") == expected
+
+
+async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
+    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+) -> None:
+    for index in range(7):
+        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+    results = world.engine.solve_tree(DEFAULT)
+    yields = 0
+
+    async def count_yields() -> None:
+        nonlocal yields
+        while True:
+            await asyncio.sleep(0)
+            yields += 1
+
+    counter = asyncio.create_task(count_yields())
+    sliced = await pending_writes_in_slices(world, results, size=3)
+    counter.cancel()
+    assert sliced == pending_writes(world, results)
+    assert len(results) >= 9
+    assert yields >= 2  # other tasks ran between the slices
 
 
 # -- Writer ---------------------------------------------------------------------------------------

@@ -188,16 +188,16 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
     loop = tree_loop(world, api, make_settings())
     loop._leading.set()
     calls = 0
-    original = reconcile.pending_writes
+    original = reconcile.pending_writes_in_slices
 
-    def broken_once(*args: Any) -> list[QuotaWrite]:
+    async def broken_once(*args: Any) -> list[QuotaWrite]:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise RuntimeError("a bug")
-        return original(*args)
+        return await original(*args)
 
-    monkeypatch.setattr(reconcile, "pending_writes", broken_once)
+    monkeypatch.setattr(reconcile, "pending_writes_in_slices", broken_once)
     await loop.reconcile_once()  # the first pass: every quota
     diffed.clear()
     task = asyncio.create_task(loop.run())
