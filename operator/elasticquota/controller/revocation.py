@@ -11,6 +11,12 @@ PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start 
 kept on the quota (``elasticquota.dev/over-used-since``), so a restart during the delay neither
 forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evicted. Every eviction
 (here and by in-quota preemption, through ``counted_eviction``) is counted by quota and outcome.
+
+A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
+those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
+pass old; the delay is minutes). During a burst every solve turns all 10,000 rows of a big tree
+into new results, and a solve forced every second held the event loop for a third of its time.
+A round's victims are always chosen on a fresh solve, and only if the quota is still over-used.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ from elasticquota.kube.quotas import patch_quota
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+#: Seconds between two solves a revocation check makes itself (see the module's docstring).
+SOLVE_EVERY = 5.0
 
 NEVER_REVOKED = (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA)
 
@@ -114,6 +123,7 @@ class RevocationController:
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self._metrics = metrics or Metrics()
         self.evicted: list[str] = []
+        self._solved_at: float | None = None
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -137,15 +147,24 @@ class RevocationController:
 
     async def check_once(self) -> None:
         """One check of every monitored quota; a round for each one that is due."""
-        snapshot = self._state.engine.solve()
         now = self._clock()
+        snapshot = self._snapshot(now)
         for name in self._candidates(snapshot):
             result = snapshot.quotas[name]
             before = self._timer.since.get(name)
             due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
-                await self._revoke(result, victims_of(snapshot, name))
+                fresh = self._state.engine.solve()  # the victims: from the state of now
+                if name in fresh.quotas and quota_is_over_used(fresh, name):
+                    await self._revoke(fresh.quotas[name], victims_of(fresh, name))
+
+    def _snapshot(self, now: float) -> Snapshot:
+        """A solve every ``SOLVE_EVERY`` seconds; what the tree loops last solved in between."""
+        if self._solved_at is None or abs(now - self._solved_at) >= SOLVE_EVERY:
+            self._solved_at = now
+            return self._state.engine.solve()
+        return self._state.engine.latest()
 
     def _candidates(self, snapshot: Snapshot) -> list[str]:
         """The monitored quotas a check can change anything for, sorted: those whose used exceeds

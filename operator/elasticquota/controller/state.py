@@ -136,6 +136,11 @@ class ControllerState:
     changed_quotas: set[str] = field(default_factory=set)
     #: Each kind's reader: listed, connected, since when not (readiness and metrics read it).
     readers: dict[str, ReaderHealth] = field(default_factory=dict)
+    #: Every quota object key ever stored, replaced or dropped, with the number of its latest
+    #: change, oldest change first: what follows the quotas (the webhooks' catalog) reads only
+    #: what changed since it last looked (``quota_changes_since``), not all 10,000 of them.
+    quota_changes: dict[ObjectKey, int] = field(default_factory=dict)
+    quota_sequence: int = 0
 
     @classmethod
     def create(
@@ -149,6 +154,7 @@ class ControllerState:
         quota = QuotaObject.from_body(body)
         previous = self.quotas.get((quota.namespace, quota.name))
         self.quotas[(quota.namespace, quota.name)] = quota
+        self._note_quota_change((quota.namespace, quota.name))
         self.changed_quotas.add(quota.name)
         if previous is not None and previous.same_inputs(quota):
             self._trees_changed()  # the object is diffed again, the engine holds its spec
@@ -166,6 +172,7 @@ class ControllerState:
     def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
         self.quotas.pop((quota.namespace, quota.name), None)
+        self._note_quota_change((quota.namespace, quota.name))
         self.changed_quotas.add(quota.name)
         self.parse_problems.pop(f"ElasticQuota {quota.namespace}/{quota.name}", None)
         self.engine.delete_quota(quota.namespace, quota.name)
@@ -278,6 +285,20 @@ class ControllerState:
 
     def _trees_changed(self) -> None:
         self.trees_changed.set()
+
+    def _note_quota_change(self, key: ObjectKey) -> None:
+        self.quota_sequence += 1
+        self.quota_changes.pop(key, None)  # re-inserted last: the log stays in change order
+        self.quota_changes[key] = self.quota_sequence
+
+    def quota_changes_since(self, sequence: int) -> list[ObjectKey]:
+        """The quota keys changed after change number ``sequence`` (newest first)."""
+        changed = []
+        for key in reversed(self.quota_changes):
+            if self.quota_changes[key] <= sequence:
+                break
+            changed.append(key)
+        return changed
 
     def take_changed_quotas(self) -> set[str]:
         """The names of the quota objects seen since the last call (and forget them)."""

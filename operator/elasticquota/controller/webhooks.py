@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, cast
+from typing import Any, ParamSpec
 
 import kopf
 
@@ -126,9 +126,11 @@ class RecentAdmissions:
 class QuotaMirror:
     """A ``QuotaCatalog`` that follows the memory (and the recent admissions) incrementally.
 
-    On each request the objects the memory holds are compared by identity with those the
-    catalog was last given (the memory replaces a quota's object on every event): only what
-    changed is re-indexed, so a request costs a pass over the keys, not a rebuild.
+    On each request only the quotas the memory changed since the last request
+    (``ControllerState.quota_changes_since``) and those an admission stands in for, now or at the
+    last request, are looked at; of those, the objects not already held (compared by identity: the
+    memory replaces a quota's object on every event) are re-indexed. A request costs what changed,
+    not a pass over 10,000 quotas.
     """
 
     def __init__(self, state: ControllerState, recent: RecentAdmissions) -> None:
@@ -136,20 +138,27 @@ class QuotaMirror:
         self._recent = recent
         self.catalog = QuotaCatalog()
         self._held: dict[ObjectKey, object] = {}
+        self._sequence = 0
+        self._overlaid: set[ObjectKey] = set()
 
     def refresh(self) -> QuotaCatalog:
         overlay = self._recent.overlay(self._state)
-        current: dict[ObjectKey, object | None] = dict(self._state.quotas)
-        current.update(overlay)
-        for key in [key for key in self._held if current.get(key) is None]:
-            self.catalog.remove(key)
-            del self._held[key]
-        for key, source in current.items():
-            if source is not None and self._held.get(key) is not source:
-                body = quota_body(source) if isinstance(source, QuotaObject) else source
-                self.catalog.upsert(cast(Mapping[str, Any], body))
-                self._held[key] = source
+        changed = self._state.quota_changes_since(self._sequence)
+        self._sequence = self._state.quota_sequence
+        for key in {*changed, *overlay, *self._overlaid}:
+            source = overlay[key] if key in overlay else self._state.quotas.get(key)
+            self._hold(key, source)
+        self._overlaid = set(overlay)
         return self.catalog
+
+    def _hold(self, key: ObjectKey, source: QuotaObject | Mapping[str, Any] | None) -> None:
+        if source is None:
+            if self._held.pop(key, None) is not None:
+                self.catalog.remove(key)
+        elif self._held.get(key) is not source:
+            body = quota_body(source) if isinstance(source, QuotaObject) else source
+            self.catalog.upsert(body)
+            self._held[key] = source
 
 
 def cluster_view(mirror: QuotaMirror, state: ControllerState) -> ClusterView:

@@ -249,6 +249,14 @@ class QuotaEngine:
                 self._solve_tree(tree_id, state)
         return self._snapshot()
 
+    def latest(self) -> Snapshot:
+        """The state as of each tree's last solve, without solving (trees out of date keep their
+        last results; the pods are those of now): for readers that can act on results a pass
+        old. After a topology change, a full ``solve`` (the old trees no longer hold)."""
+        if self._topology_dirty:
+            return self.solve()
+        return self._snapshot()
+
     def _solve_tree(self, tree_id: str, state: TreeState) -> None:
         """One kernel call; only the rows whose outputs moved become new results."""
         layout = state.layout

@@ -110,3 +110,59 @@ async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
 
     assert controller._timer.since == {}
     assert set(pods_looked_at) <= {"leaving"}
+
+
+# -- how often a check solves ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def solves(world: ControllerState, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The checks' own solves (each a full pass over every out-of-date tree)."""
+    counted: list[float] = []
+    original = world.engine.solve
+
+    def counting() -> Snapshot:
+        counted.append(1.0)
+        return original()
+
+    monkeypatch.setattr(world.engine, "solve", counting)
+    return counted
+
+
+async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
+    world: ControllerState, solves: list[float], api: Any
+) -> None:
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
+    now = [100.0]
+    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    for second in range(5):
+        now[0] = 100.0 + second
+        world.on_pod(running(f"new-{second}", "quiet0", "0.1"))  # the tree is out of date again
+        await controller.check_once()
+    assert len(solves) == 1
+    assert controller._timer.since == {"greedy": 100.0}  # judged on the last solved results
+    now[0] = 100.0 + revocation.SOLVE_EVERY
+    await controller.check_once()
+    assert len(solves) == 2
+
+
+async def test_a_round_is_decided_on_a_fresh_solve(
+    world: ControllerState, solves: list[float], api: Any
+) -> None:
+    """Over-use seen on the last solved results, gone in the state of now: nobody is evicted."""
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
+    now = [100.0]
+    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    rounds: list[str] = []
+
+    async def record(result: Any, victims: Any) -> None:
+        rounds.append(result.name)
+
+    controller._revoke = record  # type: ignore[method-assign]
+    await controller.check_once()  # greedy's over-use starts
+    world.on_pod_deleted(running("greedy-b", "greedy", "1"))  # greedy fits, not solved yet
+    now[0] = 131.0  # the delay has passed
+    controller._solved_at = now[0]  # its periodic solve not due: it judges the last results
+    await controller.check_once()
+    assert rounds == []
+    assert len(solves) == 2  # the first check's, and the fresh one before the round

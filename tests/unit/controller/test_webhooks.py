@@ -35,6 +35,7 @@ from elasticquota.controller.webhooks import (
     VALIDATE_POD,
     VALIDATE_QUOTA,
     Admission,
+    QuotaMirror,
     RecentAdmissions,
     WebhookServer,
     register_webhooks,
@@ -170,6 +171,61 @@ def test_the_view_follows_the_memory(
     assert dept is not None and dept.min == {"cpu": 2000}
     synced.on_quota_deleted(k8s.quota("dept"))
     assert admission.view().quota("dept") is None
+
+
+class NoWalks(dict[Any, Any]):
+    """A dict that refuses to be walked or copied whole."""
+
+    def __iter__(self) -> Any:
+        raise AssertionError("walked every quota")
+
+    def items(self) -> Any:
+        raise AssertionError("walked every quota")
+
+    def values(self) -> Any:
+        raise AssertionError("walked every quota")
+
+    def keys(self) -> Any:
+        raise AssertionError("walked every quota")
+
+
+def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
+    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(50):
+        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    admission.view()
+    synced.quotas = NoWalks(synced.quotas)  # a request must not walk all the quotas
+    catalog = admission.quotas.catalog
+    indexed: list[str] = []
+    upsert = catalog.upsert
+    monkeypatch.setattr(
+        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
+    )
+    admission.view()
+    assert indexed == []
+    synced.on_quota(k8s.quota("q7", max={"cpu": "2"}))
+    synced.on_quota_deleted(k8s.quota("q8"))
+    view = admission.view()
+    assert indexed == ["q7"]
+    assert view.quota("q8") is None and view.quota("q9") is not None
+
+
+def test_an_expired_admission_gives_way_to_the_memory(synced: ControllerState, k8s: Bodies) -> None:
+    now = [0.0]
+    recent = RecentAdmissions(ttl=30.0, clock=lambda: now[0])
+    mirror = QuotaMirror(synced, recent)
+    synced.on_quota(k8s.quota("kept", max={"cpu": "1"}))
+    mirror.refresh()
+    recent.remember(synced, ("team", "kept"), None)  # admitted: deleted
+    recent.remember(synced, ("team", "new"), k8s.quota("new"))  # admitted: created
+    catalog = mirror.refresh()
+    assert catalog.quota_at("team", "kept") is None
+    assert catalog.quota_at("team", "new") is not None
+    now[0] = 31.0  # the watch never delivered either: the memory is the truth again
+    catalog = mirror.refresh()
+    assert catalog.quota_at("team", "kept") is not None
+    assert catalog.quota_at("team", "new") is None
 
 
 def test_recent_admissions_expire(synced: ControllerState, k8s: Bodies) -> None:
