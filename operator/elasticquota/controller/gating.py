@@ -23,6 +23,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
+from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
@@ -76,7 +77,7 @@ class GateController:
 
     async def step(self) -> None:
         """One round over every gated pod."""
-        snapshot = self._state.engine.solve()
+        snapshot = await solved_snapshot(self._state.engine)
         decisions = gate_decisions(snapshot)
         preempting: set[str] = set()  # at most one preemption per quota per round
         for decision in decisions:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.solving import solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
@@ -230,7 +231,7 @@ class TreeLoop:
         """Solve, diff, write what is due. True when nothing is left to write for now."""
         started = time.monotonic()
         pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
-        results = self._solve()
+        results = await self._solve()
         due = self._due(results)
         changes = await pending_writes_in_slices(self._state, results, due)
         written, waits = await self._write_due(changes)
@@ -240,14 +241,14 @@ class TreeLoop:
             self._settle_pod_event(pod_event_at, written, bool(waits))
         return not waits
 
-    def _solve(self) -> Mapping[str, QuotaResult]:
-        """The tree's results (timed when they had to be computed), kept for the metrics."""
+    async def _solve(self) -> Mapping[str, QuotaResult]:
+        """The tree's results, solved off the event loop when out of date (and then timed), kept
+        for the metrics. Events during the solve leave the tree dirty for the next pass."""
         engine = self._state.engine
-        stale = self.tree_id in engine.dirty_trees()
         started = time.monotonic()
-        results = engine.solve_tree(self.tree_id)
-        if stale:
+        if await solve_tree_off_loop(engine, self.tree_id):
             self._metrics.solved(self.tree_id, time.monotonic() - started)
+        results = engine.published(self.tree_id)
         self._writer.stats.solves += 1
         self._state.results[self.tree_id] = results
         return results

@@ -15,7 +15,8 @@ forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evic
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
 pass old; the delay is minutes). During a burst every solve turns all 10,000 rows of a big tree
-into new results, and a solve forced every second held the event loop for a third of its time.
+into new results, and a solve forced every second took a third of the operator's time. Solves run
+off the event loop (``controller.solving``).
 A round's victims are always chosen on a fresh solve, and only if the quota is still over-used.
 """
 
@@ -30,6 +31,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
+from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -148,22 +150,22 @@ class RevocationController:
     async def check_once(self) -> None:
         """One check of every monitored quota; a round for each one that is due."""
         now = self._clock()
-        snapshot = self._snapshot(now)
+        snapshot = await self._snapshot(now)
         for name in self._candidates(snapshot):
             result = snapshot.quotas[name]
             before = self._timer.since.get(name)
             due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
-                fresh = self._state.engine.solve()  # the victims: from the state of now
+                fresh = await solved_snapshot(self._state.engine)  # the victims: of now
                 if name in fresh.quotas and quota_is_over_used(fresh, name):
                     await self._revoke(fresh.quotas[name], victims_of(fresh, name))
 
-    def _snapshot(self, now: float) -> Snapshot:
+    async def _snapshot(self, now: float) -> Snapshot:
         """A solve every ``SOLVE_EVERY`` seconds; what the tree loops last solved in between."""
         if self._solved_at is None or abs(now - self._solved_at) >= SOLVE_EVERY:
             self._solved_at = now
-            return self._state.engine.solve()
+            return await solved_snapshot(self._state.engine)
         return self._state.engine.latest()
 
     def _candidates(self, snapshot: Snapshot) -> list[str]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.admission import check_pod
 from elasticquota.core.gating import admission_order
@@ -121,7 +122,7 @@ class NodeSimulator:
     async def step(self) -> None:
         """One round: stopped pods removed, bound ones started, then at most one new binding per
         quota (usage changes after each)."""
-        snapshot = self._state.engine.solve()
+        snapshot = await solved_snapshot(self._state.engine)
         await self._remove_stopped(snapshot)
         await self._start_bound_pods(snapshot)
         usage = node_usage(snapshot.pods.values())

@@ -14,7 +14,7 @@ and their index by freezing copy-on-write maps instead of copying and sorting ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -34,15 +34,15 @@ from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
 from elasticquota.core.placement import Placements
 from elasticquota.core.resources import ResourceList
 from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 from elasticquota.core.topology import Topology, build_topology
 from elasticquota.core.totals import tree_problems, tree_total
-from elasticquota.core.treeresults import reserved_results, tree_results
+from elasticquota.core.treeresults import reserved_results
 from elasticquota.core.trees import TreeState, build_trees
-from elasticquota.kernels.arrays import SolveResult, TreeArrays
+from elasticquota.kernels.arrays import TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
-#: The kernel, or its plain-Python twin (tests run both).
-Solver = Callable[[TreeArrays, bool], SolveResult]
+__all__ = ["EngineSettings", "QuotaEngine", "Solver"]
 
 
 def reference_reserved_max() -> ResourceList:
@@ -259,36 +259,81 @@ class QuotaEngine:
 
     def _solve_tree(self, tree_id: str, state: TreeState) -> None:
         """One kernel call; only the rows whose outputs moved become new results."""
+        job = self._job(tree_id, state)
+        self.finish_solve(job, compute(job, self._solver))
+
+    @property
+    def solver(self) -> Solver:
+        return self._solver
+
+    def prepare_solve(self, tree_id: str) -> SolveJob | None:
+        """The inputs of the tree's solve, copied (``core.solvejob``); None when the tree is up
+        to date or gone. Brings the topology up to date first."""
+        self._ensure_topology()
+        state = self._trees.get(tree_id)
+        if state is None or not state.dirty:
+            return None
+        return self._job(tree_id, state)
+
+    def _job(self, tree_id: str, state: TreeState) -> SolveJob:
         layout = state.layout
-        reserved = self._placements.reserved
-        state.total = tree_total(self._topology, tree_id, self._node_total, reserved)
-        total, present = total_row(layout, state.total)
-        mirror = state.sums.mirror
-        output = self._solver(
-            TreeArrays(
-                layout.child_start,
-                mirror[Account.REQUEST],
-                mirror[Account.USED],
-                mirror[Account.NP_REQUEST],
-                mirror[Account.NP_USED],
-                layout.spec_min,
-                layout.request_floor,
-                layout.cap,
-                layout.weight,
-                layout.distributes,
-                total,
-                present,
-            ),
-            self.settings.scale_min_quota,
+        total = tree_total(self._topology, tree_id, self._node_total, self._placements.reserved)
+        total_values, present = total_row(layout, total)
+        mirror = [array.copy() for array in state.sums.mirror]
+        arrays = TreeArrays(
+            layout.child_start,
+            mirror[Account.REQUEST],
+            mirror[Account.USED],
+            mirror[Account.NP_REQUEST],
+            mirror[Account.NP_USED],
+            layout.spec_min,
+            layout.request_floor,
+            layout.cap,
+            layout.weight,
+            layout.distributes,
+            total_values,
+            present,
         )
-        fresh = tree_results(layout, self._topology, output, state.output, state.results)
-        if tree_id == DEFAULT_TREE:
+        return SolveJob(
+            tree_id=tree_id,
+            epoch=self.topology_epoch,
+            version=state.version,
+            publications=state.publications,
+            arrays=arrays,
+            total=total,
+            layout=layout,
+            topology=self._topology,
+            previous=state.output,
+            published=state.results,
+            scale_min_quota=self.settings.scale_min_quota,
+        )
+
+    def finish_solve(self, job: SolveJob, outcome: SolveOutcome) -> bool:
+        """Publish a job's results; False (nothing published, the tree stays dirty) when the
+        topology was rebuilt or another solve of the tree was published since it was prepared.
+        The tree stays dirty, too, when it changed after the job was prepared."""
+        state = self._trees.get(job.tree_id)
+        stale = job.epoch != self.topology_epoch or self._topology_dirty
+        if state is None or stale or state.publications != job.publications:
+            return False
+        fresh = outcome.fresh
+        state.total = job.total
+        if job.tree_id == DEFAULT_TREE:
             fresh.update(
-                reserved_results(fresh[ROOT_QUOTA], self._reserved_specs, reserved, state.total)
+                reserved_results(
+                    fresh[ROOT_QUOTA], self._reserved_specs, self._placements.reserved, job.total
+                )
             )
-        if state.publish(fresh, output):
+        if state.publish(fresh, outcome.output):
             self._quotas = None
-        state.dirty = False
+        state.publications += 1
+        state.dirty = state.version != job.version
+        return True
+
+    def published(self, tree_id: str) -> Mapping[str, QuotaResult]:
+        """The tree's results as last published, without solving (empty for an unknown tree)."""
+        state = self._trees.get(tree_id)
+        return state.results if state is not None else {}
 
     # -- topology -----------------------------------------------------------------------------
 
@@ -332,7 +377,7 @@ class QuotaEngine:
     def _mark_dirty(self, tree_id: str) -> None:
         state = self._trees.get(tree_id)
         if state is not None:
-            state.dirty = True
+            state.touch()
 
     # -- output -------------------------------------------------------------------------------
 

@@ -150,9 +150,9 @@ class Placements:
         tree_id = self._tree_of[quota]
         state = self._trees[tree_id]
         state.sums.apply(state.layout.index[quota], amounts, sign)
-        state.dirty = True
+        state.touch()
 
     def _mark_dirty(self, tree_id: str) -> None:
         state = self._trees.get(tree_id)
         if state is not None:
-            state.dirty = True
+            state.touch()

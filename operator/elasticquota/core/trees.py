@@ -40,6 +40,15 @@ class TreeState:
     changed: set[str] = field(default_factory=set)
     #: The results as they were when the controller last took the changes.
     taken: Mapping[str, QuotaResult] = field(default_factory=dict)
+    #: How many times the tree changed (pods, nodes) and how many solves were published: a solve
+    #: prepared before the latest change leaves the tree dirty (``core.solvejob``).
+    version: int = 0
+    publications: int = 0
+
+    def touch(self) -> None:
+        """Something the tree's solve reads changed."""
+        self.dirty = True
+        self.version += 1
 
     def publish(self, fresh: Mapping[str, QuotaResult], output: SolveResult) -> bool:
         """Take a solve's results (those of the rows that moved, see ``tree_results``): a result

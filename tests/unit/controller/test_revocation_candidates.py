@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from elasticquota.controller import revocation
+from elasticquota.controller import revocation, solving
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
 from elasticquota.core.results import Snapshot
+from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 from elasticquota.settings import Settings
 
 QUIET = [f"quiet{index}" for index in range(20)]
@@ -116,21 +117,20 @@ async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
 
 
 @pytest.fixture
-def solves(world: ControllerState, monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The checks' own solves (each a full pass over every out-of-date tree)."""
-    counted: list[float] = []
-    original = world.engine.solve
+def solves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The trees the checks solved (off the event loop), in order."""
+    counted: list[str] = []
 
-    def counting() -> Snapshot:
-        counted.append(1.0)
-        return original()
+    def counting(job: SolveJob, solver: Solver) -> SolveOutcome:
+        counted.append(job.tree_id)
+        return compute(job, solver)
 
-    monkeypatch.setattr(world.engine, "solve", counting)
+    monkeypatch.setattr(solving, "compute", counting)
     return counted
 
 
 async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
-    world: ControllerState, solves: list[float], api: Any
+    world: ControllerState, solves: list[str], api: Any
 ) -> None:
     settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
     now = [100.0]
@@ -147,7 +147,7 @@ async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
 
 
 async def test_a_round_is_decided_on_a_fresh_solve(
-    world: ControllerState, solves: list[float], api: Any
+    world: ControllerState, solves: list[str], api: Any
 ) -> None:
     """Over-use seen on the last solved results, gone in the state of now: nobody is evicted."""
     settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
