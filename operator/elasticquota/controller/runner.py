@@ -246,6 +246,7 @@ def configure_logging(level: str) -> None:
 async def run_operator(settings: Settings) -> None:
     """The whole operator, until stopped."""
     configure_logging(settings.log_level)
+    heap.limit_malloc_arenas()  # before any worker thread allocates
     if settings.kubeconfig:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
     start_kernels(settings.numba_cache_seed)  # seeds NUMBA_CACHE_DIR, then warms up

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -39,3 +41,15 @@ def test_frozen_objects_are_still_freed_when_unreferenced() -> None:
     count = gc.get_freeze_count()
     del record
     assert gc.get_freeze_count() == count - 1
+
+
+def test_malloc_arenas_are_capped_where_the_c_library_is_glibc() -> None:
+    """In a subprocess: the cap is process-wide and must come before threads allocate."""
+    code = (
+        "from elasticquota.controller import heap; import platform; "
+        "print(heap.limit_malloc_arenas(), platform.libc_ver()[0])"
+    )
+    capped, libc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert capped == str(libc == "glibc")
