@@ -11,6 +11,8 @@ stderr):
   annotations and ``status.used`` being what ``plan`` computes for the same objects; the
   operator's peak RSS (VmHWM). ``--sizes 10000,50000,100000`` repeats it at each pod count in one
   run (the pods are added between the starts);
+* ``scale restart``: the operator replaced (SIGTERM, a new process) with nothing changed, as in a
+  rolling upgrade: synced and active, every quota correct, and the writes it made (none expected);
 * ``scale burst``: the operator running and converged, ``--burst-pods`` more (pending) pods created
   as fast as possible; the time from the last create until every quota is correct again, and the
   operator's writes meanwhile (MODIFIED watch events on the quotas, as ``bench_e2e`` counts them);
@@ -91,7 +93,7 @@ from scale_cluster import (
     with_pods,
 )
 
-PHASES = ("start", "burst", "loop", "pass", "failover")
+PHASES = ("start", "restart", "burst", "loop", "pass", "failover")
 RECONCILE_HISTOGRAM = "elastic_quota_reconcile_seconds"
 DEFAULT_LEASE_DURATION = 15.0  # the operator's default (Settings.lease_duration)
 LEASE_NAMESPACE = "koordinator-system"  # the operator's defaults: the reserved namespace
@@ -715,6 +717,32 @@ class ScaleBench:
         )
         self.timed(f"start at {pods} pods", started)
 
+    async def restart(self, pods: int) -> None:
+        """A rolling upgrade: the operator replaced while nothing changed. The new one must be
+        synced, active and see every quota correct, without writing anything."""
+        if self.operator is None or self.base is None:
+            raise BenchmarkError("the restart needs a started, converged operator")
+        started = time.monotonic()
+        expected = expected_plan(self.base, f"the cluster before the restart at {pods} pods")
+        await self.stop_operator()
+        modified_before = self.mirror.modified
+        operator = OperatorProcess(
+            f"restart-{pods}", self.cluster.kubeconfig, self.log_dir, self.options,
+            webhooks=self.options.webhooks,
+        )  # fmt: skip
+        self.operator = operator.start()
+        synced = await self.wait_synced(operator, active=True)
+        correct = await self.converge(expected, f"restart at {pods} pods")
+        await asyncio.sleep(WRITES_DRAIN)
+        print(
+            f"scale restart pods={pods} quotas={self.options.quotas} "
+            f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
+            f"writes={self.mirror.modified - modified_before} "
+            f"peak_rss_mb={operator.peak_rss_mb():.0f}",
+            flush=True,
+        )
+        self.timed("restart", started)
+
     def probe_template(self) -> dict[str, Any]:
         """A new leaf under the first team quota, with its siblings' max keys and no min."""
         parent = next(node for node in self.shape.quotas.values() if node.name.startswith("team"))
@@ -921,6 +949,8 @@ class ScaleBench:
             await self.create_pods(size)
             if "start" in options.phases or size == options.sizes[-1]:
                 await self.start(size)
+        if "restart" in options.phases:
+            await self.restart(options.sizes[-1])
         if "burst" in options.phases or "loop" in options.phases:
             await self.burst()
         if "pass" in options.phases:
