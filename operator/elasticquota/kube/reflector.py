@@ -37,8 +37,11 @@ logger = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 
-#: Objects per list page: small enough that one page parses in a few tens of milliseconds.
-PAGE_SIZE = 500
+#: Objects per list page. The API server (before 1.27's paged watch-cache lists) serves each page
+#: from etcd, which counts every object left in the range to say how many remain: the cost of a list
+#: grows with the square of the object count over the page size. 2,000 pods (about 5 MB) parse in
+#: ~15 ms; 100,000 pods were listed in 31 s with pages of 500 and in 17 s with 2,000 (local 1.20).
+PAGE_SIZE = 2000
 #: Objects handed to the sink between two yields to the event loop.
 SLICE = 100
 
