@@ -84,6 +84,20 @@ class Writer:
         self.stats.writes += 1
         return True
 
+    async def write_all(self, changes: list[QuotaWrite]) -> list[bool]:
+        """``write`` each change (outcomes in order), by as many workers as writes may be in
+        flight: a task per change would put thousands of tasks on the event loop at once."""
+        outcomes = [False] * len(changes)
+        pending = iter(enumerate(changes))
+
+        async def worker() -> None:
+            for index, change in pending:
+                outcomes[index] = await self.write(change)
+
+        workers = min(len(changes), self._settings.write_concurrency)
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return outcomes
+
     async def _send(self, change: QuotaWrite) -> None:
         key = (change.namespace, change.name)
         if change.annotations:
@@ -279,7 +293,7 @@ class TreeLoop:
                 self._unwritten.add(change.name)
             else:
                 due.append(change)
-        outcomes = await asyncio.gather(*(self._writer.write(change) for change in due))
+        outcomes = await self._writer.write_all(due)
         for change, written in zip(due, outcomes, strict=True):
             if written:
                 self._written_at[(change.namespace, change.name)] = now

@@ -32,7 +32,7 @@ from elasticquota.controller.reconcile import (
 )
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.diff import quota_write
+from elasticquota.core.diff import QuotaWrite, quota_write
 from elasticquota.core.engine import EngineSettings
 from elasticquota.settings import Settings
 
@@ -490,3 +490,30 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''"}
     assert tree_tasks() == set()
+
+
+async def test_many_writes_go_through_a_few_workers_in_order(
+    world: ControllerState,
+    api: client.ApiClient,
+    make_settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Thousands of writes in a pass must not become thousands of tasks at once."""
+    writer = Writer(api, world, make_settings(write_concurrency=3))
+    in_flight, most = 0, 0
+
+    async def write(change: QuotaWrite) -> bool:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0)
+        in_flight -= 1
+        return change.name != "q5"
+
+    monkeypatch.setattr(writer, "write", write)
+    changes = [QuotaWrite("team", f"q{index}", {"k": "v"}, None) for index in range(10)]
+    tasks_before = len(asyncio.all_tasks())
+    outcomes = await writer.write_all(changes)
+    assert outcomes == [index != 5 for index in range(10)]
+    assert most == 3
+    assert len(asyncio.all_tasks()) == tasks_before
