@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     """Port of the HTTP server with /healthz, /readyz (and /metrics); 0 disables it."""
 
+    metrics_address: str = Field(default="0.0.0.0", min_length=1)
+    """Listen address of that server: all interfaces by default, as a pod's probes need; on a
+    pod with ``hostNetwork`` (the node's interfaces), e.g. the node's internal address."""
+
     log_level: str = "INFO"
     """Python logging level name."""
 

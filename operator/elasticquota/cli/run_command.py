@@ -44,6 +44,9 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
     )
     run.add_argument("--metrics-port", type=int, help="port of /healthz and /readyz (0: off)")
+    run.add_argument(
+        "--metrics-address", help="listen address of that port (default 0.0.0.0: all interfaces)"
+    )
     run.add_argument("--log-level", help="DEBUG, INFO, WARNING, ...")
     run.add_argument(
         "--ignore-namespace",
@@ -114,6 +117,7 @@ def run_cli(args: argparse.Namespace) -> int:
             "revocation",
             "dry_run",
             "metrics_port",
+            "metrics_address",
             "log_level",
             "ignore_namespaces",
             "lease_name",

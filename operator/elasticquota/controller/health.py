@@ -92,9 +92,9 @@ def health_app(
     return app
 
 
-async def serve(app: web.Application, port: int) -> web.AppRunner:
-    """Start serving on all interfaces; the caller cleans the runner up."""
+async def serve(app: web.Application, port: int, host: str = "0.0.0.0") -> web.AppRunner:
+    """Start serving on ``host`` (all interfaces by default); the caller cleans the runner up."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host="0.0.0.0", port=port).start()
+    await web.TCPSite(runner, host=host, port=port).start()
     return runner

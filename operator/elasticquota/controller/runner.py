@@ -121,7 +121,7 @@ class Operator:
         health = None
         if self.settings.metrics_port:
             app = health_app(self.state, self.leader.leading, self.metrics.registry)
-            health = await serve(app, self.settings.metrics_port)
+            health = await serve(app, self.settings.metrics_port, self.settings.metrics_address)
         loops: list[tuple[str, Awaitable[None]]] = [
             ("readers", self.ingest.run()),
             ("heap", self._freeze_heap_when_synced()),

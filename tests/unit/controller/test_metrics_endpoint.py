@@ -7,12 +7,15 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import aiohttp
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import Metric
 
-from elasticquota.controller.health import health_app
+from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
+from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import Bodies
@@ -90,3 +93,26 @@ async def test_the_exposition_is_encoded_off_the_event_loop(
     assert "elastic_quota_invalid_quotas 1.0" in text
     assert "elastic_quota_leader 1.0" in text
     assert 'quota="team",resource="cpu",tree=""} 2.0' in text
+
+
+async def test_the_server_listens_on_the_configured_address(
+    state: ControllerState, leading: asyncio.Event
+) -> None:
+    runner = await serve(health_app(state, leading), 0, "127.0.0.1")
+    try:
+        (host, port), *_ = runner.addresses
+        assert host == "127.0.0.1"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}/healthz") as reply,
+        ):
+            assert reply.status == 200
+    finally:
+        await runner.cleanup()
+
+
+def test_the_address_is_a_setting_with_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings(identity="t").metrics_address == "0.0.0.0"
+    monkeypatch.setenv("ELASTIC_QUOTA_METRICS_ADDRESS", "10.0.0.7")
+    assert Settings.from_sources().metrics_address == "10.0.0.7"
+    assert Settings.from_sources({"metrics_address": "127.0.0.1"}).metrics_address == "127.0.0.1"
