@@ -23,6 +23,7 @@ validate-pod webhook refuses counts as ``denied`` for its quota.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -70,6 +71,8 @@ DENIED = 403
 NOT_READY = 503
 #: How long an admitted object stands in for what the watch has not delivered yet.
 RECENT_TTL = 30.0
+#: Quotas indexed between two yields when the catalog is built ahead of the first request.
+CATALOG_SLICE = 500
 
 
 # -- the view of the cluster ---------------------------------------------------------------------
@@ -150,6 +153,16 @@ class QuotaMirror:
             self._hold(key, source)
         self._overlaid = set(overlay)
         return self.catalog
+
+    async def follow(self, size: int = CATALOG_SLICE) -> None:
+        """Index what the memory changed since the last request now, ``size`` quotas between
+        yields to the event loop (the admissions in flight are applied by the next request)."""
+        changed = self._state.quota_changes_since(self._sequence)
+        self._sequence = self._state.quota_sequence
+        for start in range(0, len(changed), size):
+            for key in changed[start : start + size]:
+                self._hold(key, self._state.quotas.get(key))
+            await asyncio.sleep(0)
 
     def _hold(self, key: ObjectKey, source: QuotaObject | Mapping[str, Any] | None) -> None:
         if source is None:

@@ -10,6 +10,7 @@ are not checked; the operator's own writes (reserved quotas) are admitted.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import ipaddress
@@ -209,6 +210,34 @@ def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
     view = admission.view()
     assert indexed == ["q7"]
     assert view.quota("q8") is None and view.quota("q9") is not None
+
+
+async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
+    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(12):
+        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    yields = 0
+
+    async def count_yields() -> None:
+        nonlocal yields
+        while True:
+            await asyncio.sleep(0)
+            yields += 1
+
+    counter = asyncio.create_task(count_yields())
+    await admission.quotas.follow(size=5)
+    counter.cancel()
+    assert yields >= 2  # other tasks ran between the slices
+    catalog = admission.quotas.catalog
+    indexed: list[str] = []
+    upsert = catalog.upsert
+    monkeypatch.setattr(
+        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
+    )
+    view = admission.view()
+    assert indexed == []  # the first request found everything indexed
+    assert view.quota("q11") is not None
 
 
 def test_an_expired_admission_gives_way_to_the_memory(synced: ControllerState, k8s: Bodies) -> None:
