@@ -196,9 +196,16 @@ class Operator:
         await admission.quotas.follow()
 
     async def _freeze_heap_when_synced(self) -> None:
-        """The listed cluster lives as long as the process: no full collection should scan it."""
+        """The listed cluster lives as long as the process: no full collection should scan it.
+        Then the survivors of each full collection are frozen too, and everything is collected
+        once every ten minutes, when the watches are quiet (``controller.heap``)."""
         await self.state.synced.wait()
         heap.freeze("after the initial listing")
+        heap.refreeze_after_full_collections()
+        await heap.thaw_periodically(self._last_watch_event)
+
+    def _last_watch_event(self) -> float:
+        return max((health.last_event for health in self.state.readers.values()), default=0.0)
 
     async def _elect(self) -> None:
         await self.state.synced.wait()  # stand for election only with a complete memory

@@ -81,6 +81,8 @@ class ReaderHealth:
     down_since: float | None = None
     relists: int = 0
     events: int = 0
+    #: Monotonic time of the latest watch event (0: none yet).
+    last_event: float = 0.0
 
     def up(self) -> None:
         self.connected = True
@@ -247,6 +249,7 @@ class Reflector:
                 raise VersionExpiredError(body.get("message", ""))
             raise RuntimeError(f"watch error: {body.get('message', body)}")
         self.health.events += 1
+        self.health.last_event = self._clock()
         if kind == "DELETED":
             self._sink.delete(body)
         elif kind in ("ADDED", "MODIFIED"):

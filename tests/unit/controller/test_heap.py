@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import subprocess
 import sys
+import time
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -53,3 +57,56 @@ def test_malloc_arenas_are_capped_where_the_c_library_is_glibc() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert capped == str(libc == "glibc")
+
+
+class Node:
+    """An object that can sit in a reference cycle and be watched by a weak reference."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+@pytest.fixture
+def refreezing() -> Iterator[None]:
+    heap.refreeze_after_full_collections()
+    yield
+    gc.callbacks.remove(heap._refreeze)
+
+
+@pytest.mark.usefixtures("refreezing")
+def test_the_survivors_of_a_full_collection_are_frozen() -> None:
+    survivor = [{"pod": index} for index in range(100)]
+    gc.collect()
+    assert not _visited(survivor)
+    young = [{"pod": index} for index in range(100)]
+    assert _visited(young)
+
+
+@pytest.mark.usefixtures("refreezing")
+def test_a_thaw_collects_a_cycle_that_died_while_frozen() -> None:
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    watch = weakref.ref(first)
+    gc.collect()  # both survive, frozen
+    del first, second
+    gc.collect()
+    assert watch() is not None  # a frozen cycle is not collected...
+    assert heap.thaw() >= 2
+    assert watch() is None  # ...until a thaw
+
+
+async def test_a_thaw_waits_for_a_quiet_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Due after ``every`` (0.1 s); the watches are busy until 0.15 s; quiet needs 0.02 s."""
+    thawed: list[float] = []
+    monkeypatch.setattr(heap, "thaw", lambda: thawed.append(time.monotonic()) or 0)
+    quiet_from = time.monotonic() + 0.15
+
+    def last_activity() -> float:
+        return min(time.monotonic(), quiet_from)
+
+    task = asyncio.create_task(heap.thaw_periodically(last_activity, every=0.1, quiet_for=0.02))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert thawed and thawed[0] >= quiet_from + 0.02
