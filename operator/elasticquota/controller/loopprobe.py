@@ -5,12 +5,19 @@ may hold it for long (the operator's budget is ~100 ms). The probe asks to be wo
 ``period`` seconds and records how late it was woken (``elastic_quota_event_loop_lag_seconds``,
 and the longest since start-up); a lag above ``warn_after`` is logged once per occurrence with
 its length, so a profile can be taken where it happens.
+
+While the loop is held, a watchdog thread (``StallWatchdog``) logs once, at WARNING, where the
+event loop's thread is: the code that holds it, which a lag measured afterwards cannot tell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import threading
+import time
+import traceback
 
 from elasticquota.controller.metrics import Metrics
 
@@ -22,14 +29,70 @@ PERIOD = 0.05
 WARN_AFTER = 1.0
 
 
+#: A watchdog reports where the loop is once it has not run for this long.
+STACK_AFTER = 0.5
+#: Frames of the held thread's stack in that report.
+STACK_FRAMES = 12
+
+
+class StallWatchdog:
+    """A daemon thread that says, once per stall, what the event loop's thread is running when
+    the loop has not beaten (``beat``) for ``after`` seconds."""
+
+    def __init__(self, after: float = STACK_AFTER, period: float = PERIOD) -> None:
+        self._after = after
+        self._period = period
+        self._loop_thread = threading.get_ident()
+        self._beat = time.monotonic()
+        self._reported = False
+        self._stop = threading.Event()
+        self.reports = 0
+        self._thread = threading.Thread(target=self._watch, name="loop watchdog", daemon=True)
+
+    def start(self) -> StallWatchdog:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def beat(self) -> None:
+        """The loop ran (called from the loop's thread)."""
+        self._beat = time.monotonic()
+        self._reported = False
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._period):
+            held = time.monotonic() - self._beat
+            if held > self._after and not self._reported:
+                self._reported = True
+                self.reports += 1
+                logger.warning(
+                    "the event loop has been held for %.2f s, in:\n%s", held, self._where()
+                )
+
+    def _where(self) -> str:
+        frame = sys._current_frames().get(self._loop_thread)
+        if frame is None:
+            return "(the event loop's thread is gone)"
+        return "".join(traceback.format_stack(frame, limit=STACK_FRAMES)).rstrip()
+
+
 async def probe_loop(
-    metrics: Metrics, period: float = PERIOD, warn_after: float = WARN_AFTER
+    metrics: Metrics,
+    period: float = PERIOD,
+    warn_after: float = WARN_AFTER,
+    watchdog: StallWatchdog | None = None,
 ) -> None:
-    """For ever: sleep ``period``, record how much later than asked the loop woke us."""
+    """For ever: sleep ``period``, record how much later than asked the loop woke us (and tell
+    ``watchdog`` that the loop runs)."""
     loop = asyncio.get_running_loop()
     while True:
         asked = loop.time()
         await asyncio.sleep(period)
+        if watchdog is not None:
+            watchdog.beat()
         lag = max(0.0, loop.time() - asked - period)
         metrics.loop_lag(lag)
         if lag > warn_after:

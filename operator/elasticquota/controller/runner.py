@@ -25,7 +25,7 @@ from elasticquota.controller import heap
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.ingest import Ingest
-from elasticquota.controller.loopprobe import probe_loop
+from elasticquota.controller.loopprobe import StallWatchdog, probe_loop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
@@ -134,7 +134,7 @@ class Operator:
         loops: list[tuple[str, Awaitable[None]]] = [
             ("readers", self.ingest.run()),
             ("heap", self._freeze_heap_when_synced()),
-            ("event loop probe", probe_loop(self.metrics)),
+            ("event loop probe", self._probe_loop()),
             ("leader lease", self._elect()),
             ("reconciler", self.reconciler.run()),
             ("profiles", self.profiles.run()),
@@ -188,6 +188,14 @@ class Operator:
         except Exception:
             logger.exception("%s failed; stopping the operator", name)
             self.stop_flag.set()
+
+    async def _probe_loop(self) -> None:
+        """The loop's lag, and a watchdog thread that says where a long stall happens."""
+        watchdog = StallWatchdog().start()
+        try:
+            await probe_loop(self.metrics, watchdog=watchdog)
+        finally:
+            await asyncio.to_thread(watchdog.stop)
 
     async def _index_for_webhooks(self, admission: Admission) -> None:
         """The webhooks' quota catalog, built in slices once the memory is synced: the first
