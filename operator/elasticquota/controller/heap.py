@@ -11,13 +11,14 @@ after the imports and the kernel's warm-up, and again once the initial listing i
 
 A burst adds tens of thousands of pods and results that are not frozen: in a replay of a
 50,000-pod burst the collector made 17 full collections of up to 132-171 ms each.
-``refreeze_after_full_collections`` freezes what survives each full collection (all of it was
-reachable a moment ago), which brought the longest one to 32 ms. The price: an object frozen
-while alive that later dies in a reference cycle is not collected. To bound that, ``thaw`` every
-``THAW_EVERY`` seconds, at a quiet moment, unfreezes everything and makes one full collection
-(the survivors are frozen again): one pause of a few hundred milliseconds at 100,000 pods instead
-of one per few thousand events. The engine's own memory makes no cycles (a replay of the burst
-left none to collect).
+``refreeze_after_full_collections`` (from start-up on: the initial listing's full collections
+scanned the growing cluster too, half a second each at 100,000 pods) freezes what survives each
+full collection (all of it was reachable a moment ago), which brought the longest one to 32 ms.
+The price: an object frozen while alive that later dies in a reference cycle is not collected.
+To bound that, ``thaw`` every ``THAW_EVERY`` seconds, at a quiet moment, unfreezes everything and
+makes one full collection (the survivors are frozen again): one pause of a few hundred
+milliseconds at 100,000 pods instead of one per few thousand events. The engine's own memory
+makes no cycles (a replay of the burst left none to collect).
 
 The C heap is kept small too: the solves and the ``/metrics`` encoding run in worker threads, and
 glibc gives every thread that allocates an arena of its own (up to eight per core), each keeping

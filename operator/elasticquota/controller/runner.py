@@ -209,7 +209,6 @@ class Operator:
         once every ten minutes, when the watches are quiet (``controller.heap``)."""
         await self.state.synced.wait()
         heap.freeze("after the initial listing")
-        heap.refreeze_after_full_collections()
         await heap.thaw_periodically(self._last_watch_event)
 
     def _last_watch_event(self) -> float:
@@ -283,6 +282,7 @@ async def run_operator(settings: Settings) -> None:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
     start_kernels(settings.numba_cache_seed)  # seeds NUMBA_CACHE_DIR, then warms up
     heap.freeze("after start-up", collect=True)  # before the loop starts: no one waits yet
+    heap.refreeze_after_full_collections()  # the listing's survivors too, as it goes
     metrics = Metrics()
     api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
     try:
