@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+from yielding import yields_during
 
 from elasticquota.controller.reconcile import (
     Reconciler,
@@ -97,17 +98,7 @@ async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
     for index in range(7):
         add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     results = world.engine.solve_tree(DEFAULT)
-    yields = 0
-
-    async def count_yields() -> None:
-        nonlocal yields
-        while True:
-            await asyncio.sleep(0)
-            yields += 1
-
-    counter = asyncio.create_task(count_yields())
-    sliced = await pending_writes_in_slices(world, results, size=3)
-    counter.cancel()
+    sliced, yields = await yields_during(pending_writes_in_slices(world, results, size=3))
     assert sliced == pending_writes(world, results)
     assert len(results) >= 9
     assert yields >= 2  # other tasks ran between the slices

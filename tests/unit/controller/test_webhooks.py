@@ -10,7 +10,6 @@ are not checked; the operator's own writes (reserved quotas) are admitted.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import inspect
 import ipaddress
@@ -25,6 +24,7 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 from cryptography import x509
+from yielding import yields_during
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
 from elasticquota.controller.reserved import reserved_manifests
@@ -217,17 +217,7 @@ async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
 ) -> None:
     for index in range(12):
         synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    yields = 0
-
-    async def count_yields() -> None:
-        nonlocal yields
-        while True:
-            await asyncio.sleep(0)
-            yields += 1
-
-    counter = asyncio.create_task(count_yields())
-    await admission.quotas.follow(size=5)
-    counter.cancel()
+    _, yields = await yields_during(admission.quotas.follow(size=5))
     assert yields >= 2  # other tasks ran between the slices
     catalog = admission.quotas.catalog
     indexed: list[str] = []
