@@ -42,6 +42,8 @@ Body = dict[str, Any]
 #: grows with the square of the object count over the page size. 2,000 pods (about 5 MB) parse in
 #: ~15 ms; 100,000 pods were listed in 31 s with pages of 500 and in 17 s with 2,000 (local 1.20).
 PAGE_SIZE = 2000
+#: Seconds given to TLS connections to finish closing when a reader stops.
+TLS_CLOSE_GRACE = 0.25
 #: Objects handed to the sink between two yields to the event loop.
 SLICE = 100
 
@@ -150,6 +152,9 @@ class Reflector:
         finally:
             if self._session is not None:
                 await self._session.close()
+                # aiohttp's graceful shutdown: TLS connections finish closing a moment after the
+                # session (else their sockets outlive a closed event loop, unclosed).
+                await asyncio.sleep(TLS_CLOSE_GRACE)
 
     async def _cycle(self) -> None:
         """One list (when there is no version to resume from) or one watch, and its outcome."""
