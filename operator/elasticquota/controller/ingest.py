@@ -28,6 +28,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.kube.quotas import PROFILES, QUOTAS
 from elasticquota.kube.reflector import Kind, Reflector
@@ -93,7 +94,7 @@ class Ingest:
         tasks = [asyncio.create_task(reader.run(), name=reader.kind.name) for reader in first]
         try:
             await asyncio.gather(*(reader.health.listed.wait() for reader in first))
-            self._state.engine.tree_ids()  # the trees, built once before the pods arrive
+            await rebuild_off_loop(self._state.engine)  # the trees, built before the pods arrive
             pods = [reader for reader in self.readers if reader.kind is PODS]
             tasks += [asyncio.create_task(reader.run(), name=reader.kind.name) for reader in pods]
             await asyncio.gather(*(reader.health.listed.wait() for reader in pods))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.solving import solve_tree_off_loop
+from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
@@ -340,6 +340,7 @@ class Reconciler:
             while True:
                 await self._state.trees_changed.wait()
                 self._state.trees_changed.clear()
+                await rebuild_off_loop(self._state.engine)
                 self._dispatch()
         finally:
             leader_watch.cancel()

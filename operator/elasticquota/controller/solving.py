@@ -6,21 +6,45 @@ inputs on the loop, ``core.solvejob.compute`` runs in a thread (a whole 10,000-q
 hundreds of milliseconds when every row moved; the thread gives the interpreter back every few
 milliseconds, so event intake, the webhooks and the Lease go on meanwhile) and
 ``QuotaEngine.finish_solve`` publishes on the loop. Pod events that arrive during the computation
-leave the tree dirty for the next solve. A topology rebuild (a quota added or moved) still runs on
-the loop.
+leave the tree dirty for the next solve. A topology rebuild (a quota added, moved or deleted: half
+a second at 10,000 quotas and 100,000 pods) runs the same way (``core.rebuild``), one at a time per
+engine, before the solves that need it; the reconciler runs it before it looks at the trees.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 from elasticquota.core.engine import QuotaEngine
+from elasticquota.core.rebuild import compute_rebuild
 from elasticquota.core.results import Snapshot
 from elasticquota.core.solvejob import compute
+
+#: One rebuild at a time per engine: a second caller waits for it instead of starting its own
+#: (which would overtake, and so drop, the first).
+_REBUILDING: weakref.WeakKeyDictionary[QuotaEngine, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+#: Rebuilds in a row before giving up on catching a stream of quota changes (the synchronous
+#: rebuild of the next reader then catches up).
+MAX_REBUILDS = 3
+
+
+async def rebuild_off_loop(engine: QuotaEngine) -> None:
+    """Bring the topology up to date in a worker thread, if a quota change made it stale."""
+    lock = _REBUILDING.setdefault(engine, asyncio.Lock())
+    async with lock:
+        for _ in range(MAX_REBUILDS):
+            job = engine.prepare_rebuild()
+            if job is None:
+                return
+            outcome = await asyncio.to_thread(compute_rebuild, job)
+            engine.finish_rebuild(job, outcome)
 
 
 async def solve_tree_off_loop(engine: QuotaEngine, tree_id: str) -> bool:
     """Solve the tree in a worker thread if it is dirty; True when new results were published."""
+    await rebuild_off_loop(engine)
     job = engine.prepare_solve(tree_id)
     if job is None:
         return False
@@ -30,6 +54,7 @@ async def solve_tree_off_loop(engine: QuotaEngine, tree_id: str) -> bool:
 
 async def solved_snapshot(engine: QuotaEngine) -> Snapshot:
     """Every dirty tree solved off the loop, then the published state (``QuotaEngine.latest``)."""
+    await rebuild_off_loop(engine)
     for tree_id in engine.tree_ids():
         await solve_tree_off_loop(engine, tree_id)
     return engine.latest()

@@ -124,6 +124,18 @@ class CowMap(_Buckets[V]):
             self._generation += 1
         return self._frozen
 
+    def fork(self) -> CowMap[V]:
+        """An independent map with the same content, O(buckets): both copy a shared bucket on
+        their first write to it."""
+        frozen = self.freeze()
+        forked: CowMap[V] = CowMap()
+        forked._live = forked._buckets = list(frozen._buckets)
+        forked._mask = len(forked._live) - 1
+        forked._size = len(frozen)
+        forked._generation = 1
+        forked._owned = [0] * len(forked._live)  # none of them its own yet
+        return forked
+
     def __setitem__(self, key: str, value: V) -> None:
         bucket = self._writable(hash(key) & self._mask)
         if key not in bucket:

@@ -21,24 +21,29 @@ from types import MappingProxyType
 from elasticquota.core.accounting import Account, ExactSums, QuotaDirectory
 from elasticquota.core.cowmap import CowMap
 from elasticquota.core.keys import (
-    DEFAULT_QUOTA,
     DEFAULT_RESERVED_NAMESPACE,
     DEFAULT_TREE,
     RESERVED_GROUP_MAX,
     RESERVED_QUOTAS,
     ROOT_QUOTA,
-    SYSTEM_QUOTA,
 )
 from elasticquota.core.layout import RowMemo, total_row
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
 from elasticquota.core.placement import Placements
+from elasticquota.core.rebuild import (
+    RebuildJob,
+    RebuildOutcome,
+    ReservedDefaults,
+    compute_rebuild,
+    replay,
+)
 from elasticquota.core.resources import ResourceList
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
-from elasticquota.core.topology import Topology, build_topology
+from elasticquota.core.topology import Topology
 from elasticquota.core.totals import tree_problems, tree_total
 from elasticquota.core.treeresults import reserved_results
-from elasticquota.core.trees import TreeState, build_trees
+from elasticquota.core.trees import TreeState
 from elasticquota.kernels.arrays import TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
@@ -85,6 +90,11 @@ class QuotaEngine:
         self._quotas: Mapping[str, QuotaResult] | None = None
         #: How many topologies were built: every tree's state is new after each one.
         self.topology_epoch = 0
+        #: How many quota changes were seen; how many rebuilds were prepared; the pods that
+        #: changed since the latest was prepared (placed again when it is installed).
+        self._spec_changes = 0
+        self._rebuild_serial = 0
+        self._changed_since_job: set[str] = set()
 
     # -- events -------------------------------------------------------------------------------
 
@@ -94,11 +104,15 @@ class QuotaEngine:
         if self._specs.get(key) == spec:
             return
         self._specs[key] = spec
-        self._topology_dirty = True
+        self._quotas_changed()
 
     def delete_quota(self, namespace: str, name: str) -> None:
         if self._specs.pop((namespace, name), None) is not None:
-            self._topology_dirty = True
+            self._quotas_changed()
+
+    def _quotas_changed(self) -> None:
+        self._topology_dirty = True
+        self._spec_changes += 1
 
     def upsert_pod(self, pod: PodInfo) -> None:
         """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op.
@@ -112,6 +126,7 @@ class QuotaEngine:
         self._pods[key] = pod
         if self._topology_dirty:
             self._stale.add(key)
+            self._changed_since_job.add(key)
             return
         if old is not None:
             self._placements.unplace(old)
@@ -125,6 +140,7 @@ class QuotaEngine:
             return
         if self._topology_dirty:
             self._stale.discard(key)
+            self._changed_since_job.add(key)
             self._placements.index.remove(key)  # its sums are rebuilt anyway
         else:
             self._placements.unplace(old)
@@ -343,36 +359,57 @@ class QuotaEngine:
 
     def _rebuild(self) -> None:
         """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
-        only those whose quota changed)."""
-        self._topology = build_topology(self._specs.values())
-        self._reserved_specs = self._reserved_quota_specs()
-        directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
-        self._trees = build_trees(self._topology, set(self._node_total), self._rows)
-        reserved_keys = sorted(
-            set(self._reserved_specs[SYSTEM_QUOTA].max)
-            | set(self._reserved_specs[DEFAULT_QUOTA].max)
+        only those whose quota changed); the three steps of ``core.rebuild`` in a row."""
+        job = self.prepare_rebuild()
+        if job is not None:
+            self.finish_rebuild(job, compute_rebuild(job))
+
+    def prepare_rebuild(self) -> RebuildJob | None:
+        """The inputs of a topology rebuild, copied or frozen (``core.rebuild``); None when the
+        topology is up to date. A job prepared earlier can no longer be installed."""
+        if not self._topology_dirty:
+            return None
+        self._rebuild_serial += 1
+        self._changed_since_job = set()
+        return RebuildJob(
+            serial=self._rebuild_serial,
+            epoch=self.topology_epoch,
+            spec_changes=self._spec_changes,
+            specs=tuple(self._specs.values()),
+            node_keys=frozenset(self._node_total),
+            pods=self._pods.freeze(),
+            stale=frozenset(self._stale),
+            placements=self._placements,
+            index=self._placements.index.fork(),
+            rows=dict(self._rows),
+            reserved=ReservedDefaults(
+                self.settings.reserved_namespace,
+                self.settings.system_quota_max,
+                self.settings.default_quota_max,
+            ),
         )
-        reserved = ExactSums(2, reserved_keys)
-        self._placements = self._placements.rebuilt(
-            self._pods, self._stale, directory, self._topology.tree_of, self._trees, reserved
-        )
+
+    def finish_rebuild(self, job: RebuildJob, outcome: RebuildOutcome) -> bool:
+        """Install a rebuild's outcome and place again the pods that changed after the job was
+        prepared: O(those pods). False (nothing installed) when another rebuild was prepared or
+        installed since. The topology stays out of date when quotas (or the nodes' resources)
+        changed after the job was prepared: the next rebuild follows them."""
+        if job.serial != self._rebuild_serial or job.epoch != self.topology_epoch:
+            return False
+        self._topology = outcome.topology
+        self._reserved_specs = outcome.reserved_specs
+        self._trees = outcome.trees
+        self._placements = outcome.placements
+        self._rows = outcome.rows
+        replay(self._placements, job.pods, self._pods, self._changed_since_job)
+        self._changed_since_job = set()
         self._stale = set()
-        self._topology_dirty = False
+        self._topology_dirty = (
+            self._spec_changes != job.spec_changes or frozenset(self._node_total) != job.node_keys
+        )
         self._quotas = None
         self.topology_epoch += 1
-
-    def _reserved_quota_specs(self) -> dict[str, QuotaSpec]:
-        """The system and default quotas: as given, or created with the reference defaults."""
-        specs: dict[str, QuotaSpec] = {}
-        for name, default_max in (
-            (SYSTEM_QUOTA, self.settings.system_quota_max),
-            (DEFAULT_QUOTA, self.settings.default_quota_max),
-        ):
-            given = self._topology.reserved.get(name)
-            specs[name] = given or QuotaSpec(
-                name=name, namespace=self.settings.reserved_namespace, max=dict(default_max)
-            )
-        return specs
+        return True
 
     def _mark_dirty(self, tree_id: str) -> None:
         state = self._trees.get(tree_id)

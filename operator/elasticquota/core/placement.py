@@ -75,13 +75,16 @@ class Placements:
         tree_of: Mapping[str, str],
         trees: Mapping[str, TreeState],
         reserved: ExactSums,
+        index: PodIndex | None = None,
     ) -> Placements:
-        """The placements of a new topology (this one's index and memo are taken over).
+        """The placements of a new topology (this one's memo is read, its index taken over).
 
         ``pods``: every current pod; ``stale``: keys of pods that changed or arrived since this
         index was last brought up to date (it still holds their previous object, or nothing).
+        ``index``: the index to take over instead of this one's (a fork of it, for a rebuild that
+        runs while events keep changing this one).
         """
-        successor = Placements(directory, tree_of, trees, reserved, self.index)
+        successor = Placements(directory, tree_of, trees, reserved, index or self.index)
         successor._reindex(pods, stale)
         successor._count_all(self._memo)
         return successor

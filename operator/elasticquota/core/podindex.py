@@ -56,6 +56,13 @@ class PodIndex:
             for pod in pods:
                 self.quota_of[pod.key] = quota
 
+    def fork(self) -> PodIndex:
+        """An independent copy, O(buckets): later changes to either one leave the other alone."""
+        forked = PodIndex()
+        forked.quota_of = self.quota_of.fork()
+        forked.by_quota = self.by_quota.fork()
+        return forked
+
     def freeze(self) -> tuple[FrozenMap[str], FrozenMap[tuple[PodInfo, ...]]]:
         """The index as it is now, for a snapshot: pod -> quota, quota -> pods (never changing)."""
         return self.quota_of.freeze(), self.by_quota.freeze()

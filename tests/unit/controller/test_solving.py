@@ -1,17 +1,20 @@
-"""Solves off the event loop (controller/solving.py): computed in a worker thread, published on
-the loop, equal to a synchronous solve."""
+"""Solves and topology rebuilds off the event loop (controller/solving.py): computed in a worker
+thread, published on the loop, equal to a synchronous solve; one rebuild at a time per engine;
+pod events during a rebuild count."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import TYPE_CHECKING
 
 import pytest
 
 from elasticquota.controller import solving
-from elasticquota.controller.solving import solve_tree_off_loop, solved_snapshot
+from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop, solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
+from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
 from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 
 if TYPE_CHECKING:
@@ -48,3 +51,51 @@ async def test_a_solved_snapshot_has_every_tree_up_to_date(k8s: Bodies) -> None:
     snapshot = await solved_snapshot(state.engine)
     assert state.engine.dirty_trees() == []
     assert snapshot.quotas["a"].used == {"cpu": 1000}
+
+
+async def test_a_rebuild_runs_in_a_worker_thread(
+    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: list[int] = []
+
+    def recorded(job: RebuildJob) -> RebuildOutcome:
+        threads.append(threading.get_ident())
+        return compute_rebuild(job)
+
+    monkeypatch.setattr(solving, "compute_rebuild", recorded)
+    state = world(k8s)
+    await rebuild_off_loop(state.engine)
+    state.on_quota(k8s.quota("b", max={"cpu": "4"}))  # a new quota: a new topology
+    await rebuild_off_loop(state.engine)
+    assert len(threads) == 2 and threading.get_ident() not in threads
+    assert state.engine.prepare_rebuild() is None  # up to date
+    assert "b" in (await solved_snapshot(state.engine)).quotas
+
+
+async def test_pods_seen_while_a_rebuild_computes_count_and_callers_share_it(
+    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, resume = threading.Event(), threading.Event()
+    jobs: list[RebuildJob] = []
+
+    def held(job: RebuildJob) -> RebuildOutcome:
+        jobs.append(job)
+        started.set()
+        resume.wait(timeout=10)
+        return compute_rebuild(job)
+
+    monkeypatch.setattr(solving, "compute_rebuild", held)
+    state = world(k8s)
+    state.on_quota(k8s.quota("b", max={"cpu": "4"}))
+    first = asyncio.create_task(rebuild_off_loop(state.engine))
+    second = asyncio.create_task(rebuild_off_loop(state.engine))
+    while not started.is_set():
+        await asyncio.sleep(0.001)  # the loop runs while the worker computes
+    state.on_pod(k8s.pod("q", quota="b", requests={"cpu": "2"}, node="n1", phase="Running"))
+    state.on_pod(k8s.pod("p", quota="a", requests={"cpu": "3"}, node="n1", phase="Running"))
+    resume.set()
+    await asyncio.gather(first, second)
+    assert len(jobs) == 1  # the second caller waited for the first one's rebuild
+    snapshot = await solved_snapshot(state.engine)
+    assert snapshot.quotas["a"].used == {"cpu": 3000}
+    assert snapshot.quotas["b"].used == {"cpu": 2000}

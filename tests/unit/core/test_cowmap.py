@@ -134,3 +134,17 @@ def test_moving_many_pods_at_once_sorts_each_quota_once() -> None:
         "team/p2": "a",
         "team/p3": "a",
     }
+
+
+def test_a_fork_and_its_origin_change_independently() -> None:
+    origin = CowMap({f"k{index}": index for index in range(100)})
+    forked = origin.fork()
+    origin["k1"] = -1
+    del origin["k2"]
+    forked["k3"] = -3
+    forked.pop("k4")
+    forked["new"] = 7
+    assert (origin["k1"], origin.get("k2"), origin["k3"], origin["k4"]) == (-1, None, 3, 4)
+    assert (forked["k1"], forked["k2"], forked["k3"], forked.get("k4")) == (1, 2, -3, None)
+    assert "new" not in origin and forked["new"] == 7
+    assert (len(origin), len(forked)) == (99, 100)

@@ -16,63 +16,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine_strategies import any_node, any_pod, any_quota, clusters, one_pod, resource_lists
+from engine_world import World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elasticquota.core.accounting import Account, aggregate, contribution
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.models import PodInfo, QuotaSpec
 from elasticquota.core.resources import add
 from elasticquota.core.results import QuotaResult, Snapshot
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def observable(snapshot: Snapshot) -> dict[str, Any]:
-    """Everything a snapshot tells the outside world, as plain values."""
-    return {
-        "quotas": dict(snapshot.quotas),
-        "totals": {tree: dict(total) for tree, total in snapshot.totals.items()},
-        "pods": dict(snapshot.pods),
-        "pod_quota": dict(snapshot.pod_quota),
-        "pods_by_quota": {quota: list(pods) for quota, pods in snapshot.pods_by_quota.items()},
-        "pods_of": {quota: list(snapshot.pods_of(quota)) for quota in snapshot.quotas},
-        "problems": list(snapshot.problems),
-    }
-
-
-class World:
-    """The objects of the moment, kept apart from the engine under test."""
-
-    def __init__(self) -> None:
-        self.quotas: dict[tuple[str, str], QuotaSpec] = {}
-        self.pods: dict[str, PodInfo] = {}
-        self.nodes: dict[str, NodeInfo] = {}
-
-    def apply(self, engine: QuotaEngine, kind: str, item: Any) -> None:
-        if kind == "upsert_quota":
-            self.quotas[(item.namespace, item.name)] = item
-            engine.upsert_quota(item)
-        elif kind == "delete_quota":
-            self.quotas.pop((item.namespace, item.name), None)
-            engine.delete_quota(item.namespace, item.name)
-        elif kind == "upsert_pod":
-            self.pods[item.key] = item
-            engine.upsert_pod(item)
-        elif kind == "delete_pod":
-            self.pods.pop(item.key, None)
-            engine.delete_pod(item.namespace, item.name)
-        elif kind == "upsert_node":
-            self.nodes[item.name] = item
-            engine.upsert_node(item)
-        else:
-            self.nodes.pop(item.name, None)
-            engine.delete_node(item.name)
-
-    def fresh(self) -> Snapshot:
-        engine = QuotaEngine()
-        return engine.load(self.quotas.values(), self.pods.values(), self.nodes.values()).solve()
 
 
 EVENTS = st.lists(

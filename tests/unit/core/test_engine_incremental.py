@@ -9,76 +9,18 @@ from typing import Any
 import pytest
 from engine_factories import BIG, EngineFactory, node, pod, quota
 from engine_strategies import any_node, any_pod, any_quota, clusters
+from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.results import Snapshot
 from elasticquota.kernels import reference, waterfill
 
 SOLVERS = {"numba": waterfill.solve_tree, "reference": reference.solve_tree}
 
 
-def observable(snapshot: Snapshot) -> dict[str, Any]:
-    """Everything a snapshot tells the outside world."""
-    return {
-        "quotas": dict(snapshot.quotas),
-        "totals": dict(snapshot.totals),
-        "pods": dict(snapshot.pods),
-        "pod_quota": dict(snapshot.pod_quota),
-        "pods_by_quota": dict(snapshot.pods_by_quota),
-        "problems": list(snapshot.problems),
-    }
-
-
-class World:
-    """The objects an engine has been told about, tracked independently of the engine."""
-
-    def __init__(self) -> None:
-        self.quotas: dict[tuple[str, str], QuotaSpec] = {}
-        self.pods: dict[str, PodInfo] = {}
-        self.nodes: dict[str, NodeInfo] = {}
-
-    def apply(self, engine: QuotaEngine, event: tuple[str, Any]) -> None:
-        kind, item = event
-        if kind == "upsert_quota":
-            self.quotas[(item.namespace, item.name)] = item
-            engine.upsert_quota(item)
-        elif kind == "delete_quota":
-            self.quotas.pop((item.namespace, item.name), None)
-            engine.delete_quota(item.namespace, item.name)
-        elif kind == "upsert_pod":
-            self.pods[item.key] = item
-            engine.upsert_pod(item)
-        elif kind == "delete_pod":
-            self.pods.pop(item.key, None)
-            engine.delete_pod(item.namespace, item.name)
-        elif kind == "upsert_node":
-            self.nodes[item.name] = item
-            engine.upsert_node(item)
-        elif kind == "delete_node":
-            self.nodes.pop(item.name, None)
-            engine.delete_node(item.name)
-        else:
-            assert kind == "solve"
-            engine.solve()
-
-    def fresh(self, engine_settings: EngineSettings, solver: Any) -> Snapshot:
-        engine = QuotaEngine(engine_settings, solver=solver)
-        engine.load(self.quotas.values(), self.pods.values(), self.nodes.values())
-        return engine.solve()
-
-
-EVENTS = st.one_of(
-    st.tuples(st.just("upsert_quota"), any_quota()),
-    st.tuples(st.just("delete_quota"), any_quota()),
-    st.tuples(st.just("upsert_pod"), any_pod()),
-    st.tuples(st.just("delete_pod"), any_pod()),
-    st.tuples(st.just("upsert_node"), any_node()),
-    st.tuples(st.just("delete_node"), any_node()),
-    st.tuples(st.just("solve"), st.none()),
-)
+EVENTS = st.one_of(OBJECT_EVENT, st.tuples(st.just("solve"), st.none()))
 
 
 def check_incremental_equals_fresh(
@@ -88,8 +30,11 @@ def check_incremental_equals_fresh(
     solver = SOLVERS[solver_name]
     engine = QuotaEngine(engine_settings, solver=solver)
     world = World()
-    for event in events:
-        world.apply(engine, event)
+    for kind, item in events:
+        if kind == "solve":
+            engine.solve()
+        else:
+            world.apply(engine, kind, item)
 
     assert observable(engine.solve()) == observable(world.fresh(engine_settings, solver))
 
