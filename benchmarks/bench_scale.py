@@ -620,6 +620,15 @@ class ScaleBench:
                 raise BenchmarkError(f"{what}: not reached within {limit:.0f} s")
             await asyncio.sleep(poll)
 
+    def start_active(self, name: str) -> OperatorProcess:
+        """Start the replica that is to lead (the webhooks served if the options say so)."""
+        webhooks = self.options.webhooks
+        operator = OperatorProcess(
+            name, self.cluster.kubeconfig, self.log_dir, self.options, webhooks=webhooks
+        )
+        self.operator = operator.start()
+        return operator
+
     async def wait_synced(self, operator: OperatorProcess, active: bool) -> float:
         """Until /readyz answers 200 and the replica is (or is not) the active one."""
 
@@ -701,11 +710,7 @@ class ScaleBench:
         started = time.monotonic()
         base = await dump(self.kube)
         expected = expected_plan(base, f"the cluster before the start at {pods} pods")
-        operator = OperatorProcess(
-            f"scale-{pods}", self.cluster.kubeconfig, self.log_dir, self.options,
-            webhooks=self.options.webhooks,
-        )  # fmt: skip
-        self.operator = operator.start()
+        operator = self.start_active(f"scale-{pods}")
         synced = await self.wait_synced(operator, active=True)
         say(f"synced and active after {synced - operator.started:.1f} s")
         correct = await self.converge(expected, f"start at {pods} pods")
@@ -726,11 +731,7 @@ class ScaleBench:
         expected = expected_plan(self.base, f"the cluster before the restart at {pods} pods")
         await self.stop_operator()
         modified_before = self.mirror.modified
-        operator = OperatorProcess(
-            f"restart-{pods}", self.cluster.kubeconfig, self.log_dir, self.options,
-            webhooks=self.options.webhooks,
-        )  # fmt: skip
-        self.operator = operator.start()
+        operator = self.start_active(f"restart-{pods}")
         synced = await self.wait_synced(operator, active=True)
         correct = await self.converge(expected, f"restart at {pods} pods")
         await asyncio.sleep(WRITES_DRAIN)

@@ -53,7 +53,8 @@ def freeze(moment: str, collect: bool = False) -> int:
 
 #: Seconds between two thaws (a full collection of everything, frozen objects included).
 THAW_EVERY = 600.0
-#: A thaw waits until nothing happened for this long (``quiet_since``), at most ``THAW_EVERY``.
+#: A thaw waits until nothing happened for this long (measured from the ``last_activity`` it
+#: is given), at most ``THAW_EVERY``.
 QUIET_FOR = 5.0
 
 

@@ -25,6 +25,12 @@ from elasticquota.settings import Settings
 QUIET = [f"quiet{index}" for index in range(20)]
 
 
+def checker(world: ControllerState, api: Any, now: list[float]) -> RevocationController:
+    """A dry-run controller (30-s delay, a check a second) whose clock reads ``now[0]``."""
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
+    return RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+
+
 def quota(name: str, cpu: str) -> dict[str, Any]:
     labels = {LABEL_ALLOW_LENT: "false"}
     return {
@@ -87,8 +93,7 @@ def pods_looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_only_the_pods_of_over_used_quotas_are_looked_at(
     world: ControllerState, pods_looked_at: list[str], api: Any
 ) -> None:
-    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
-    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: 100.0)
+    controller = checker(world, api, [100.0])
 
     await controller.check_once()
 
@@ -99,9 +104,8 @@ async def test_only_the_pods_of_over_used_quotas_are_looked_at(
 async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
     world: ControllerState, pods_looked_at: list[str], api: Any
 ) -> None:
-    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
     now = [100.0]
-    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    controller = checker(world, api, now)
     await controller.check_once()
     world.on_pod_deleted(running("greedy-b", "greedy", "1"))
     now[0] = 200.0
@@ -132,9 +136,8 @@ def solves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
     world: ControllerState, solves: list[str], api: Any
 ) -> None:
-    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
     now = [100.0]
-    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    controller = checker(world, api, now)
     for second in range(5):
         now[0] = 100.0 + second
         world.on_pod(running(f"new-{second}", "quiet0", "0.1"))  # the tree is out of date again
@@ -150,9 +153,8 @@ async def test_a_round_is_decided_on_a_fresh_solve(
     world: ControllerState, solves: list[str], api: Any
 ) -> None:
     """Over-use seen on the last solved results, gone in the state of now: nobody is evicted."""
-    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
     now = [100.0]
-    controller = RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    controller = checker(world, api, now)
     rounds: list[str] = []
 
     async def record(result: Any, victims: Any) -> None:
