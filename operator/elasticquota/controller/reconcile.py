@@ -38,6 +38,7 @@ from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loo
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
+from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.kube.errors import describe
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
@@ -134,15 +135,21 @@ async def pending_writes_in_slices(
     results: Mapping[str, QuotaResult],
     names: Iterable[str] | None = None,
     size: int = DIFF_SLICE,
+    budget: float = SLICE_BUDGET,
 ) -> list[QuotaWrite]:
-    """``pending_writes``, yielding to the event loop after every ``size`` quotas: a pass over
-    every quota of a 10,000-quota tree (start-up, a new leader) takes about a second."""
+    """``pending_writes``, yielding to the event loop after every ``size`` quotas or once a slice
+    has run for its time budget (``TimeSlice``), whichever comes first: a pass over every quota of
+    a 10,000-quota tree (start-up, a new leader) takes about a second."""
     chosen = _chosen(results, names)
     writes: list[QuotaWrite] = []
-    for start in range(0, len(chosen), size):
-        writes += _writes_for(state, chosen[start : start + size])
-        if start + size < len(chosen):
+    stretch = TimeSlice(budget)
+    for position, result in enumerate(chosen, start=1):
+        change = _write_for(state, result)
+        if change is not None:
+            writes.append(change)
+        if position < len(chosen) and (position % size == 0 or stretch.due()):
             await asyncio.sleep(0)
+            stretch.restart()
     return writes
 
 
@@ -151,15 +158,16 @@ def _chosen(results: Mapping[str, QuotaResult], names: Iterable[str] | None) -> 
 
 
 def _writes_for(state: ControllerState, chosen: Iterable[QuotaResult]) -> list[QuotaWrite]:
-    writes = []
-    for result in chosen:
-        current = state.quotas.get((result.namespace, result.name))
-        if current is None:
-            continue
-        change = quota_write(result, current.annotations, current.status)
-        if not change.empty:
-            writes.append(change)
-    return writes
+    return [change for result in chosen if (change := _write_for(state, result)) is not None]
+
+
+def _write_for(state: ControllerState, result: QuotaResult) -> QuotaWrite | None:
+    """What the quota's object needs to show ``result``; None when it shows it (or is gone)."""
+    current = state.quotas.get((result.namespace, result.name))
+    if current is None:
+        return None
+    change = quota_write(result, current.annotations, current.status)
+    return None if change.empty else change
 
 
 def _results_named(results: Mapping[str, QuotaResult], names: Iterable[str]) -> list[QuotaResult]:

@@ -42,6 +42,7 @@ from elasticquota.core.gating import gates_with_admission
 from elasticquota.core.models import ProfileSpec
 from elasticquota.core.mutation import quota_defaults
 from elasticquota.core.profiles import profile_tree_id
+from elasticquota.core.timeslice import TimeSlice
 from elasticquota.core.validation import (
     ClusterView,
     QuotaCatalog,
@@ -159,10 +160,13 @@ class QuotaMirror:
         yields to the event loop (the admissions in flight are applied by the next request)."""
         changed = self._state.quota_changes_since(self._sequence)
         self._sequence = self._state.quota_sequence
-        for start in range(0, len(changed), size):
-            for key in changed[start : start + size]:
-                self._hold(key, self._state.quotas.get(key))
-            await asyncio.sleep(0)
+        stretch = TimeSlice()
+        for position, key in enumerate(changed, start=1):
+            self._hold(key, self._state.quotas.get(key))
+            if position % size == 0 or stretch.due():
+                await asyncio.sleep(0)
+                stretch.restart()
+        await asyncio.sleep(0)
 
     def _hold(self, key: ObjectKey, source: QuotaObject | Mapping[str, Any] | None) -> None:
         if source is None:

@@ -33,6 +33,8 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
+from elasticquota.core.timeslice import TimeSlice
+
 logger = logging.getLogger(__name__)
 
 Body = dict[str, Any]
@@ -219,11 +221,16 @@ class Reflector:
         return params
 
     async def _feed(self, items: list[Body], seen: set[tuple[str, str]]) -> None:
-        for start in range(0, len(items), SLICE):
-            for body in items[start : start + SLICE]:
-                seen.add(object_key(body))
-                self._sink.upsert(body)
-            await asyncio.sleep(0)  # let the loop breathe between slices
+        """Hand a page's objects to the sink, yielding to the loop after ``SLICE`` of them or once
+        the stretch has run for its time budget (``TimeSlice``)."""
+        stretch = TimeSlice()
+        for position, body in enumerate(items, start=1):
+            seen.add(object_key(body))
+            self._sink.upsert(body)
+            if position % SLICE == 0 or stretch.due():
+                await asyncio.sleep(0)  # let the loop breathe between slices
+                stretch.restart()
+        await asyncio.sleep(0)
 
     async def _watch(self) -> None:
         """One bounded watch from the last version seen (moved on by every event)."""

@@ -104,6 +104,18 @@ async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
     assert yields >= 2  # other tasks ran between the slices
 
 
+async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
+    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+) -> None:
+    for index in range(7):
+        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+    results = world.engine.solve_tree(DEFAULT)
+    work = pending_writes_in_slices(world, results, size=1000, budget=0.0)
+    sliced, yields = await yields_during(work)
+    assert sliced == pending_writes(world, results)
+    assert yields >= len(results) // 2  # no time to spare: yields all along (by count: none)
+
+
 # -- Writer ---------------------------------------------------------------------------------------
 
 
