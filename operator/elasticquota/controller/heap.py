@@ -11,9 +11,13 @@ after the imports and the kernel's warm-up, and again once the initial listing i
 
 A burst adds tens of thousands of pods and results that are not frozen: in a replay of a
 50,000-pod burst the collector made 17 full collections of up to 132-171 ms each.
-``refreeze_after_full_collections`` (from start-up on: the initial listing's full collections
-scanned the growing cluster too, half a second each at 100,000 pods) freezes what survives each
-full collection (all of it was reachable a moment ago), which brought the longest one to 32 ms.
+``refreeze_after_collections`` (from start-up on: the initial listing's full collections scanned
+the growing cluster too, half a second each at 100,000 pods) freezes what survives each collection
+of the two older generations (all of it was reachable a moment ago): objects that would have been
+promoted to the oldest generation go to the permanent one instead, so a full collection finds
+next to nothing to scan. Freezing the survivors of full collections only brought the longest one
+of that replay to 32 ms, but at the cluster-scale benchmark's burst a full collection still came
+every few thousand pods and scanned all of them (0.5 s on a busy machine).
 The price: an object frozen while alive that later dies in a reference cycle is not collected.
 To bound that, ``thaw`` every ``THAW_EVERY`` seconds, at a quiet moment, unfreezes everything and
 makes one full collection (the survivors are frozen again): one pause of a few hundred
@@ -59,12 +63,12 @@ QUIET_FOR = 5.0
 
 
 def _refreeze(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and info.get("generation") == 2:
-        gc.freeze()  # what survived a full collection was all reachable
+    if phase == "stop" and info.get("generation", 0) >= 1:
+        gc.freeze()  # what survived the collection was all reachable
 
 
-def refreeze_after_full_collections() -> None:
-    """From now on, freeze the survivors of every full collection (idempotent)."""
+def refreeze_after_collections() -> None:
+    """From now on, freeze the survivors of every collection of generation 1 or 2 (idempotent)."""
     if _refreeze not in gc.callbacks:
         gc.callbacks.append(_refreeze)
 

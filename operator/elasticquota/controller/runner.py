@@ -287,7 +287,7 @@ async def run_operator(settings: Settings) -> None:
         os.environ["KUBECONFIG"] = settings.kubeconfig  # for Kopf's login too
     start_kernels(settings.numba_cache_seed)  # seeds NUMBA_CACHE_DIR, then warms up
     heap.freeze("after start-up", collect=True)  # before the loop starts: no one waits yet
-    heap.refreeze_after_full_collections()  # the listing's survivors too, as it goes
+    heap.refreeze_after_collections()  # the listing's survivors too, as it goes
     metrics = Metrics()
     api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
     try:

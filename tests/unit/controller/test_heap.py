@@ -68,7 +68,7 @@ class Node:
 
 @pytest.fixture
 def refreezing() -> Iterator[None]:
-    heap.refreeze_after_full_collections()
+    heap.refreeze_after_collections()
     yield
     gc.callbacks.remove(heap._refreeze)
 
@@ -80,6 +80,16 @@ def test_the_survivors_of_a_full_collection_are_frozen() -> None:
     assert not _visited(survivor)
     young = [{"pod": index} for index in range(100)]
     assert _visited(young)
+
+
+@pytest.mark.usefixtures("refreezing")
+def test_the_survivors_of_a_middle_generation_collection_are_frozen_too() -> None:
+    survivor = [{"pod": index} for index in range(100)]
+    gc.collect(1)
+    assert not _visited(survivor)  # a full collection will not scan them again
+    young = [{"pod": index} for index in range(100)]
+    gc.collect(0)
+    assert _visited(young)  # the youngest generation's survivors are left to the collector
 
 
 @pytest.mark.usefixtures("refreezing")
