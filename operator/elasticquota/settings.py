@@ -134,8 +134,14 @@ class Settings(BaseSettings):
     certificate itself (right for a self-signed one)."""
 
     webhook_failure_policy: Literal["Fail", "Ignore"] = "Fail"
-    """What the API server does when the webhooks cannot be reached: refuse the request (Fail,
-    as the reference) or let it through unchecked (Ignore)."""
+    """What the API server does with an ElasticQuota write when the quota webhooks cannot be
+    reached: refuse it (Fail, as the reference) or let it through unchecked (Ignore). The pod
+    webhooks have their own, ``pod_webhook_failure_policy``."""
+
+    pod_webhook_failure_policy: Literal["Fail", "Ignore"] = "Ignore"
+    """The same for pod creates and updates (``validate-pod``, ``mutate-pod``): Ignore by default,
+    so that an operator that is down, starting or unreachable never blocks the cluster's pods
+    (revocation still limits what got in unchecked); Fail refuses them meanwhile."""
 
     webhook_configuration: str = "elastic-quota-operator.elasticquota.dev"
     """Name of the Validating/MutatingWebhookConfiguration the operator creates and keeps

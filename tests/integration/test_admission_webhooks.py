@@ -5,6 +5,11 @@ The API server then refuses broken quotas and pods with the operator's message, 
 defaults of new quotas. The webhooks live only while the test's operator runs: it removes them
 when it stops, and the fixture deletes the configurations whatever happens, so that no other test
 of the session meets them. The refusal messages are printed (``pytest -s`` shows them).
+
+An operator that crashed leaves its configurations registered: then the API server admits pods
+(pod webhooks fail open by default) and refuses quota writes (quota webhooks fail closed); with
+the pod webhooks set to Fail, pods of kube-system and of the operator's own namespace are still
+admitted (namespaceSelector).
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ async def api() -> AsyncIterator[client.ApiClient]:
 class WebhookOperator:
     """An operator process serving the webhooks on loopback, and its configurations' name."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, env: dict[str, str] | None = None) -> None:
         self.configuration = f"{unique('eq')}.elasticquota.dev"
         self.process = OperatorProcess(
             unique("webhooks"),
@@ -60,7 +65,20 @@ class WebhookOperator:
             "--webhook-address", "127.0.0.1",
             "--webhook-configuration", self.configuration,
             *extra,
+            env=env,
         )  # fmt: skip
+
+    async def registered(self, api: client.ApiClient) -> dict[str, Any]:
+        """Every registered webhook by name (validating and mutating), as the server holds it."""
+        registration = client.AdmissionregistrationV1Api(api)
+        found: dict[str, Any] = {}
+        for read in (
+            registration.read_validating_webhook_configuration,
+            registration.read_mutating_webhook_configuration,
+        ):
+            configuration = await read(self.configuration)
+            found.update({hook.name: hook for hook in configuration.webhooks or []})
+        return found
 
     async def configurations(self, api: client.ApiClient) -> list[list[str]]:
         """The webhook names of the validating and the mutating configuration ([] if absent)."""
@@ -246,3 +264,97 @@ async def test_a_provided_certificate_is_served_and_is_the_ca_bundle(
         ).read_validating_webhook_configuration(operator.configuration)
         bundles = {hook.client_config.ca_bundle for hook in configuration.webhooks}
         assert bundles == {base64.b64encode(certificate).decode()}
+
+
+# -- a crashed operator: its configurations stay, the failure policies decide ----------------------
+
+
+async def labelled_with_its_name(api: client.ApiClient, namespace: str) -> None:
+    """The ``kubernetes.io/metadata.name`` label the pod webhooks' namespaceSelector reads: API
+    servers set it since 1.21; on older ones (this suite's) the docs tell users to set it."""
+    await ensure_namespace(api, namespace)
+    label = {"metadata": {"labels": {"kubernetes.io/metadata.name": namespace}}}
+    await client.CoreV1Api(api).patch_namespace(namespace, label)
+
+
+async def crashed_with_configurations(api: client.ApiClient, operator: WebhookOperator) -> None:
+    """Serving, then SIGKILLed: nothing answers, the configurations stay registered."""
+    await wait_serving(api, operator)
+    operator.process.kill()
+    suffix = operator.configuration
+    assert await operator.configurations(api) == [
+        [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
+        [f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}"],
+    ]
+
+
+async def test_a_crashed_operator_blocks_no_pod_and_every_quota_write(
+    api: client.ApiClient,
+) -> None:
+    namespace = unique("managed")
+    await ensure_namespace(api, namespace)
+    operator = WebhookOperator()
+    async with running(api, operator):
+        await wait_serving(api, operator)
+        suffix = operator.configuration
+        policies = {
+            name: hook.failure_policy for name, hook in (await operator.registered(api)).items()
+        }
+        assert policies == {
+            f"validate-elasticquota.{suffix}": "Fail",
+            f"mutate-elasticquota.{suffix}": "Fail",
+            f"validate-pod.{suffix}": "Ignore",
+            f"mutate-pod.{suffix}": "Ignore",
+        }
+        team = quota_manifest(namespace, unique("team"), {"cpu": "1"}, {"cpu": "2"})
+        await create_quota(api, team)
+        await crashed_with_configurations(api, operator)
+
+        core = client.CoreV1Api(api)
+        await core.create_namespaced_pod(namespace, pod_manifest(namespace, "admitted", "1"))
+        await core.read_namespaced_pod("admitted", namespace)
+        other = quota_manifest(namespace, unique("other"), {"cpu": "1"}, {"cpu": "2"})
+        message = await refusal(create_quota(api, other))
+        assert f'failed calling webhook "mutate-elasticquota.{suffix}"' in message
+        raise_max = {"spec": {"max": {"cpu": "3"}}}
+        message = await refusal(patch_quota(api, namespace, team["metadata"]["name"], raise_max))
+        assert f'failed calling webhook "validate-elasticquota.{suffix}"' in message
+    await client.CoreV1Api(api).delete_namespace(namespace)
+
+
+async def test_pod_webhooks_never_see_kube_system_nor_the_operators_namespace(
+    api: client.ApiClient,
+) -> None:
+    """Even failing closed: a crashed operator then blocks the pods of a managed namespace only."""
+    managed, own = unique("managed"), unique("eq-system")
+    await ensure_namespace(api, managed)
+    for namespace in ("kube-system", own):
+        await labelled_with_its_name(api, namespace)
+    operator = WebhookOperator(
+        "--pod-webhook-failure-policy", "Fail", env={"ELASTIC_QUOTA_LEASE_NAMESPACE": own}
+    )
+    core = client.CoreV1Api(api)
+    probe = unique("probe")
+    async with running(api, operator):
+        await wait_serving(api, operator)
+        suffix = operator.configuration
+        registered = await operator.registered(api)
+        for name in (f"validate-pod.{suffix}", f"mutate-pod.{suffix}"):
+            assert registered[name].failure_policy == "Fail"
+            (expression,) = registered[name].namespace_selector.match_expressions
+            assert (expression.key, expression.operator) == ("kubernetes.io/metadata.name", "NotIn")
+            assert {"kube-system", own} <= set(expression.values), expression
+        await crashed_with_configurations(api, operator)
+
+        message = await refusal(
+            core.create_namespaced_pod(managed, pod_manifest(managed, probe, "1"))
+        )
+        assert f'failed calling webhook "mutate-pod.{suffix}"' in message
+        try:
+            for namespace in ("kube-system", own):
+                await core.create_namespaced_pod(namespace, pod_manifest(namespace, probe, "1"))
+        finally:
+            with contextlib.suppress(ApiException):
+                await core.delete_namespaced_pod(probe, "kube-system", grace_period_seconds=0)
+    for namespace in (managed, own):
+        await core.delete_namespace(namespace)

@@ -61,7 +61,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS
 from elasticquota.controller.runner import make_state
-from elasticquota.controller.webhooks import register_webhooks
+from elasticquota.controller.webhooks import (
+    pod_namespace_selector,
+    pod_webhook_excluded_namespaces,
+    register_webhooks,
+)
 from elasticquota.core import keys
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
@@ -921,12 +925,20 @@ async def check_webhooks(operator: Pod, namespace: str) -> None:
 # -- (d) the webhooks Kopf would generate -----------------------------------------------------
 
 
-@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
-def test_chart_webhooks_are_those_kopf_would_generate(policy: str) -> None:
-    """Rules, operations, side effects, failure policies (mutate-pod always Ignore), match
-    policy, review versions, names and paths: as Kopf's managed mode would write them. The chart
-    adds the Service, its caBundle, a namespaceSelector on the pod webhooks and its timeout."""
-    settings = Settings(webhook_port=9443, webhook_failure_policy=policy)
+@pytest.mark.parametrize(("policy", "pod_policy"), [("Fail", "Ignore"), ("Ignore", "Fail")])
+def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: str) -> None:
+    """Rules, operations, side effects, failure policies (the quota webhooks' and the pod
+    webhooks' each their own), match policy, review versions, names and paths: as Kopf's managed
+    mode would write them. The chart adds the Service, its caBundle and its timeout, and the pod
+    webhooks' namespaceSelector is the one the operator writes into managed configurations for
+    the same namespaces (kube-system, its own, the ignored ones)."""
+    settings = Settings(
+        webhook_port=9443,
+        webhook_failure_policy=policy,
+        pod_webhook_failure_policy=pod_policy,
+        lease_namespace="eq-system",
+        ignore_namespaces=["batch"],
+    )
     registry = kopf.OperatorRegistry()
     register_webhooks(registry, make_state(settings), settings)
     handlers = registry._webhooks.get_all_handlers()
@@ -934,7 +946,15 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str) -> None:
         Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
         Resource("", "v1", "pods", kind="Pod", namespaced=True),
     ]
-    manifests = render("eq-system", {"webhooks": {"failurePolicy": policy}})
+    manifests = render(
+        "eq-system",
+        {
+            "webhooks": {"failurePolicy": policy, "podFailurePolicy": pod_policy},
+            "operator": {"ignoreNamespaces": ["batch"]},
+        },
+    )
+    selector = pod_namespace_selector(pod_webhook_excluded_namespaces(settings, "eq-system"))
+    assert selector["matchExpressions"][0]["values"] == ["batch", "eq-system", "kube-system"]
     compared = (
         "name",
         "rules",
@@ -958,6 +978,9 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str) -> None:
             for key in compared:
                 assert chart_hook.get(key) == hook[key], (hook["name"], key)
             assert hook["objectSelector"] is None and "objectSelector" not in chart_hook
+            on_pods = hook["name"].startswith(("validate-pod.", "mutate-pod."))
+            assert chart_hook.get("namespaceSelector") == (selector if on_pods else None)
+            assert hook["failurePolicy"] == (pod_policy if on_pods else policy), hook["name"]
             path = chart_hook["clientConfig"]["service"]["path"]
             assert path == urlparse(hook["clientConfig"]["url"]).path, hook["name"]
         print(f"{kind}: {', '.join(sorted(hook['name'] for hook in expected))}")

@@ -75,6 +75,7 @@ WEBHOOK_SETTINGS = (
     "webhook_key_file",
     "webhook_ca_file",
     "webhook_failure_policy",
+    "pod_webhook_failure_policy",
     "webhook_configuration",
 )
 
@@ -97,7 +98,14 @@ def add_webhook_arguments(run: argparse.ArgumentParser) -> None:
     webhooks.add_argument(
         "--webhook-failure-policy",
         choices=("Fail", "Ignore"),
-        help="when the webhooks are unreachable: refuse (Fail, default) or admit (Ignore)",
+        help="quota writes when the webhooks are unreachable: refuse (Fail, default) or admit "
+        "(Ignore)",
+    )
+    webhooks.add_argument(
+        "--pod-webhook-failure-policy",
+        choices=("Fail", "Ignore"),
+        help="pod creates and updates when the webhooks are unreachable: admit (Ignore, "
+        "default) or refuse (Fail)",
     )
     webhooks.add_argument(
         "--webhook-configuration",

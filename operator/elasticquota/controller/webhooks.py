@@ -16,6 +16,15 @@ memory races the event loop that changes it. Kopf serves them at ``/<handler id>
 bundle current; a replica that stops cleanly removes its webhooks again (Kopf's non-persistent
 webhooks), one that crashes leaves them to the failure policy.
 
+Failure policies: the quota webhooks follow ``webhook_failure_policy`` (Fail by default: no quota
+write goes unchecked), the pod webhooks ``pod_webhook_failure_policy`` (Ignore by default: an
+operator that is down, starting or unreachable must not stop the cluster's pods; what gets in
+unchecked is still accounted and limited by revocation). The pod webhooks never see ``kube-system``,
+the operator's own namespace nor the ignored ones: Kopf's configurations get a ``namespaceSelector``
+on the ``kubernetes.io/metadata.name`` label (``pod_namespace_selector``), which API servers set on
+every namespace since 1.21 (on older ones a namespace without it is matched: label it yourself);
+the handlers also let those namespaces' pods through at once.
+
 Every request is counted per webhook by its answer (``allowed``, ``denied`` when a rule refuses
 it, ``error`` when the operator is not ready or the handler failed), and every pod the
 validate-pod webhook refuses counts as ``denied`` for its quota.
@@ -26,11 +35,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ParamSpec
 
 import kopf
+from kopf._core.engines import admission as kopf_admission
 
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.controller.metrics import Metrics
@@ -74,6 +85,13 @@ NOT_READY = 503
 RECENT_TTL = 30.0
 #: Quotas indexed between two yields when the catalog is built ahead of the first request.
 CATALOG_SLICE = 500
+#: Namespaces whose pods the pod webhooks never see: the cluster's own components must start
+#: whatever the operator's state (besides the operator's own namespace and the ignored ones).
+SYSTEM_NAMESPACES = ("kube-system",)
+#: The label API servers put on every namespace since 1.21, its value the namespace's name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+#: The namespace of the pod the operator runs in (absent outside a cluster).
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 # -- the view of the cluster ---------------------------------------------------------------------
@@ -209,7 +227,9 @@ class Admission:
         self.state = state
         self.metrics = metrics or Metrics()
         self.fail_closed = settings.webhook_failure_policy == "Fail"
+        self.pods_fail_closed = settings.pod_webhook_failure_policy == "Fail"
         self.ignore_namespaces = frozenset(settings.ignore_namespaces)
+        self.unjudged_pod_namespaces = frozenset(pod_webhook_excluded_namespaces(settings))
         self.gating = settings.gating
         self.gating_exclude = frozenset(settings.gating_exclude_namespaces) | self.ignore_namespaces
         self.recent = RecentAdmissions()
@@ -218,13 +238,14 @@ class Admission:
     def view(self) -> ClusterView:
         return cluster_view(self.quotas, self.state)
 
-    def ready(self) -> bool:
+    def ready(self, fail_closed: bool | None = None) -> bool:
         """Whether to judge now. Before the initial listing is in memory the operator cannot
         tell; it refuses (failure policy Fail: nothing unchecked gets in) or lets the request
-        through (Ignore), as the API server would do if the webhook were unreachable."""
+        through (Ignore), as the API server would do if the webhook were unreachable.
+        ``fail_closed``: the webhook's policy (default: the quota webhooks')."""
         if self.state.synced.is_set():
             return True
-        if self.fail_closed:
+        if self.fail_closed if fail_closed is None else fail_closed:
             raise kopf.AdmissionError(
                 "the elastic quota operator is still loading the cluster's quotas and pods; "
                 "retry in a few seconds",
@@ -270,6 +291,8 @@ class Admission:
         """New pods: the profile's node affinity (§4.8) and the admission gate (1.27+ servers)."""
         if not self.state.synced.is_set():
             return  # fail open: the pod is still accounted, and limited by revocation
+        if _key(body)[0] in self.unjudged_pod_namespaces:
+            return
         quota = pod_quota(body, self.view())
         profile = self._profile_of(quota)
         if profile is not None:
@@ -293,7 +316,7 @@ class Admission:
         self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
     ) -> None:
         namespace, name = _key(body)
-        if namespace in self.ignore_namespaces or not self.ready():
+        if namespace in self.unjudged_pod_namespaces or not self.ready(self.pods_fail_closed):
             return
         view = self.view()
         violations = validate_pod(body, old if operation == "UPDATE" else None, view)
@@ -335,6 +358,7 @@ def register_webhooks(
     """Register the admission handlers into ``registry`` (the server: ``configure_admission``)."""
     admission = Admission(state, settings, metrics)
     ignore = settings.webhook_failure_policy == "Ignore"
+    ignore_for_pods = settings.pod_webhook_failure_policy == "Ignore"
     quota_operations: Collection[Any] = ("CREATE", "UPDATE", "DELETE")
 
     @kopf.on.validate(
@@ -365,7 +389,11 @@ def register_webhooks(
         admission.answer(MUTATE_QUOTA, subresource, admission.mutate_quota, body, patch)
 
     @kopf.on.mutate(
-        *PODS, id=MUTATE_POD, operations=["CREATE"], ignore_failures=True, registry=registry
+        *PODS,
+        id=MUTATE_POD,
+        operations=["CREATE"],
+        ignore_failures=ignore_for_pods,
+        registry=registry,
     )
     async def mutate_pod(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
@@ -376,7 +404,7 @@ def register_webhooks(
         *PODS,
         id=VALIDATE_POD,
         operations=["CREATE", "UPDATE"],
-        ignore_failures=ignore,
+        ignore_failures=ignore_for_pods,
         registry=registry,
     )
     async def validate_pod(
@@ -415,6 +443,89 @@ def webhook_server(settings: Settings) -> kopf.WebhookServer:
 
 
 def configure_admission(tuned: kopf.OperatorSettings, settings: Settings) -> None:
-    """Serve the webhooks, and manage their configurations unless someone else does."""
+    """Serve the webhooks, and manage their configurations unless someone else does (then with
+    the pod webhooks' namespaceSelector)."""
     tuned.admission.server = webhook_server(settings)
     tuned.admission.managed = settings.webhook_configuration or None
+    if settings.webhook_configuration:
+        _POD_EXCLUSIONS[settings.webhook_configuration] = pod_webhook_excluded_namespaces(settings)
+        kopf_admission.build_webhooks = build_webhooks_excluding_namespaces
+
+
+# -- the namespaces the pod webhooks never see ----------------------------------------------------
+
+
+def in_cluster_namespace(path: Path = SERVICE_ACCOUNT_NAMESPACE) -> str | None:
+    """The namespace of the operator's pod, from its service account; None outside a cluster."""
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def pod_webhook_excluded_namespaces(
+    settings: Settings, own_namespace: str | None = None
+) -> tuple[str, ...]:
+    """``kube-system``, the operator's own namespace (the Lease's, and its pod's when in a
+    cluster: ``own_namespace``, read from the service account by default) and the ignored ones."""
+    own = own_namespace if own_namespace is not None else in_cluster_namespace()
+    names = {*SYSTEM_NAMESPACES, settings.effective_lease_namespace, *settings.ignore_namespaces}
+    if own:
+        names.add(own)
+    return tuple(sorted(names))
+
+
+def pod_namespace_selector(excluded: Iterable[str]) -> dict[str, Any]:
+    """The pod webhooks' ``namespaceSelector``: every namespace but ``excluded``, by name label.
+
+    API servers label every namespace with its name since 1.21; a namespace without the label
+    (older servers) is matched, so the exclusion then needs the label set by hand."""
+    return {
+        "matchExpressions": [
+            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": sorted(excluded)}
+        ]
+    }
+
+
+def matches_pods(webhook: Mapping[str, Any]) -> bool:
+    """Whether a webhook of a configuration is called for pods (or a subresource of pods)."""
+    return any(
+        "" in (rule.get("apiGroups") or [])
+        and any(str(resource).split("/")[0] == "pods" for resource in rule.get("resources") or [])
+        for rule in webhook.get("rules") or []
+    )
+
+
+#: Kopf's own builder of the managed configurations' webhooks.
+_KOPF_BUILD_WEBHOOKS = kopf_admission.build_webhooks
+#: The pod webhooks' excluded namespaces, by managed configuration (Kopf's name suffix).
+_POD_EXCLUSIONS: dict[str, tuple[str, ...]] = {}
+
+
+def build_webhooks_excluding_namespaces(
+    handlers_: Iterable[Any],
+    *,
+    resources: Iterable[Any],
+    name_suffix: str,
+    client_config: Any,
+    persistent_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Kopf's webhooks of a managed configuration, each pod webhook with the namespaceSelector.
+
+    Kopf builds the configurations it manages with ``build_webhooks`` (every time the URL or CA
+    bundle changes) and has no option for a namespaceSelector, so this replaces that function in
+    Kopf's admission engine (``configure_admission``); tests/integration/test_admission_webhooks.py
+    reads the selector back from the API server, so a Kopf that stopped calling it is noticed."""
+    webhooks = _KOPF_BUILD_WEBHOOKS(
+        handlers_,
+        resources=resources,
+        name_suffix=name_suffix,
+        client_config=client_config,
+        persistent_only=persistent_only,
+    )
+    excluded = _POD_EXCLUSIONS.get(name_suffix)
+    if excluded:
+        for webhook in webhooks:
+            if matches_pods(webhook):
+                webhook["namespaceSelector"] = pod_namespace_selector(excluded)
+    return webhooks

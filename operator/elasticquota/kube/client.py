@@ -5,11 +5,21 @@ kube layer knows no metrics, so whoever builds the client passes a plain callbac
 one HTTP attempt that got an error status, timed out or lost its connection; each retry of
 ``kube.errors.with_retries`` is an attempt of its own. Only the requests sent through this client
 are seen (writes, evictions, Events, the Lease), not Kopf's watch streams.
+
+A kubeconfig's inline certificate data (``certificate-authority-data``, ``client-certificate-data``,
+``client-key-data``) never reaches the file system: ``kubernetes_asyncio``'s loader would write each
+to a temporary file removed only at a normal exit, so every killed process left one behind (and a
+private key on disk). Python's ``ssl`` loads certificates from paths only, so on Linux they are put
+in anonymous memory files (``memfd_create``) named by ``/proc/self/fd/N``, which live exactly as
+long as the process; elsewhere the loader's temporary files remain.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import copy
 import os
 import urllib.request
 from collections.abc import Callable
@@ -19,6 +29,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
 
 #: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
 #: or ``evict``; code the HTTP status (``"409"``), ``"timeout"`` or ``"connection"``.
@@ -94,8 +105,8 @@ async def make_api_client(
     """
     path = kubeconfig or os.environ.get("KUBECONFIG")
     configuration = client.Configuration()
-    if path or os.path.exists(os.path.expanduser("~/.kube/config")):
-        await config.load_kube_config(config_file=path, client_configuration=configuration)
+    if path or os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG)):
+        await load_kubeconfig(path or DEFAULT_KUBECONFIG, configuration)
     else:
         config.load_incluster_config(client_configuration=configuration)
     settle_environment_proxy(configuration)
@@ -122,3 +133,69 @@ def settle_environment_proxy(configuration: client.Configuration) -> None:
     proxy = urllib.request.getproxies().get(url.scheme)
     if proxy:
         configuration.proxy = proxy
+
+
+# -- the kubeconfig, its inline certificates kept in memory ------------------------------------
+
+DEFAULT_KUBECONFIG = "~/.kube/config"
+#: (section, entry key, file key) of the kubeconfig entries whose ``<file key>-data`` is inline
+#: base64 certificate data.
+INLINE_CERTIFICATES = (
+    ("clusters", "cluster", "certificate-authority"),
+    ("users", "user", "client-certificate"),
+    ("users", "user", "client-key"),
+)
+#: The memory files made so far, by content: loading the same kubeconfig again reuses them.
+_memory_files: dict[bytes, str] = {}
+
+
+def memory_files_supported() -> bool:
+    return hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
+
+
+def memory_file(content: bytes) -> str:
+    """A path whose content is ``content``, held in this process's memory only (Linux)."""
+    path = _memory_files.get(content)
+    if path is None:
+        descriptor = os.memfd_create("kubeconfig-certificate", os.MFD_CLOEXEC)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        path = _memory_files[content] = f"/proc/self/fd/{descriptor}"
+    return path
+
+
+def certificates_in_memory(kubeconfig: ConfigNode) -> ConfigNode:
+    """A copy of a (merged) kubeconfig whose inline certificate data are memory files.
+
+    A copy: the loader may persist token refreshes into the original files, which must never get
+    these paths."""
+    copied: ConfigNode = copy.deepcopy(kubeconfig)
+    for section, key, file_key in INLINE_CERTIFICATES:
+        for item in copied.value.get(section) or []:
+            entry = (item.value if isinstance(item, ConfigNode) else item).get(key)
+            if not isinstance(entry, dict) or not entry.get(f"{file_key}-data"):
+                continue
+            data = entry.pop(f"{file_key}-data")
+            try:
+                content = base64.standard_b64decode(data)
+            except (binascii.Error, ValueError, TypeError) as error:
+                name = (item.value if isinstance(item, ConfigNode) else item).get("name")
+                raise config.ConfigException(
+                    f"kubeconfig {section} entry {name!r}: {file_key}-data is not base64 ({error})"
+                ) from None
+            entry[file_key] = memory_file(content)
+    return copied
+
+
+async def load_kubeconfig(path: str, configuration: client.Configuration) -> None:
+    """Load a kubeconfig (``path``: one file or a $KUBECONFIG-style list) into ``configuration``,
+    its inline certificates in memory files where the platform has them."""
+    if not memory_files_supported():
+        await config.load_kube_config(config_file=path, client_configuration=configuration)
+        return
+    merged = KubeConfigMerger(path).config
+    if merged is None:
+        raise config.ConfigException(f"no kubeconfig found at {path}")
+    loader = KubeConfigLoader(config_dict=certificates_in_memory(merged), config_base_path=None)
+    await loader.load_and_set(configuration)

@@ -2,10 +2,13 @@
 AdmissionReview round trip through Kopf, the server settings and the self-signed certificate.
 
 Rules (controller/webhooks.py): handlers are coroutines registered only when a webhook port is set,
-with the failure policy of the settings; a refusal is a ``kopf.AdmissionError`` (403) carrying every
-violation; before the initial listing the operator refuses (Fail) or abstains (Ignore); what was
-just admitted is seen by the next request until the watch delivers it; pods of ignored namespaces
-are not checked; the operator's own writes (reserved quotas) are admitted.
+the quota webhooks with the quota failure policy of the settings (Fail by default), the pod webhooks
+with the pod one (Ignore by default); a refusal is a ``kopf.AdmissionError`` (403) carrying every
+violation; before the initial listing the operator refuses (Fail) or abstains (Ignore), each kind by
+its own policy; what was just admitted is seen by the next request until the watch delivers it;
+pods of ignored namespaces, kube-system and the operator's own namespace are not checked, and the
+managed configurations' pod webhooks exclude those namespaces by a namespaceSelector; the
+operator's own writes (reserved quotas) are admitted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 from cryptography import x509
+from kopf._cogs.structs.references import Resource
+from kopf._core.engines import admission as kopf_admission
+from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
@@ -39,10 +45,14 @@ from elasticquota.controller.webhooks import (
     QuotaMirror,
     RecentAdmissions,
     WebhookServer,
+    build_webhooks_excluding_namespaces,
+    in_cluster_namespace,
+    pod_webhook_excluded_namespaces,
     register_webhooks,
 )
 from elasticquota.core import keys
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -89,15 +99,87 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert list(handlers[MUTATE_POD].operations or []) == ["CREATE"]
 
 
-@pytest.mark.parametrize(("policy", "ignored"), [("Fail", False), ("Ignore", True)])
-def test_the_failure_policy_is_the_settings(
-    state: ControllerState, make_settings: Callable[..., Settings], policy: str, ignored: bool
+def failure_policies(registry: kopf.OperatorRegistry) -> dict[str, str]:
+    return {
+        handler.id: "Ignore" if handler.ignore_failures else "Fail"
+        for handler in registry._webhooks.get_all_handlers()
+    }
+
+
+def test_quota_webhooks_fail_closed_and_pod_webhooks_fail_open_by_default(
+    state: ControllerState, make_settings: Callable[..., Settings]
 ) -> None:
-    registry = make_registry(state, make_settings(webhook_port=1, webhook_failure_policy=policy))
-    handlers = registry._webhooks.get_all_handlers()
-    assert {h.ignore_failures for h in handlers if h.id != MUTATE_POD} == {ignored}
-    # the gate is always fail-open: a pod of a dead operator is created ungated, not refused
-    assert [h.ignore_failures for h in handlers if h.id == MUTATE_POD] == [True]
+    assert failure_policies(make_registry(state, make_settings(webhook_port=1))) == {
+        VALIDATE_QUOTA: "Fail", MUTATE_QUOTA: "Fail", VALIDATE_POD: "Ignore", MUTATE_POD: "Ignore",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("quotas", ["Fail", "Ignore"])
+@pytest.mark.parametrize("pods", ["Fail", "Ignore"])
+def test_each_kind_of_webhook_has_its_own_failure_policy(
+    state: ControllerState, make_settings: Callable[..., Settings], quotas: str, pods: str
+) -> None:
+    settings = make_settings(
+        webhook_port=1, webhook_failure_policy=quotas, pod_webhook_failure_policy=pods
+    )
+    assert failure_policies(make_registry(state, settings)) == {
+        VALIDATE_QUOTA: quotas, MUTATE_QUOTA: quotas, VALIDATE_POD: pods, MUTATE_POD: pods,
+    }  # fmt: skip
+
+
+def test_the_pod_webhooks_exclude_kube_system_the_operators_and_the_ignored_namespaces(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    settings = make_settings(lease_namespace="eq-system", ignore_namespaces=["batch"])
+    assert pod_webhook_excluded_namespaces(settings, own_namespace="eq-pods") == (
+        "batch", "eq-pods", "eq-system", "kube-system",
+    )  # fmt: skip
+    unset = make_settings(reserved_namespace="koordinator-system")
+    assert pod_webhook_excluded_namespaces(unset, own_namespace="") == (
+        "koordinator-system", "kube-system",
+    )  # fmt: skip
+    service_account = tmp_path / "namespace"
+    assert in_cluster_namespace(service_account) is None
+    service_account.write_text("eq-pods\n")
+    assert in_cluster_namespace(service_account) == "eq-pods"
+
+
+def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_namespaces(
+    state: ControllerState, make_settings: Callable[..., Settings]
+) -> None:
+    """What Kopf's configuration manager writes: its builder, replaced by ours when managed."""
+    settings = make_settings(
+        webhook_port=1, webhook_configuration="eq.example.dev", lease_namespace="eq-system"
+    )
+    kopf_settings(settings)
+    assert kopf_admission.build_webhooks is build_webhooks_excluding_namespaces
+    handlers = make_registry(state, settings)._webhooks.get_all_handlers()
+    resources = [
+        Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
+        Resource("", "v1", "pods", kind="Pod", namespaced=True),
+    ]
+    selectors = {}
+    for reason in WebhookType:
+        for webhook in kopf_admission.build_webhooks(
+            [handler for handler in handlers if handler.reason == reason],
+            resources=resources,
+            name_suffix="eq.example.dev",
+            client_config={"url": "https://operator"},
+        ):
+            selectors[webhook["name"]] = webhook.get("namespaceSelector")
+    excluded = list(pod_webhook_excluded_namespaces(settings))
+    assert {"eq-system", "kube-system"} <= set(excluded)
+    pod_selector = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}
+        ]
+    }
+    assert selectors == {
+        "validate-elasticquota.eq.example.dev": None,
+        "mutate-elasticquota.eq.example.dev": None,
+        "validate-pod.eq.example.dev": pod_selector,
+        "mutate-pod.eq.example.dev": pod_selector,
+    }
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(
@@ -277,20 +359,48 @@ def test_before_the_initial_listing_fail_refuses_and_ignore_abstains(
     opened.validate_quota("CREATE", broken, None)  # no error: let through, as if unreachable
 
 
-def test_pods_of_ignored_namespaces_are_not_checked(
-    synced: ControllerState, make_settings: Callable[..., Settings], k8s: Bodies
+def test_before_the_initial_listing_pods_follow_their_own_policy(
+    state: ControllerState, make_settings: Callable[..., Settings], k8s: Bodies
+) -> None:
+    state.on_quota(k8s.quota("dept", is_parent=True))
+    pod = k8s.pod("p", quota="dept")
+    opened = register_webhooks(kopf.OperatorRegistry(), state, make_settings(webhook_port=1))
+    opened.validate_pod("CREATE", pod, None)  # quotas Fail, pods Ignore: the pod is let through
+    closed = register_webhooks(
+        kopf.OperatorRegistry(),
+        state,
+        make_settings(webhook_port=1, pod_webhook_failure_policy="Fail"),
+    )
+    assert refusal(lambda: closed.validate_pod("CREATE", pod, None)).code == 503
+
+
+@pytest.mark.parametrize(
+    ("namespace", "options"),
+    [
+        ("batch", {"ignore_namespaces": ["batch"]}),
+        ("kube-system", {}),
+        ("eq-system", {"lease_namespace": "eq-system"}),
+    ],
+)
+def test_pods_of_ignored_system_and_own_namespaces_are_not_checked(
+    synced: ControllerState,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    namespace: str,
+    options: dict[str, Any],
 ) -> None:
     synced.on_quota(k8s.quota("dept", is_parent=True))
-    pod = k8s.pod("p", namespace="batch", quota="dept")
-    checked = register_webhooks(kopf.OperatorRegistry(), synced, make_settings(webhook_port=1))
-    error = refusal(lambda: checked.validate_pod("CREATE", pod, None))
-    assert str(error) == "pod can not be linked to a parentQuotaGroup,quota:dept, pod:p"
-    ignoring = register_webhooks(
-        kopf.OperatorRegistry(),
-        synced,
-        make_settings(webhook_port=1, ignore_namespaces=["batch"]),
+    pod = k8s.pod("p", namespace=namespace, quota="dept")
+    checked = register_webhooks(
+        kopf.OperatorRegistry(), synced, make_settings(webhook_port=1, lease_namespace="other")
     )
-    ignoring.validate_pod("CREATE", pod, None)
+    if namespace != "kube-system":
+        error = refusal(lambda: checked.validate_pod("CREATE", pod, None))
+        assert str(error) == "pod can not be linked to a parentQuotaGroup,quota:dept, pod:p"
+    skipping = register_webhooks(
+        kopf.OperatorRegistry(), synced, make_settings(webhook_port=1, **options)
+    )
+    skipping.validate_pod("CREATE", pod, None)
 
 
 def test_deleting_a_quota_checks_the_pods_in_memory(
