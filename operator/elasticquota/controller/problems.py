@@ -24,6 +24,7 @@ from kubernetes_asyncio import client
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
+from elasticquota.core.keys import RESERVED_QUOTAS
 from elasticquota.core.models import Problem
 from elasticquota.kube.events import post_event
 
@@ -58,12 +59,25 @@ class ProblemReporter:
         writes = []
         for (namespace, name), reason in sorted(invalid_quotas(problems).items()):
             quota = self._state.quotas.get((namespace, name))
-            if quota is None:
+            if quota is None or self._written_by_a_tree(namespace, name):
                 continue
             change = invalid_write(namespace, name, reason, quota.annotations, quota.status)
             if not change.empty:
                 writes.append(change)
         return writes
+
+    def _written_by_a_tree(self, namespace: str, name: str) -> bool:
+        """A tree loop writes this object's figures: e.g. a broken system or default quota, for
+        which the engine uses the reference's defaults. Marking it would undo those writes and
+        be undone by them, each pass."""
+        tree_id = self._state.engine.tree_of_result(name)
+        if tree_id is None:
+            return False
+        results = self._state.results.get(tree_id)
+        if results is None:  # not solved yet: a reserved quota waits for its tree's results
+            return name in RESERVED_QUOTAS
+        result = results.get(name)
+        return result is not None and result.namespace == namespace
 
     async def _mark_invalid(self, problems: Iterable[Problem]) -> None:
         writes = self.invalid_writes(problems)

@@ -209,3 +209,22 @@ async def test_dry_run_marks_nothing(
     stored(cluster, state, k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"}))
     await reporter_of(state, api, dry_run=True).report()
     assert cluster.calls == []
+
+
+async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    """The engine uses the reference's defaults for a broken system quota and its tree loop
+    writes them: marking it would undo those writes and be undone by them, every pass."""
+    body = k8s.quota(
+        keys.SYSTEM_QUOTA, keys.DEFAULT_RESERVED_NAMESPACE, min={"cpu": "8"}, max={"cpu": "4"}
+    )
+    stored(cluster, state, body)
+    reporter = reporter_of(state, api)
+
+    await reporter.report()  # its tree not solved yet: it waits
+    state.results[keys.DEFAULT_TREE] = state.engine.solve_tree(keys.DEFAULT_TREE)
+    await reporter.report()
+
+    assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert any("greater than" in message for message in messages(cluster))  # still reported
