@@ -168,3 +168,49 @@ async def test_marking_a_pod_running_is_a_merge_patch_of_its_status(
     (ready,) = status_patch["conditions"]
     assert (ready["type"], ready["status"]) == ("Ready", "True")
     assert kmock.objects["v1/pods", "team", "p"] >= {"status": {"phase": "Running"}}
+
+
+async def test_a_repeated_event_counts_on_the_event_already_posted(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    """client-go's aggregation: the same reason, message and type on the same object is one Event
+    whose count grows (a merge patch of count and lastTimestamp), not a new Event each time."""
+    for _ in range(3):
+        await post_event(api, QUOTA, "QuotaOverUsed", "over its runtime; evicting: none evictable")
+
+    methods = [request.method for request in kmock]
+    assert methods == [kmock.method.POST, kmock.method.PATCH, kmock.method.PATCH]
+    name = kmock[0].data["metadata"]["name"]
+    assert kmock[1].url.path == kmock[2].url.path == f"/api/v1/namespaces/team/events/{name}"
+    assert kmock[1].headers["Content-Type"] == MERGE_PATCH
+    assert set(kmock[2].data) == {"count", "lastTimestamp"} and kmock[2].data["count"] == 3
+    (stored,) = list(kmock.objects.values())
+    assert stored["count"] == 3 and stored["firstTimestamp"] == kmock[0].data["firstTimestamp"]
+
+
+async def test_another_message_or_object_is_another_event(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    other = {**QUOTA, "name": "b", "uid": "uid-b"}
+    await post_event(api, QUOTA, "QuotaOverUsed", "one")
+    await post_event(api, QUOTA, "QuotaOverUsed", "two")
+    await post_event(api, other, "QuotaOverUsed", "one")
+    await post_event(api, QUOTA, "QuotaOverUsed", "one")  # a repeat of the first
+
+    assert [request.method for request in kmock] == [kmock.method.POST] * 3 + [kmock.method.PATCH]
+    assert len(kmock.objects) == 3
+
+
+async def test_a_repeat_of_an_expired_event_posts_a_new_one(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    """The API server deletes Events after their TTL: the next repeat starts a new series."""
+    await post_event(api, QUOTA, "QuotaOverUsed", "message")
+    kmock.objects.clear()
+    await post_event(api, QUOTA, "QuotaOverUsed", "message")
+    await post_event(api, QUOTA, "QuotaOverUsed", "message")
+
+    methods = [request.method for request in kmock]
+    assert methods == [kmock.method.POST, kmock.method.PATCH, kmock.method.POST, kmock.method.PATCH]
+    (stored,) = list(kmock.objects.values())
+    assert stored["count"] == 2

@@ -1,18 +1,31 @@
-"""Broken objects reported where users look: a Kubernetes Event on the object itself.
+"""Broken objects reported where users look: on the object itself, as Events and as a marker.
 
 After each reconcile pass, every current problem about an ElasticQuota that exists gets one Warning
 Event (reason ``InvalidElasticQuota``) naming the rule; the same message is not posted again while
 it stands, and is posted anew if it comes back after being fixed. The quota is left out of its tree
 by the engine; every other quota keeps being computed and written.
+
+A quota left out of its tree has no result, so the tree loops no longer write it; what they wrote
+while it was valid would stay on it, and consumers would trust figures nothing maintains. Each
+report therefore brings every quota left out in line with ``core.diff.invalid_write``: its computed
+annotations and ``status.used`` removed, ``elasticquota.dev/invalid`` naming the problems. Only
+what differs is written (nothing for a quota already marked), through the reconciler's writer; a
+refused write is tried again at the next report, and does not hold back the others. Once the quota
+is valid again, its tree loop writes its figures back and removes the marker.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
+from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
+from elasticquota.core.keys import RESERVED_QUOTAS
+from elasticquota.core.models import Problem
 from elasticquota.kube.events import post_event
 
 logger = logging.getLogger(__name__)
@@ -21,20 +34,55 @@ REASON = "InvalidElasticQuota"
 
 
 class ProblemReporter:
-    """Posts one Event per new (quota, message) problem."""
+    """Posts one Event per new (quota, message) problem and marks the quotas left out."""
 
-    def __init__(self, state: ControllerState, api: client.ApiClient, dry_run: bool) -> None:
+    def __init__(
+        self, state: ControllerState, api: client.ApiClient, dry_run: bool, writer: Writer
+    ) -> None:
         self._state = state
         self._api = api
         self._dry_run = dry_run
+        self._writer = writer
         self._posted: set[tuple[str, str]] = set()
 
     async def report(self) -> None:
-        current = {(problem.object, problem.message) for problem in self._state.problems()}
+        problems = self._state.problems()
+        await self._mark_invalid(problems)
+        current = {(problem.object, problem.message) for problem in problems}
         for ref, message in sorted(current - self._posted):
             if await self._post(ref, message):
                 self._posted.add((ref, message))
         self._posted &= current
+
+    def invalid_writes(self, problems: Iterable[Problem]) -> list[QuotaWrite]:
+        """The writes that bring every quota object left out in line with its marker."""
+        writes = []
+        for (namespace, name), reason in sorted(invalid_quotas(problems).items()):
+            quota = self._state.quotas.get((namespace, name))
+            if quota is None or self._written_by_a_tree(namespace, name):
+                continue
+            change = invalid_write(namespace, name, reason, quota.annotations, quota.status)
+            if not change.empty:
+                writes.append(change)
+        return writes
+
+    def _written_by_a_tree(self, namespace: str, name: str) -> bool:
+        """A tree loop writes this object's figures: e.g. a broken system or default quota, for
+        which the engine uses the reference's defaults. Marking it would undo those writes and
+        be undone by them, each pass."""
+        tree_id = self._state.engine.tree_of_result(name)
+        if tree_id is None:
+            return False
+        results = self._state.results.get(tree_id)
+        if results is None:  # not solved yet: a reserved quota waits for its tree's results
+            return name in RESERVED_QUOTAS
+        result = results.get(name)
+        return result is not None and result.namespace == namespace
+
+    async def _mark_invalid(self, problems: Iterable[Problem]) -> None:
+        writes = self.invalid_writes(problems)
+        if writes:
+            await self._writer.write_all(writes)
 
     async def _post(self, ref: str, message: str) -> bool:
         kind, _, path = ref.partition(" ")

@@ -8,9 +8,13 @@ function ``plan`` uses too (least important first to try: lower priority, then t
 time; non-preemptible and terminating pods never) are evicted through the
 Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and on the quota. A
 PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of each over-use is
-kept on the quota (``elasticquota.dev/over-used-since``), so a restart during the delay neither
-forgets it nor evicts twice. In dry-run, rounds are reported and nothing is evicted. Every eviction
-(here and by in-quota preemption, through ``counted_eviction``) is counted by quota and outcome.
+kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and removed when
+it ends, never rewritten by a round), so a restart during the delay neither forgets it nor evicts
+twice. A quota that stays over-used with nothing evictable gets a round every delay, each with the
+same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event object
+whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing is
+evicted. Every eviction (here and by in-quota preemption, through ``counted_eviction``) is counted
+by quota and outcome.
 
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
@@ -140,7 +144,7 @@ class RevocationController:
         for quota in self._state.quotas.values():
             since = parse_since(quota.annotations.get(ANNO_OVER_USED_SINCE))
             if since is not None:
-                self._timer.since[quota.name] = since
+                self._timer.restore(quota.name, since)
 
     def _monitored(self, name: str) -> bool:
         if name in NEVER_REVOKED:
@@ -173,11 +177,20 @@ class RevocationController:
         their runtime and those whose over-use timer runs (it stops when they fit again). For any
         other quota a check records nothing and evicts nothing; its pods are never looked at."""
         quotas = snapshot.quotas
+        self._forget_vanished()
         over = [
             name for name, result in quotas.items() if is_over_used(result.used, result.runtime)
         ]
         timed = [name for name in self._timer.since if name in quotas]
         return sorted({name for name in (*over, *timed) if self._monitored(name)})
+
+    def _forget_vanished(self) -> None:
+        """Timers of quotas in no tree any more (deleted, or left out as invalid) stop: an
+        over-use that comes back later starts anew. (The annotation of a quota left out is
+        removed with its other computed annotations, ``controller.problems``.)"""
+        engine = self._state.engine
+        for name in [name for name in self._timer.since if engine.tree_of_result(name) is None]:
+            self._timer.forget(name)
 
     async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
         """Keep the over-use start on the quota object when it changes."""

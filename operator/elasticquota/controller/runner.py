@@ -119,7 +119,7 @@ class Operator:
         self.metrics.watch(self.state, self.leader.leading)
         self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
         self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
-        self.reporter = ProblemReporter(self.state, api, settings.dry_run)
+        self.reporter = ProblemReporter(self.state, api, settings.dry_run, self.reconciler.writer)
         self.ingest = Ingest(self.state, api)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.

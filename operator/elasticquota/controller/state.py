@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
-from elasticquota.core.diff import WRITTEN_ANNOTATIONS
+from elasticquota.core.diff import OPERATOR_ANNOTATIONS
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.results import QuotaResult
@@ -106,7 +106,7 @@ class QuotaObject:
 
 def _input_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
     """The annotations a quota's spec is read from: all but those the operator writes."""
-    return {key: value for key, value in annotations.items() if key not in WRITTEN_ANNOTATIONS}
+    return {key: value for key, value in annotations.items() if key not in OPERATOR_ANNOTATIONS}
 
 
 @dataclass(slots=True)

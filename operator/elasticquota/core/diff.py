@@ -10,15 +10,27 @@ back exactly) is the same without parsing it: a diff of an unchanged quota costs
 its figures only. The virtual root's ``runtime`` is the tree's distributable total (the
 reference leaves it unwritten); the system and default quotas get no ``runtime`` (they are not
 limited).
+
+A quota left out of its tree (it breaks a rule: min above max, a missing parent, a duplicated
+name...; the webhooks refuse these, but they were off, installed late, or the object is older than
+them) has no result: its old figures must not stay on it for consumers to trust. ``invalid_write``
+removes what the computation writes there (the keys Koordinator's status worker writes:
+``runtime``, ``request``, ``child-request``, ``guaranteed``, ``allocated``,
+``non-preemptible-request``, ``non-preemptible-used``; ``status.used``; the revocation timer's
+``elasticquota.dev/over-used-since``) and sets ``elasticquota.dev/invalid`` to the problems found
+on it. Once the quota is valid again it has a result, and ``quota_write`` writes its figures back
+and removes the marker. Both write only what differs from the object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from elasticquota.core import keys
+from elasticquota.core.models import Problem
+from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.core.quantity import QuantityError
 from elasticquota.core.resources import (
     ResourceList,
@@ -45,6 +57,26 @@ WRITTEN_ANNOTATIONS: Mapping[str, str] = {
 #: Every ``QuotaResult`` field a write depends on (with the quota's name and namespace).
 WRITTEN_FIELDS = (*WRITTEN_ANNOTATIONS.values(), "used")
 
+#: What a quota left out of its tree must not keep: every annotation computed from its tree.
+CLEARED_WHEN_INVALID = (
+    keys.ANNO_RUNTIME,
+    keys.ANNO_REQUEST,
+    keys.ANNO_CHILD_REQUEST,
+    keys.ANNO_GUARANTEED,
+    keys.ANNO_ALLOCATED,
+    keys.ANNO_NON_PREEMPTIBLE_REQUEST,
+    keys.ANNO_NON_PREEMPTIBLE_USED,
+    ANNO_OVER_USED_SINCE,
+)
+
+#: Annotations the operator writes: none of them is read into a quota's spec.
+OPERATOR_ANNOTATIONS = frozenset({*WRITTEN_ANNOTATIONS, *CLEARED_WHEN_INVALID, keys.ANNO_INVALID})
+
+#: The end of a problem's message when the quota is left out (``core.topology``, ``api.parse``).
+LEFT_OUT = "the quota is left out of its tree"
+#: Longest ``elasticquota.dev/invalid`` value written (annotations share 256 KiB per object).
+INVALID_LIMIT = 1024
+
 
 def writes_alike(old: QuotaResult, new: QuotaResult) -> bool:
     """Whether two results of a quota call for the same write on the same object: an object in
@@ -60,7 +92,8 @@ class QuotaWrite:
 
     namespace: str
     name: str
-    annotations: dict[str, str]
+    #: Annotations to set; a key whose value is None is to be deleted (merge-patch null).
+    annotations: dict[str, str | None]
     #: The new ``status.used``; a key whose value is None is to be deleted (merge-patch null).
     used: dict[str, str | None] | None
 
@@ -134,7 +167,9 @@ def quota_write(
     result: QuotaResult, annotations: Mapping[str, str], status: Mapping[str, Any] | None
 ) -> QuotaWrite:
     """The write that brings one quota object in line with its result (possibly empty)."""
-    changes: dict[str, str] = {}
+    changes: dict[str, str | None] = {}
+    if keys.ANNO_INVALID in annotations:
+        changes[keys.ANNO_INVALID] = None  # valid again: it has a result
     for key, field in WRITTEN_ANNOTATIONS.items():
         if key == keys.ANNO_RUNTIME and result.name in (keys.SYSTEM_QUOTA, keys.DEFAULT_QUOTA):
             continue
@@ -161,3 +196,46 @@ def _used_write(
         _remember(_ENCODED_USED, tuple(formatted.items()), desired)
     stale = [key for key in current if key not in desired] if isinstance(current, Mapping) else []
     return {**dict.fromkeys(stale), **formatted}
+
+
+def invalid_quotas(problems: Iterable[Problem]) -> dict[tuple[str, str], str]:
+    """The quota objects left out of their tree, ``(namespace, name)`` -> why: every problem
+    found on the object, in order, without the words saying it is left out."""
+    by_object: dict[str, list[Problem]] = {}
+    for problem in problems:
+        by_object.setdefault(problem.object, []).append(problem)
+    invalid = {}
+    prefix = f"{keys.QUOTA_KIND} "
+    for ref, found in by_object.items():
+        if not ref.startswith(prefix) or not any(problem.left_out for problem in found):
+            continue
+        namespace, _, name = ref.removeprefix(prefix).partition("/")
+        rules: list[str] = []
+        for problem in found:
+            rule = problem.message.removesuffix(LEFT_OUT).rstrip().removesuffix(";").rstrip()
+            if rule and rule not in rules:
+                rules.append(rule)
+        invalid[(namespace, name)] = ("; ".join(rules) or LEFT_OUT)[:INVALID_LIMIT]
+    return invalid
+
+
+def invalid_write(
+    namespace: str,
+    name: str,
+    reason: str,
+    annotations: Mapping[str, str],
+    status: Mapping[str, Any] | None,
+) -> QuotaWrite:
+    """The write that marks a quota left out of its tree (possibly empty): ``reason`` in
+    ``elasticquota.dev/invalid``, no computed annotation, no ``status.used``."""
+    changes: dict[str, str | None] = {}
+    if annotations.get(keys.ANNO_INVALID) != reason:
+        changes[keys.ANNO_INVALID] = reason
+    for key in CLEARED_WHEN_INVALID:
+        if key in annotations:
+            changes[key] = None
+    used = (status or {}).get("used")
+    cleared: dict[str, str | None] | None = (
+        dict.fromkeys(used) if isinstance(used, Mapping) and used else None
+    )
+    return QuotaWrite(namespace, name, changes, cleared)

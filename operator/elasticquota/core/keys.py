@@ -35,11 +35,17 @@ ANNO_REQUEST: Final = f"{PREFIX}/request"
 ANNO_CHILD_REQUEST: Final = f"{PREFIX}/child-request"
 ANNO_NON_PREEMPTIBLE_REQUEST: Final = f"{PREFIX}/non-preemptible-request"
 ANNO_NON_PREEMPTIBLE_USED: Final = f"{PREFIX}/non-preemptible-used"
+#: Written by Koordinator's scheduler with ElasticQuotaGuaranteeUsage only; never by this operator,
+#: but removed with the others from a quota that is left out (see ``core.diff``).
+ANNO_GUARANTEED: Final = f"{PREFIX}/guaranteed"
+ANNO_ALLOCATED: Final = f"{PREFIX}/allocated"
 
 # Extensions (Kueue-style limits, seed 001).
 EXT_PREFIX: Final = "elasticquota.dev"
 ANNO_LENDING_LIMIT: Final = f"{EXT_PREFIX}/lending-limit"
 ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
+#: On a quota left out of its tree (a rule it breaks): why; its computed annotations are removed.
+ANNO_INVALID: Final = f"{EXT_PREFIX}/invalid"
 
 #: The scheduling gate that holds a new pod back until it fits its quota.
 ADMISSION_GATE: Final = f"{EXT_PREFIX}/admission"

@@ -1,9 +1,13 @@
-"""ProblemReporter: a broken ElasticQuota gets one Warning Event per problem, on the object itself.
+"""ProblemReporter: a broken ElasticQuota gets one Warning Event per problem, on the object itself,
+and a quota left out of its tree loses its computed figures and is marked invalid.
 
 Rules (controller/problems.py): each new (quota, message) is posted once with reason
 ``InvalidElasticQuota`` and the quota as ``involvedObject``; it is not posted again while it
 stands, and is posted anew when it comes back after being fixed; a failed post is retried at the
 next report; problems of other kinds (pods, nodes) only go to the log; dry-run posts nothing.
+A quota left out gets ``elasticquota.dev/invalid`` with its problems and no computed annotation
+nor ``status.used``, written once (nothing at the next reports); a refused write is tried again at
+the next report and does not stop the other quotas from being marked.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.problems import REASON, ProblemReporter
+from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
+from elasticquota.core import keys
+from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import Bodies, FakeCluster
@@ -22,6 +29,13 @@ if TYPE_CHECKING:
 
 def broken(k8s: Bodies) -> dict[str, object]:
     return k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"})
+
+
+def reporter_of(
+    state: ControllerState, api: client.ApiClient, dry_run: bool = False
+) -> ProblemReporter:
+    writer = Writer(api, state, Settings(dry_run=dry_run))
+    return ProblemReporter(state, api, dry_run, writer)
 
 
 def messages(cluster: FakeCluster) -> list[str]:
@@ -32,7 +46,7 @@ async def test_each_problem_of_a_quota_is_posted_once_on_the_quota(
     state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
 ) -> None:
     state.on_quota(broken(k8s))
-    reporter = ProblemReporter(state, api, dry_run=False)
+    reporter = reporter_of(state, api)
 
     await reporter.report()
     await reporter.report()
@@ -49,7 +63,7 @@ async def test_each_problem_of_a_quota_is_posted_once_on_the_quota(
 async def test_a_problem_that_comes_back_is_posted_again(
     state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
 ) -> None:
-    reporter = ProblemReporter(state, api, dry_run=False)
+    reporter = reporter_of(state, api)
     state.on_quota(broken(k8s))
     await reporter.report()
     first = len(cluster.events)
@@ -66,7 +80,7 @@ async def test_a_problem_that_comes_back_is_posted_again(
 async def test_a_new_message_on_the_same_quota_is_posted(
     state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
 ) -> None:
-    reporter = ProblemReporter(state, api, dry_run=False)
+    reporter = reporter_of(state, api)
     state.on_quota(broken(k8s))
     await reporter.report()
     cluster.events.clear()
@@ -83,7 +97,7 @@ async def test_a_failed_post_is_retried_at_the_next_report(
 ) -> None:
     state.on_quota(k8s.quota("bad", max={"cpu": "lots"}))
     problems = [p for p in state.problems() if p.object == "ElasticQuota team/bad"]
-    reporter = ProblemReporter(state, api, dry_run=False)
+    reporter = reporter_of(state, api)
     cluster.fail("post_event", *[ApiException(status=500)] * len(problems))
 
     await reporter.report()
@@ -99,7 +113,7 @@ async def test_problems_of_other_kinds_post_no_event(
     state.on_node(k8s.node("n1", allocatable={"cpu": "eight"}))
     assert {p.object for p in state.problems()} == {"Pod team/p", "Node /n1"}
 
-    await ProblemReporter(state, api, dry_run=False).report()
+    await reporter_of(state, api).report()
 
     assert cluster.calls == []
 
@@ -108,5 +122,109 @@ async def test_dry_run_posts_nothing(
     state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
 ) -> None:
     state.on_quota(broken(k8s))
-    await ProblemReporter(state, api, dry_run=True).report()
+    await reporter_of(state, api, dry_run=True).report()
     assert cluster.calls == []
+
+
+COMPUTED = {
+    keys.ANNO_RUNTIME: '{"cpu":"2"}',
+    keys.ANNO_REQUEST: '{"cpu":"3"}',
+    keys.ANNO_CHILD_REQUEST: '{"cpu":"3"}',
+    keys.ANNO_NON_PREEMPTIBLE_REQUEST: '{"cpu":"0"}',
+    keys.ANNO_NON_PREEMPTIBLE_USED: '{"cpu":"0"}',
+}
+
+
+def stored(cluster: FakeCluster, state: ControllerState, body: dict[str, object]) -> None:
+    """The object in the cluster and in memory (as the watch delivers it)."""
+    state.on_quota(cluster.store(body))
+
+
+async def test_a_quota_left_out_loses_its_figures_and_is_marked_once(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    annotations = {**COMPUTED, "team.example/owner": "alice"}
+    body = k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"}, annotations=annotations)
+    body["status"] = {"used": {"cpu": "3"}}
+    stored(cluster, state, body)
+    stored(cluster, state, k8s.quota("good", max={"cpu": "4"}, annotations=COMPUTED))
+    reporter = reporter_of(state, api)
+
+    await reporter.report()
+    await reporter.report()
+
+    bad = cluster.quotas[("team", "bad")]
+    assert bad["metadata"]["annotations"] == {
+        keys.ANNO_INVALID: "spec.min.cpu (8000) is greater than spec.max.cpu (4000)",
+        "team.example/owner": "alice",
+    }
+    assert bad["status"] == {"used": {}}
+    assert cluster.quotas[("team", "good")]["metadata"]["annotations"] == COMPUTED  # valid: kept
+    writes = [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert [(verb, name) for verb, _, name, _ in writes] == [
+        ("patch_quota", "bad"),
+        ("patch_quota_status", "bad"),
+    ]  # once: the second report found the object marked already
+
+
+async def test_a_descendant_of_a_quota_left_out_is_marked_too(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    stored(cluster, state, k8s.quota("dept", max={"cpu": "-1"}, is_parent=True))
+    stored(cluster, state, k8s.quota("leaf", max={"cpu": "4"}, parent="dept", annotations=COMPUTED))
+
+    await reporter_of(state, api).report()
+
+    leaf = cluster.quotas[("team", "leaf")]["metadata"]["annotations"]
+    assert leaf == {keys.ANNO_INVALID: "parent quota 'dept' does not exist"}
+
+
+async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    for name in ("bad-a", "bad-b"):
+        stored(
+            cluster,
+            state,
+            k8s.quota(name, min={"cpu": "8"}, max={"cpu": "4"}, annotations=COMPUTED),
+        )
+    cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable"))
+    reporter = reporter_of(state, api)
+
+    await reporter.report()
+    marked = {
+        name
+        for (_, name), body in cluster.quotas.items()
+        if keys.ANNO_INVALID in body["metadata"]["annotations"]
+    }
+    assert marked == {"bad-b"}  # bad-a was refused, bad-b marked all the same
+
+    await reporter.report()
+    assert keys.ANNO_INVALID in cluster.quotas[("team", "bad-a")]["metadata"]["annotations"]
+
+
+async def test_dry_run_marks_nothing(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    stored(cluster, state, k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"}))
+    await reporter_of(state, api, dry_run=True).report()
+    assert cluster.calls == []
+
+
+async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    """The engine uses the reference's defaults for a broken system quota and its tree loop
+    writes them: marking it would undo those writes and be undone by them, every pass."""
+    body = k8s.quota(
+        keys.SYSTEM_QUOTA, keys.DEFAULT_RESERVED_NAMESPACE, min={"cpu": "8"}, max={"cpu": "4"}
+    )
+    stored(cluster, state, body)
+    reporter = reporter_of(state, api)
+
+    await reporter.report()  # its tree not solved yet: it waits
+    state.results[keys.DEFAULT_TREE] = state.engine.solve_tree(keys.DEFAULT_TREE)
+    await reporter.report()
+
+    assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert any("greater than" in message for message in messages(cluster))  # still reported

@@ -13,7 +13,8 @@ from elasticquota.controller import revocation
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
-from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
+from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
 
@@ -101,3 +102,48 @@ async def test_rounds_come_only_after_each_full_delay(world: ControllerState) ->
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+@pytest.mark.looptime
+async def test_an_over_use_with_nothing_evictable_keeps_its_start_and_its_event(
+    world: ControllerState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds keep coming every delay, but they repeat one state: the same Event (which the
+    Event series counts, ``kube.events``) and the same over-use start, written once."""
+    for name in ("keep", "extra"):
+        pod = running(name, "2" if name == "keep" else "1", 0)
+        pod["metadata"]["labels"][POD_LABEL_PREEMPTIBLE] = "false"
+        world.on_pod(pod)
+    events: list[tuple[str, str, str]] = []
+    since_writes: list[str | None] = []
+    original_patch = revocation.patch_quota
+
+    async def record_event(_api: Any, involved: dict[str, str], reason: str, message: str) -> None:
+        events.append((involved["name"], reason, message))
+
+    async def record_patch(api: Any, namespace: str, name: str, body: dict[str, Any]) -> Any:
+        since_writes.append(body["metadata"]["annotations"][ANNO_OVER_USED_SINCE])
+        return await original_patch(api, namespace, name, body)
+
+    monkeypatch.setattr(revocation, "post_event", record_event)
+    monkeypatch.setattr(revocation, "patch_quota", record_patch)
+    loop = asyncio.get_running_loop()
+    leading = asyncio.Event()
+    leading.set()
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    controller = RevocationController(world, None, settings, leading, clock=loop.time)  # type: ignore[arg-type]
+    evictions = Evictions(loop)
+    controller._evictor = evictions  # type: ignore[assignment]
+    task = asyncio.create_task(controller.run())
+    await asyncio.sleep(5 * DELAY + 2)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+    assert evictions.times == []
+    assert len(events) == 4  # a round every delay (checks every second: 31 s apart)...
+    assert len(set(events)) == 1  # ...each the same Event: one state, one series
+    assert "none evictable" in events[0][2]
+    assert len(since_writes) == 1  # the start, written once when the over-use began
+    quota = world.quotas[("ns", "team")]
+    assert quota.annotations[ANNO_OVER_USED_SINCE] == since_writes[0]

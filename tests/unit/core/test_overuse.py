@@ -24,10 +24,44 @@ def test_an_interruption_restarts_the_timer() -> None:
     assert timer.since == {"q": 11}
 
 
+def test_rounds_leave_the_start_of_the_over_use_where_it_was() -> None:
+    """The start is what the quota's annotation shows: a round restarts only the round clock,
+    so an over-use with nothing to evict is not given a new start every delay."""
+    timer = OverUseTimer(delay=10)
+    assert not timer.observe("q", True, 100)
+    rounds = [now for now in range(101, 200) if timer.observe("q", True, now)]
+    assert rounds == [111, 122, 133, 144, 155, 166, 177, 188, 199]  # each a full delay apart
+    assert timer.since == {"q": 100}
+    assert not timer.observe("q", False, 200)
+    assert timer.since == {} and timer.last_round == {}
+
+
 def test_a_restored_start_keeps_counting_after_a_restart() -> None:
-    timer = OverUseTimer(delay=10, since={"q": parse_since(format_since(100.25)) or 0})
+    timer = OverUseTimer(delay=10)
+    timer.restore("q", parse_since(format_since(100.25)) or 0)
     assert timer.since["q"] == 100.25
+    assert not timer.observe("q", True, 110.25)
     assert timer.observe("q", True, 110.5)
+    assert timer.since["q"] == 100.25
+
+
+def test_after_a_restart_a_long_over_use_gets_its_round_at_once_then_one_per_delay() -> None:
+    """An operator down when the round was due does it when it is back."""
+    timer = OverUseTimer(delay=10)
+    timer.restore("q", 100)
+    assert timer.observe("q", True, 135)
+    assert not timer.observe("q", True, 145)
+    assert timer.observe("q", True, 145.5)
+    assert timer.since["q"] == 100
+
+
+def test_a_forgotten_quota_starts_anew() -> None:
+    timer = OverUseTimer(delay=10)
+    timer.observe("q", True, 0)
+    timer.observe("q", True, 11)
+    timer.forget("q")
+    assert not timer.observe("q", True, 12)
+    assert timer.since == {"q": 12}
 
 
 def test_unreadable_start_times_are_ignored() -> None:
