@@ -205,6 +205,15 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _two_servers_two_ports(self) -> Settings:
+        if self.metrics_port and self.metrics_port == self.webhook_port:
+            raise ValueError(
+                f"metrics_port and webhook_port are both {self.metrics_port}: two servers cannot "
+                "listen on one port"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _cert_and_key_together(self) -> Settings:
         if (self.webhook_cert_file is None) != (self.webhook_key_file is None):
             raise ValueError(
@@ -289,10 +298,14 @@ def _origin(name: str, flags: Mapping[str, str]) -> str:
     return ""
 
 
-def _setting_words(name: str, value: Any, flags: Mapping[str, str], where: str = "") -> str:
+def _given(name: str, value: Any, flags: Mapping[str, str], where: str = "") -> str:
+    """``eviction_rate = '0' (from ELASTIC_QUOTA_EVICTION_RATE)``."""
     origin = _origin(name, flags)
-    given = f"{name}{where} = {value!r}" + (f" (from {origin})" if origin else "")
-    return f"{given}: allowed: {allowed_values(name)}"
+    return f"{name}{where} = {value!r}" + (f" (from {origin})" if origin else "")
+
+
+def _setting_words(name: str, value: Any, flags: Mapping[str, str], where: str = "") -> str:
+    return f"{_given(name, value, flags, where)}: allowed: {allowed_values(name)}"
 
 
 def invalid_settings_message(error: Exception, flags: Mapping[str, str] | None = None) -> str:
@@ -322,3 +335,19 @@ def invalid_settings_message(error: Exception, flags: Mapping[str, str] | None =
         else:
             text = str(error)
     return "invalid settings: " + " ".join(text.split())
+
+
+#: The settings that name a file the operator reads at start-up.
+FILE_SETTINGS = ("kubeconfig", "webhook_cert_file", "webhook_key_file", "webhook_ca_file")
+
+
+def missing_files(settings: Settings, flags: Mapping[str, str] | None = None) -> str:
+    """One line naming each file setting whose file does not exist ('' when all do): checked
+    when the operator starts (not when settings are made: tests make them with paths of files
+    that are never opened)."""
+    missing = [
+        f"{_given(name, value, flags or {})}: no such file"
+        for name in FILE_SETTINGS
+        if (value := getattr(settings, name)) is not None and not os.path.isfile(value)
+    ]
+    return "invalid settings: " + "; ".join(missing) if missing else ""

@@ -15,7 +15,7 @@ import sys
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from elasticquota.settings import Settings, invalid_settings_message
+from elasticquota.settings import Settings, invalid_settings_message, missing_files
 
 EXIT_BAD_SETTINGS = 2
 
@@ -141,11 +141,15 @@ def run_cli(args: argparse.Namespace) -> int:
             *WEBHOOK_SETTINGS,
         )
     }
+    given = {name: flag for name, flag in args.flags.items() if overrides.get(name) is not None}
     try:
         settings = Settings.from_sources(overrides)
     except (ValidationError, SettingsError) as error:
-        given = {name: flag for name, flag in args.flags.items() if overrides.get(name) is not None}
         print(f"error: {invalid_settings_message(error, given)}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    missing = missing_files(settings, given)
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     from elasticquota.controller.runner import run_operator  # Kopf is imported only here
 

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -284,6 +285,30 @@ def test_a_rule_between_settings_is_one_line_too() -> None:
         Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1.5})
     assert invalid_settings_message(raised.value) == (
         "invalid settings: lease_retry_period (1.5 s) must be at most half of lease_duration (2 s)"
+    )
+
+
+def test_the_metrics_and_the_webhooks_need_two_ports() -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings.from_sources({"metrics_port": 9443, "webhook_port": 9443})
+    assert invalid_settings_message(raised.value) == (
+        "invalid settings: metrics_port and webhook_port are both 9443: two servers cannot listen "
+        "on one port"
+    )
+    assert Settings.from_sources({"metrics_port": 0, "webhook_port": 0}).webhook_port == 0
+
+
+def test_run_refuses_a_file_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Checked when the operator starts: a missing kubeconfig was a traceback from the client."""
+    (tmp_path / "tls.key").write_text("key")
+    missing = str(tmp_path / "nope")
+    argv = ["run", "--kubeconfig", missing, "--webhook-cert", missing]
+    assert main([*argv, "--webhook-key", str(tmp_path / "tls.key")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: invalid settings: kubeconfig = {missing!r} (from --kubeconfig): no such file; "
+        f"webhook_cert_file = {missing!r} (from --webhook-cert): no such file\n"
     )
 
 
