@@ -334,7 +334,7 @@ def invalid_settings_message(error: Exception, flags: Mapping[str, str] | None =
             text = _setting_words(name, value, flags)
         else:
             text = str(error)
-    return "invalid settings: " + " ".join(text.split())
+    return "invalid settings: " + " ".join(text.splitlines())
 
 
 #: The settings that name a file the operator reads at start-up.

@@ -3,14 +3,17 @@
 A setting outside its range, from a flag or the environment, stops the command before anything
 starts: one line on stderr naming the setting, the value, where it came from and what is allowed,
 exit code 2. The flags take their values as text, as the environment does, so that both are
-checked by the settings alone (argparse would answer a flag that is not a number with its usage).
+checked by the settings alone (argparse would answer a flag that is not a number with its usage);
+what argparse still refuses itself (a choice) is one line too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
+from typing import NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -70,6 +73,13 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     add_webhook_arguments(run)
     run.set_defaults(handler=run_cli, flags=flags_of(run))
+    # a flag argparse refuses itself (a choice): one line too, not the usage and the error
+    setattr(run, "error", functools.partial(one_line_error, run))  # noqa: B010
+
+
+def one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error, on one line: ``error: elastic-quota run: argument --x: invalid ...``."""
+    parser.exit(EXIT_BAD_SETTINGS, f"error: {parser.prog}: {message}\n")
 
 
 #: The settings of the admission webhooks that have a flag (``--webhook-port`` ...).

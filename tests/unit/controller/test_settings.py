@@ -322,6 +322,16 @@ def test_run_names_the_flag_of_a_bad_flag_value(capsys: pytest.CaptureFixture[st
     )
 
 
+def test_a_choice_argparse_refuses_is_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--webhook-failure-policy", "Sometimes"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: elastic-quota run: argument --webhook-failure-policy: invalid choice: "
+        "'Sometimes' (choose from 'Fail', 'Ignore')\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "words"),
     [
