@@ -1,10 +1,12 @@
 """Admission webhooks through the real API server: the operator serves them over HTTPS with its
 self-signed certificate and manages the webhook configurations itself (Kopf's managed mode).
 
-The API server then refuses broken quotas and pods with the operator's message, and fills in the
-defaults of new quotas. The webhooks live only while the test's operator runs: it removes them
-when it stops, and the fixture deletes the configurations whatever happens, so that no other test
-of the session meets them. The refusal messages are printed (``pytest -s`` shows them).
+The API server then refuses broken quotas and pods with the operator's message (naming the rule
+that is broken, and only that one), and fills in the defaults of new quotas; the operator logs each
+refusal once, at INFO, on one line (no ERROR, no traceback). The webhooks live only while the
+test's operator runs: it removes them when it stops, and the fixture deletes the configurations
+whatever happens, so that no other test of the session meets them. The refusal messages are
+printed (``pytest -s`` shows them).
 
 An operator that crashed leaves its configurations registered: then the API server admits pods
 (pod webhooks fail open by default) and refuses quota writes (quota webhooks fail closed); with
@@ -208,6 +210,40 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
     ) in message
     orphan = quota_manifest(namespace, unique("orphan"), {}, {"cpu": "1"}, parent="no-such-dept")
     assert "parent not exist" in await refusal(create_quota(api, orphan))
+
+    # the message names the real rule: a max of -1 only (not the shared weight copied from it);
+    # a parent label that is no label value as such (not as a parent that does not exist)
+    negative = quota_manifest(namespace, unique("negative"), {}, {"cpu": "-1"})
+    assert await refusal(create_quota(api, negative)) == (
+        f'admission webhook "validate-elasticquota.{suffix}" denied the request: '
+        f"{negative['metadata']['name']} quota.Spec.Max's value < 0, in dimensions :[cpu] "
+        "(cpu=-1)"
+    )
+    accented = quota_manifest(namespace, unique("accented"), {}, {"cpu": "1"}, parent="d\u00e9pt")
+    message = await refusal(create_quota(api, accented))
+    assert (
+        f"quota {accented['metadata']['name']}: label {keys.LABEL_PARENT} has an invalid value "
+        "'d\u00e9pt': a valid label value is at most 63 characters"
+    ) in message
+    assert "parent not exist" not in message
+
+    # each refusal is one INFO line of the operator's log naming the object and the rule; no
+    # ERROR, no traceback (Kopf's echo of every refusal at ERROR is dropped)
+    log = webhooks.process.log.read_text(errors="replace")
+    refused = [line for line in log.splitlines() if " refused " in line]
+    assert any(
+        f" INFO elasticquota.controller.webhooks: refused CREATE ElasticQuota "
+        f"{namespace}/{negative['metadata']['name']}: "
+        in line
+        and line.endswith("[negative-max]")
+        for line in refused
+    ), refused
+    assert any(
+        f"{namespace}/{accented['metadata']['name']} (defaults): " in line
+        and line.endswith("[label-value]")
+        for line in refused
+    ), refused
+    assert " ERROR " not in log and "failed permanently" not in log and "Traceback" not in log
 
     # no pods in a parent quota; the preemptible label never changes
     core = client.CoreV1Api(api)

@@ -47,3 +47,29 @@ def test_numeric_defaults_match_the_settings() -> None:
         assert float(number.group(1)) == float(value), f"{match.group(1)}: README {default_cell}"
         checked += 1
     assert checked >= 8, "the table's numeric defaults were not found"
+
+
+RANGE = re.compile(r"^`(-?[0-9.]+)`–`([0-9.]+)`")
+
+
+def test_the_allowed_column_is_each_settings_range() -> None:
+    """Numbers: the bounds of the field; names (log level, failure policy): all of them."""
+    schema = Settings.model_json_schema()["properties"]
+    checked = 0
+    for line in README.read_text().splitlines():
+        match = ROW.match(line)
+        if match is None:
+            continue
+        name = match.group(1).lower()
+        cell = line.split("|")[5].strip()
+        field = schema[name]
+        if field.get("type") in ("number", "integer"):
+            bounds = RANGE.match(cell)
+            assert bounds is not None, f"{name}: no range in {cell!r}"
+            assert float(bounds.group(1)) == field["minimum"], name
+            assert float(bounds.group(2)) == field["maximum"], name
+            checked += 1
+        elif "enum" in field:
+            assert all(f"`{choice}`" in cell for choice in field["enum"]), name
+            checked += 1
+    assert checked >= 10, "the table's ranges were not found"

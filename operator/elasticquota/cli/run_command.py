@@ -1,15 +1,24 @@
-"""``elastic-quota run``: the operator, against the cluster of a kubeconfig or in-cluster."""
+"""``elastic-quota run``: the operator, against the cluster of a kubeconfig or in-cluster.
+
+A setting outside its range, from a flag or the environment, stops the command before anything
+starts: one line on stderr naming the setting, the value, where it came from and what is allowed,
+exit code 2. The flags take their values as text, as the environment does, so that both are
+checked by the settings alone (argparse would answer a flag that is not a number with its usage);
+what argparse still refuses itself (a choice) is one line too.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
+from typing import NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from elasticquota.settings import Settings
+from elasticquota.settings import Settings, invalid_settings_message, missing_files
 
 EXIT_BAD_SETTINGS = 2
 
@@ -31,8 +40,8 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         default=None,
         help="do not scale mins down when they do not fit",
     )
-    run.add_argument("--reconcile-interval", type=float, help="seconds between writes per tree")
-    run.add_argument("--revocation-delay", type=float, help="seconds of over-use before revoking")
+    run.add_argument("--reconcile-interval", help="seconds between writes per tree")
+    run.add_argument("--revocation-delay", help="seconds of over-use before revoking")
     run.add_argument(
         "--no-revocation",
         dest="revocation",
@@ -43,7 +52,7 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
     )
-    run.add_argument("--metrics-port", type=int, help="port of /healthz and /readyz (0: off)")
+    run.add_argument("--metrics-port", help="port of /healthz and /readyz (0: off)")
     run.add_argument(
         "--metrics-address", help="listen address of that port (default 0.0.0.0: all interfaces)"
     )
@@ -63,7 +72,14 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         help="DEMO ONLY: bind pods that fit and mark them Running (no scheduler/kubelet locally)",
     )
     add_webhook_arguments(run)
-    run.set_defaults(handler=run_cli)
+    run.set_defaults(handler=run_cli, flags=flags_of(run))
+    # a flag argparse refuses itself (a choice): one line too, not the usage and the error
+    setattr(run, "error", functools.partial(one_line_error, run))  # noqa: B010
+
+
+def one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """argparse's error, on one line: ``error: elastic-quota run: argument --x: invalid ...``."""
+    parser.exit(EXIT_BAD_SETTINGS, f"error: {parser.prog}: {message}\n")
 
 
 #: The settings of the admission webhooks that have a flag (``--webhook-port`` ...).
@@ -83,7 +99,7 @@ WEBHOOK_SETTINGS = (
 def add_webhook_arguments(run: argparse.ArgumentParser) -> None:
     """Flags of the admission webhooks (README, Admission webhooks)."""
     webhooks = run.add_argument_group("admission webhooks (served when --webhook-port is set)")
-    webhooks.add_argument("--webhook-port", type=int, help="HTTPS port of the webhooks (0: off)")
+    webhooks.add_argument("--webhook-port", help="HTTPS port of the webhooks (0: off)")
     webhooks.add_argument("--webhook-address", help="listen address (default 0.0.0.0)")
     webhooks.add_argument(
         "--webhook-host", help="host name or IP the API server reaches the webhooks at"
@@ -113,6 +129,15 @@ def add_webhook_arguments(run: argparse.ArgumentParser) -> None:
     )
 
 
+def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each setting with a flag, and its flag (``reconcile_interval: --reconcile-interval``)."""
+    return {
+        action.dest: action.option_strings[-1]
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+
+
 def run_cli(args: argparse.Namespace) -> int:
     overrides = {
         key: getattr(args, key)
@@ -134,10 +159,15 @@ def run_cli(args: argparse.Namespace) -> int:
             *WEBHOOK_SETTINGS,
         )
     }
+    given = {name: flag for name, flag in args.flags.items() if overrides.get(name) is not None}
     try:
         settings = Settings.from_sources(overrides)
     except (ValidationError, SettingsError) as error:
-        print(f"error: invalid settings:\n{error}", file=sys.stderr)
+        print(f"error: {invalid_settings_message(error, given)}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    missing = missing_files(settings, given)
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     from elasticquota.controller.runner import run_operator  # Kopf is imported only here
 

@@ -85,18 +85,26 @@ async def counted_eviction(
 
 
 class RateLimiter:
-    """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate``."""
+    """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate`` (at least one).
+
+    A fractional rate is one acquisition every ``1 / rate`` seconds (0.2: one every 5 s): the
+    bucket holds at least one token, else a rate below 1 could never fill it and every
+    acquisition would wait forever.
+    """
 
     def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if not rate > 0:
+            raise ValueError(f"a rate limiter needs a positive rate, got {rate!r}")
         self._rate = rate
-        self._tokens = rate
+        self._capacity = max(1.0, rate)
+        self._tokens = self._capacity
         self._clock = clock
         self._stamp = clock()
 
     async def acquire(self) -> None:
         while True:
             now = self._clock()
-            self._tokens = min(self._rate, self._tokens + (now - self._stamp) * self._rate)
+            self._tokens = min(self._capacity, self._tokens + (now - self._stamp) * self._rate)
             self._stamp = now
             if self._tokens >= 1:
                 self._tokens -= 1

@@ -28,6 +28,12 @@ the handlers also let those namespaces' pods through at once.
 Every request is counted per webhook by its answer (``allowed``, ``denied`` when a rule refuses
 it, ``error`` when the operator is not ready or the handler failed), and every pod the
 validate-pod webhook refuses counts as ``denied`` for its quota.
+
+A refusal is normal operation: it is logged once, at INFO, on one line with the request, the object
+and each broken rule (``refused CREATE ElasticQuota team/q: ... [min-le-max]``); a request refused
+because the memory is still loading, at WARNING. Kopf would log every ``AdmissionError`` again at
+ERROR ("Webhook ... failed permanently"): that echo of a refusal just logged is dropped
+(``RefusalEcho``). A handler that fails is still logged by Kopf at ERROR, with its traceback.
 """
 
 from __future__ import annotations
@@ -209,13 +215,46 @@ def _key(body: Mapping[str, Any]) -> ObjectKey:
     return str(metadata.get("namespace") or ""), object_name(body)
 
 
-def deny(violations: list[Violation], what: str = "") -> None:
-    """Raise the admission error carrying every violation, if there is any (and log it)."""
+def one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def deny(violations: list[Violation], what: str) -> None:
+    """Raise the admission error carrying every violation, if there is any, and log the refusal:
+    INFO, one line, the request and object (``what``) and each message with its rule."""
     if violations:
         message = "; ".join(violation.message for violation in violations)
-        if what:
-            logger.info("refused %s: %s", what, message)
+        rules = "; ".join(f"{violation.message} [{violation.rule}]" for violation in violations)
+        logger.info("refused %s: %s", what, one_line(rules))
         raise kopf.AdmissionError(message, code=DENIED)
+
+
+class RefusalEcho(logging.Filter):
+    """Drops Kopf's ERROR echo of the refusal a handler has just raised (and logged itself).
+
+    Kopf logs every ``AdmissionError`` as ``Webhook '<id>' failed permanently: <message>`` on
+    ``kopf.objects``, right after the handler raised it, before any other task runs: the handler
+    says which line to expect (``expect``), and only that line is dropped, once. Other lines of
+    Kopf, a failing handler's traceback included, pass.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._expected: str | None = None
+
+    def expect(self, webhook: str, error: kopf.AdmissionError) -> None:
+        self._expected = f"Webhook {webhook!r} failed permanently: {str(error) or repr(error)}"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._expected is not None and record.getMessage() == self._expected:
+            self._expected = None
+            return False
+        return True
+
+
+#: Kopf's logger of handler outcomes, and the one filter on it (installed with the webhooks).
+KOPF_OBJECTS = logging.getLogger("kopf.objects")
+REFUSAL_ECHO = RefusalEcho()
 
 
 class Admission:
@@ -246,6 +285,7 @@ class Admission:
         if self.state.synced.is_set():
             return True
         if self.fail_closed if fail_closed is None else fail_closed:
+            logger.warning("refused a request: the initial listing is not in memory yet")
             raise kopf.AdmissionError(
                 "the elastic quota operator is still loading the cluster's quotas and pods; "
                 "retry in a few seconds",
@@ -281,7 +321,8 @@ class Admission:
         if not self.ready():
             return
         defaults = quota_defaults(body, self.view())
-        deny(defaults.violations)
+        namespace, name = _key(body)
+        deny(defaults.violations, f"CREATE ElasticQuota {namespace}/{name} (defaults)")
         for key, value in defaults.labels.items():
             patch.metadata.labels[key] = value
         for key, value in defaults.annotations.items():
@@ -339,6 +380,7 @@ class Admission:
         except kopf.AdmissionError as error:
             refused = DENIED_RESULT if error.code == DENIED else ERROR
             self.metrics.webhook_request(webhook, refused)
+            REFUSAL_ECHO.expect(webhook, error)  # logged already: not again at ERROR by Kopf
             raise
         except Exception:
             self.metrics.webhook_request(webhook, ERROR)
@@ -357,6 +399,8 @@ def register_webhooks(
 ) -> Admission:
     """Register the admission handlers into ``registry`` (the server: ``configure_admission``)."""
     admission = Admission(state, settings, metrics)
+    if REFUSAL_ECHO not in KOPF_OBJECTS.filters:
+        KOPF_OBJECTS.addFilter(REFUSAL_ECHO)
     ignore = settings.webhook_failure_policy == "Ignore"
     ignore_for_pods = settings.pod_webhook_failure_policy == "Ignore"
     quota_operations: Collection[Any] = ("CREATE", "UPDATE", "DELETE")

@@ -4,6 +4,7 @@ On CREATE, except for ``koordinator-root-quota``: an empty parent label becomes 
 (or the older ``parent-quota-name`` label's value, written under the current key); an empty tree
 id is inherited from the parent; a missing shared weight becomes ``spec.max``, and a present one
 gets max's keys (missing ones with max's value, extra ones dropped; existing values are kept).
+A parent or tree label that is not a valid label value is refused as such (nothing is filled).
 The result is the labels and annotations to set, which the Kopf handler writes into its patch.
 """
 
@@ -16,7 +17,12 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.validation import ClusterView, Violation, object_name
+from elasticquota.core.validation import (
+    ClusterView,
+    Violation,
+    label_value_violations,
+    object_name,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,9 @@ def quota_defaults(new: Mapping[str, Any], view: ClusterView) -> QuotaDefaults:
     if name == keys.ROOT_QUOTA:
         return QuotaDefaults()
     labels, annotations = _metadata(new, "labels"), _metadata(new, "annotations")
+    unreadable = label_value_violations(name, labels)
+    if unreadable:  # the name cannot be looked up: say what is wrong with it
+        return QuotaDefaults(violations=unreadable)
     result = QuotaDefaults()
     parent_name = _parent(labels, result.labels)
     if not labels.get(keys.LABEL_TREE_ID) and parent_name != keys.ROOT_QUOTA:

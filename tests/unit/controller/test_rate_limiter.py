@@ -36,3 +36,23 @@ async def test_revocation_and_preemption_share_one_budget() -> None:
 
     await asyncio.gather(user(), user())
     assert sorted(times) == [0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
+
+
+@pytest.mark.looptime
+async def test_a_fractional_rate_is_one_acquisition_every_one_over_rate_seconds() -> None:
+    """0.2 per second: one at once, then one every 5 s (a bucket capped at the rate itself
+    never reached one token, and revocation stopped silently)."""
+    loop = asyncio.get_running_loop()
+    limiter = RateLimiter(0.2, clock=loop.time)
+    start = loop.time()
+    times = []
+    for _ in range(3):
+        await asyncio.wait_for(limiter.acquire(), timeout=60)
+        times.append(round(loop.time() - start, 3))
+    assert times == [0.0, 5.0, 10.0]
+
+
+def test_a_rate_that_is_not_positive_is_refused() -> None:
+    for rate in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="positive rate"):
+            RateLimiter(rate)

@@ -4,18 +4,38 @@ Rules (settings.py): every knob has a documented default; the environment overri
 explicit overrides (the CLI) override the environment, an override of None meaning "not given";
 values are validated wherever they come from; the Lease lives in the reserved namespace unless told
 otherwise; a replica's default identity is its host name and process id.
+
+Every setting has a checked range (bounds, a pattern, a set of names): the walk over every field
+refuses the values just outside it (from the code and from the environment) and accepts the limits
+themselves, so a setting added without a range fails here. A refusal is one line naming the
+setting, the value, where it came from and the allowed range; ``elastic-quota run`` prints it and
+exits with 2, never a traceback, never a hang.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from elasticquota.cli import main
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
-from elasticquota.settings import Settings
+from elasticquota.settings import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    DOTTED_SUBDOMAIN_OR_EMPTY,
+    Settings,
+    allowed_values,
+    invalid_settings_message,
+)
 
 
 def test_defaults() -> None:
@@ -122,3 +142,224 @@ def test_a_retry_period_longer_than_half_the_lease_is_refused() -> None:
         Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1.5})
     settings = Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1})
     assert settings.lease_retry_period == 1
+
+
+# -- every setting's range -------------------------------------------------------------------------
+
+SCHEMA = Settings.model_json_schema()["properties"]
+#: The longest valid value of each name pattern (its maxLength is the limit).
+LONGEST = {
+    DNS_LABEL: lambda length: "a" * length,
+    DNS_SUBDOMAIN: lambda length: ".".join(["a" * 63] * 3) + "." + "a" * (length - 3 * 64),
+    DOTTED_SUBDOMAIN_OR_EMPTY: lambda length: LONGEST[DNS_SUBDOMAIN](length),
+}
+
+
+def limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    """(values at the limits, which are accepted; values just beyond them, which are refused)
+    of one field's JSON schema. A field without a limit fails the test."""
+    if "anyOf" in schema:
+        (kind,) = [option for option in schema["anyOf"] if option.get("type") != "null"]
+        accepted, refused = limits(kind)
+        return [None, *accepted], refused
+    if "enum" in schema:
+        return list(schema["enum"]), ["no-such-choice", ""]
+    if schema.get("type") == "boolean":
+        return [True, False], ["maybe"]
+    if schema.get("type") == "array":
+        accepted, refused = limits(schema["items"])
+        return [[], [value for value in accepted if value is not None]], [[bad] for bad in refused]
+    if schema.get("type") in ("number", "integer"):
+        return number_limits(schema)
+    if schema.get("type") == "string":
+        return string_limits(schema)
+    raise AssertionError(f"no checked range: {schema}")
+
+
+def number_limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    assert "minimum" in schema and "maximum" in schema, f"a number without both bounds: {schema}"
+    low, high = schema["minimum"], schema["maximum"]
+    step = 1 if schema["type"] == "integer" else max(abs(low) / 10, 0.001)
+    refused: list[Any] = [low - step, high + (1 if schema["type"] == "integer" else high / 100)]
+    if schema["type"] == "number":
+        refused += ["inf", "nan"]
+    return [low, high], [*refused, "soon"]
+
+
+def string_limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    longest = schema.get("maxLength")
+    pattern = schema.get("pattern")
+    assert longest is not None, f"a string without a maximal length: {schema}"
+    assert pattern is not None or schema.get("minLength", 0) >= 1, f"may be empty: {schema}"
+    accepted = [LONGEST[pattern](longest) if pattern else "a" * longest]
+    refused = ["a" * (longest + 1)]
+    if pattern is not None:
+        refused.append("Not_A.name!")
+    if schema.get("minLength", 0) >= 1:
+        refused.append("")
+    return accepted, refused
+
+
+def as_environment(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, list) else str(value).lower()
+
+
+def refusals_of(name: str, error: ValidationError) -> list[Any]:
+    return [item for item in error.errors() if item["loc"] and item["loc"][0] == name]
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_every_setting_refuses_values_beyond_its_range(name: str) -> None:
+    for value in limits(SCHEMA[name])[1]:
+        with pytest.raises(ValidationError) as raised:
+            Settings.from_sources({name: value})
+        assert refusals_of(name, raised.value), f"{name}={value!r}"
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_every_setting_refuses_them_from_the_environment_too(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    for value in limits(SCHEMA[name])[1]:
+        monkeypatch.setenv(f"ELASTIC_QUOTA_{name.upper()}", as_environment(value))
+        with pytest.raises(ValidationError) as raised:
+            Settings.from_sources()
+        assert refusals_of(name, raised.value), f"{name}={value!r}"
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_every_setting_accepts_its_limits(name: str) -> None:
+    """At the limit the setting itself is fine (a rule between settings may still object)."""
+    for value in limits(SCHEMA[name])[0]:
+        try:
+            settings = Settings.from_sources({name: value} if value is not None else {})
+        except ValidationError as error:
+            assert not refusals_of(name, error), f"{name}={value!r}: {error}"
+        else:
+            assert value is None or getattr(settings, name) == value
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_a_refusal_is_one_line_with_the_setting_the_value_and_the_range(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    value = limits(SCHEMA[name])[1][0]
+    variable = f"ELASTIC_QUOTA_{name.upper()}"
+    monkeypatch.setenv(variable, as_environment(value))
+    with pytest.raises(ValidationError) as raised:
+        Settings.from_sources()
+    message = invalid_settings_message(raised.value)
+    assert "\n" not in message
+    assert name in message and f"(from {variable})" in message
+    assert allowed_values(name) in message
+    where, shown = ("[0]", value[0]) if isinstance(value, list) else ("", value)
+    assert f"{name}{where} = '{as_environment(shown)}'" in message
+
+
+def test_the_range_is_worded_for_people() -> None:
+    assert allowed_values("eviction_rate") == "a number from 0.01 to 1000"
+    assert allowed_values("metrics_port") == "an integer from 0 to 65535"
+    assert allowed_values("log_level") == "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"
+    assert allowed_values("dry_run") == "true or false"
+    assert allowed_values("lease_namespace").endswith(", or unset")
+    assert allowed_values("ignore_namespaces").startswith("a JSON list, each item a DNS label")
+
+
+def test_a_fractional_eviction_rate_and_any_case_of_a_level_are_accepted() -> None:
+    settings = Settings.from_sources({"eviction_rate": 0.2, "log_level": "debug"})
+    assert (settings.eviction_rate, settings.log_level) == (0.2, "DEBUG")
+
+
+def test_a_list_that_is_not_json_is_named_with_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ELASTIC_QUOTA_IGNORE_NAMESPACES", "kube-system")
+    with pytest.raises(Exception) as raised:  # pydantic-settings' SettingsError
+        Settings.from_sources()
+    assert invalid_settings_message(raised.value) == (
+        "invalid settings: ignore_namespaces = 'kube-system' (from "
+        f"ELASTIC_QUOTA_IGNORE_NAMESPACES): allowed: {allowed_values('ignore_namespaces')}"
+    )
+
+
+def test_a_rule_between_settings_is_one_line_too() -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1.5})
+    assert invalid_settings_message(raised.value) == (
+        "invalid settings: lease_retry_period (1.5 s) must be at most half of lease_duration (2 s)"
+    )
+
+
+def test_the_metrics_and_the_webhooks_need_two_ports() -> None:
+    with pytest.raises(ValidationError) as raised:
+        Settings.from_sources({"metrics_port": 9443, "webhook_port": 9443})
+    assert invalid_settings_message(raised.value) == (
+        "invalid settings: metrics_port and webhook_port are both 9443: two servers cannot listen "
+        "on one port"
+    )
+    assert Settings.from_sources({"metrics_port": 0, "webhook_port": 0}).webhook_port == 0
+
+
+def test_run_refuses_a_file_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Checked when the operator starts: a missing kubeconfig was a traceback from the client."""
+    (tmp_path / "tls.key").write_text("key")
+    missing = str(tmp_path / "nope")
+    argv = ["run", "--kubeconfig", missing, "--webhook-cert", missing]
+    assert main([*argv, "--webhook-key", str(tmp_path / "tls.key")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: invalid settings: kubeconfig = {missing!r} (from --kubeconfig): no such file; "
+        f"webhook_cert_file = {missing!r} (from --webhook-cert): no such file\n"
+    )
+
+
+def test_run_names_the_flag_of_a_bad_flag_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--reconcile-interval", "soon", "--metrics-port", "70000"]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        "error: invalid settings: reconcile_interval = 'soon' (from --reconcile-interval): "
+        "allowed: a number from 0.01 to 3600; metrics_port = '70000' (from --metrics-port): "
+        "allowed: an integer from 0 to 65535\n"
+    )
+
+
+def test_a_choice_argparse_refuses_is_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--webhook-failure-policy", "Sometimes"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: elastic-quota run: argument --webhook-failure-policy: invalid choice: "
+        "'Sometimes' (choose from 'Fail', 'Ignore')\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("ELASTIC_QUOTA_EVICTION_RATE", "0", "a number from 0.01 to 1000"),
+        ("ELASTIC_QUOTA_RECONCILE_INTERVAL", "1e9", "a number from 0.01 to 3600"),
+        ("ELASTIC_QUOTA_LOG_LEVEL", "chatty", "one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+    ],
+)
+def test_the_operator_refuses_a_bad_environment_value_at_start_up(
+    variable: str, value: str, words: str
+) -> None:
+    """``python -m elasticquota run`` as the image runs it: exit 2 at once, one line, no
+    traceback (before this, 0 < eviction_rate < 1 started and never evicted)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ELASTIC_QUOTA_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "elasticquota", "run"],
+        env={**environment, variable: value, "KUBECONFIG": os.devnull},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    name = variable.removeprefix("ELASTIC_QUOTA_").lower()
+    assert lines[0] == (
+        f"error: invalid settings: {name} = {value!r} (from {variable}): allowed: {words}"
+    )
+    assert "Traceback" not in done.stderr

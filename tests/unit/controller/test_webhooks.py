@@ -17,6 +17,7 @@ import base64
 import inspect
 import ipaddress
 import json
+import logging
 import ssl
 import tempfile
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from elasticquota.controller.webhooks import (
 )
 from elasticquota.core import keys
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.validation.labels import LABEL_VALUE_RULE
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
@@ -438,6 +440,73 @@ async def test_kopf_answers_a_refusal_with_the_message(
     )
     assert answer["allowed"] is False
     assert answer["status"] == {"message": "resourceKey cpu of quota q min 5 > max 4", "code": 403}
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, str, bool]]:
+    """(logger, level, message, with a traceback) of every record."""
+    return [
+        (record.name, record.levelname, record.getMessage(), record.exc_info is not None)
+        for record in caplog.records
+    ]
+
+
+async def test_a_refusal_is_logged_once_at_info_on_one_line(
+    synced: ControllerState,
+    webhook_settings: Settings,
+    k8s: Bodies,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Normal operation: the object and the rule at INFO; not Kopf's ERROR echo as well."""
+    registry = make_registry(synced, webhook_settings)
+    broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
+    broken["metadata"]["labels"][keys.LABEL_PARENT] = "d\u00e9pt"  # refused when defaulted
+    caplog.set_level(logging.DEBUG)
+    for webhook in (VALIDATE_QUOTA, MUTATE_QUOTA):
+        answer = await admission_review(
+            registry, webhook, QUOTA_RESOURCE, operation="CREATE", object=broken
+        )
+        assert answer["allowed"] is False
+    shown = [record for record in logged(caplog) if record[1] != "DEBUG"]
+    label = f"quota q: label {keys.LABEL_PARENT} has an invalid value 'd\u00e9pt'"
+    assert [(name, level, traceback) for name, level, _, traceback in shown] == [
+        ("elasticquota.controller.webhooks", "INFO", False)
+    ] * 2
+    validated, defaulted = (message for _, _, message, _ in shown)
+    namespace = broken["metadata"]["namespace"]
+    assert validated.startswith(f"refused CREATE ElasticQuota {namespace}/q: ")
+    assert validated.endswith(f"{label}: {LABEL_VALUE_RULE} [label-value]")
+    assert "resourceKey cpu of quota q min 5 > max 4 [min-le-max]; " in validated
+    assert defaulted == (
+        f"refused CREATE ElasticQuota {namespace}/q (defaults): "
+        f"{label}: {LABEL_VALUE_RULE} [label-value]"
+    )
+    assert all("\n" not in message for _, _, message, _ in shown)
+
+
+async def test_a_failing_handler_is_still_an_error_with_its_traceback(
+    synced: ControllerState,
+    webhook_settings: Settings,
+    k8s: Bodies,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry = kopf.OperatorRegistry()
+    admission = register_webhooks(registry, synced, webhook_settings)
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("the memory is corrupt")
+
+    monkeypatch.setattr(admission, "validate_quota", broken)
+    caplog.set_level(logging.INFO)
+    answer = await admission_review(
+        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=k8s.quota("q")
+    )
+    assert answer["allowed"] is False
+    errors = [record for record in logged(caplog) if record[1] == "ERROR"]
+    assert len(errors) == 1
+    name, _, message, traceback = errors[0]
+    assert (name, traceback) == ("kopf.objects", True)
+    assert "the memory is corrupt" in message
 
 
 def escaped(key: str) -> str:

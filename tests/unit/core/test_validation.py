@@ -162,6 +162,26 @@ def test_shared_weight_must_parse_and_be_non_negative() -> None:
     assert validate_quota_create(fine, view()) == []
 
 
+def test_a_shared_weight_copied_from_a_refused_max_is_not_blamed_too() -> None:
+    """The mutating webhook copies max into a missing shared weight: a max of -1 (or one that is
+    not a quantity) is refused by the max's rule alone, not by shared-weight as well."""
+    mutated = quota("q", max={"cpu": "-1", "memory": "1Gi"})
+    mutated["metadata"]["annotations"] = quota_defaults(mutated, view()).annotations
+    assert mutated["metadata"]["annotations"] == {
+        keys.ANNO_SHARED_WEIGHT: '{"cpu":"-1","memory":"1Gi"}'
+    }
+    found = validate_quota_create(mutated, view())
+    assert rules(found) == ["negative-max"]
+    assert messages(found) == ["q quota.Spec.Max's value < 0, in dimensions :[cpu] (cpu=-1)"]
+    lots = quota("q", max={"cpu": "lots"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"lots"}'})
+    assert rules(validate_quota_create(lots, view())) == ["quantity"]
+
+
+def test_a_shared_weight_of_its_own_is_still_checked_beside_a_refused_max() -> None:
+    own = quota("q", max={"cpu": "-1"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"-2"}'})
+    assert rules(validate_quota_create(own, view())) == ["negative-max", "shared-weight"]
+
+
 def test_max_strict_check_keys_keep_max_at_or_above_used() -> None:
     strict = {ANNO_MAX_STRICT_CHECK_KEYS: '["cpu","memory"]'}
     below = quota("q", max={"cpu": "2", "memory": "1Gi"}, annotations=strict, used={"cpu": "3"})
@@ -253,6 +273,26 @@ def test_a_malformed_namespaces_annotation_is_refused() -> None:
 def test_the_parent_must_exist() -> None:
     found = validate_quota_create(quota("q", parent="nowhere"), view())
     assert messages(found) == ["q has parentName nowhere but not find parentInfo in quotaInfoMap"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [(keys.LABEL_PARENT, "dépt"), (keys.LABEL_PARENT, "-dept"), (keys.LABEL_TREE_ID, "x" * 64)],
+)
+def test_a_name_label_that_is_not_a_label_value_is_refused_as_such(key: str, value: str) -> None:
+    """Not "parent not exist": the quota, the label, its value and the rule (on create, on
+    update, and in the create defaults, which the API server asks for first)."""
+    expected = (
+        f"quota q: label {key} has an invalid value {value!r}: a valid label value is at most 63 "
+        "characters of ASCII letters, digits, '-', '_' and '.', beginning and ending with a "
+        "letter or digit"
+    )
+    created = quota("q", labels={key: value})
+    assert messages(validate_quota_create(created, view(DEPT))) == [expected]
+    defaults = quota_defaults(created, view(DEPT))
+    assert (messages(defaults.violations), defaults.labels) == ([expected], {})
+    stored = quota("q")
+    assert messages(validate_quota_update(stored, created, view(stored))) == [expected]
 
 
 def test_the_parent_must_be_a_parent() -> None:

@@ -8,8 +8,9 @@ reference's wording where it has one so that Koordinator users recognise them. U
 reference, which stops at its first error, every independent violation is reported.
 
 Extensions of this project are checked too: parent cycles (the reference cannot meet one, its
-topology is built by its own admissions), the lending / borrowing limit annotations, and malformed
-JSON in the ``namespaces`` annotation (the reference silently ignores it).
+topology is built by its own admissions), the lending / borrowing limit annotations, malformed
+JSON in the ``namespaces`` annotation (the reference silently ignores it), and parent / tree labels
+that are not valid label values (reported as such rather than as a parent that does not exist).
 
 Nothing here does I/O: the Kopf handlers (``elasticquota.controller.webhooks``) build the view
 from the operator's memory, call these functions and turn violations into admission errors.
@@ -26,6 +27,7 @@ from elasticquota.core.validation.facts import (
     object_name,
     read_quota,
 )
+from elasticquota.core.validation.labels import label_value_violations
 from elasticquota.core.validation.pods import pod_quota, validate_pod
 from elasticquota.core.validation.requests import (
     quota_unchanged,
@@ -45,6 +47,7 @@ __all__ = [
     "QuotaFacts",
     "QuotaKey",
     "Violation",
+    "label_value_violations",
     "object_name",
     "pod_quota",
     "quota_unchanged",

@@ -14,6 +14,7 @@ from elasticquota.core.validation.facts import (
     _mapping,
     read_quota,
 )
+from elasticquota.core.validation.labels import label_value_violations
 from elasticquota.core.validation.messages import _list_some
 from elasticquota.core.validation.self_item import (
     self_item_violations,
@@ -58,7 +59,8 @@ def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Vio
         )
     found += _namespaces_free(quota, view, "CREATE")
     found += self_item_violations(quota)
-    found += topology_violations(quota, None, view)
+    unreadable = label_value_violations(quota.name, quota.labels)
+    found += unreadable or topology_violations(quota, None, view)
     return found
 
 
@@ -102,7 +104,8 @@ def validate_quota_update(
         return found
     old_namespaces = read_quota(old)[0].namespaces
     found += self_item_violations(quota)
-    found += topology_violations(quota, stored, view, old_namespaces)
+    unreadable = label_value_violations(quota.name, quota.labels)
+    found += unreadable or topology_violations(quota, stored, view, old_namespaces)
     return found
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, format_units
+from elasticquota.core.quantity import QuantityError, format_units, parse_units
 from elasticquota.core.resources import ResourceList, parse_resource_list_json
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
@@ -31,10 +32,15 @@ def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
 
 
 def _annotation_list(
-    quota: QuotaFacts, key: str, rule: str, reference_wording: bool = False
+    quota: QuotaFacts,
+    key: str,
+    rule: str,
+    reference_wording: bool = False,
+    text: str | None = None,
 ) -> tuple[ResourceList | None, list[Violation]]:
-    """A ResourceList annotation: parsed, or a violation; None when absent or empty."""
-    text = quota.annotations.get(key, "")
+    """A ResourceList annotation (or ``text`` read from it): parsed, or a violation; None when
+    absent or empty."""
+    text = quota.annotations.get(key, "") if text is None else text
     if not text:
         return None, []
     try:
@@ -45,9 +51,41 @@ def _annotation_list(
     return values, []
 
 
+def _refused_max(quota: QuotaFacts, name: str) -> bool:
+    """Whether ``spec.max`` of this resource is refused itself (negative, or not a quantity)."""
+    written = quota.written.get("max", {}).get(name)
+    if written is None:
+        return False
+    try:
+        return parse_units(name, written) < 0
+    except QuantityError:
+        return True
+
+
+def _copies_a_refused_max(quota: QuotaFacts, name: str, value: Any) -> bool:
+    """A shared weight that is the max as written (the mutating webhook copies max into a
+    missing shared weight) where that max is refused: the max's rule names the problem, so the
+    copy is not blamed too."""
+    if not _refused_max(quota, name):
+        return False
+    written = quota.written["max"][name]
+    try:
+        return parse_units(name, value) == parse_units(name, written)
+    except QuantityError:
+        return str(value) == str(written)
+
+
 def _shared_weight(quota: QuotaFacts) -> list[Violation]:
     key = keys.ANNO_SHARED_WEIGHT
-    weight, found = _annotation_list(quota, key, "shared-weight", reference_wording=True)
+    text = quota.annotations.get(key, "")
+    try:
+        written = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        written = None
+    if isinstance(written, dict):
+        kept = {k: v for k, v in written.items() if not _copies_a_refused_max(quota, str(k), v)}
+        text = json.dumps(kept) if kept != written else text
+    weight, found = _annotation_list(quota, key, "shared-weight", reference_wording=True, text=text)
     if weight is None:
         return found
     negative = sorted(name for name, value in weight.items() if value < 0)

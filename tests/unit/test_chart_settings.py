@@ -1,0 +1,122 @@
+"""The chart's values refuse what the operator's settings refuse.
+
+Each chart value that the Deployment passes as an ``ELASTIC_QUOTA_*`` variable (found in
+``templates/deployment.yaml``, so a new one is covered without touching this test) has a range in
+``values.schema.json`` within the setting's own: numbers have both bounds, inside the setting's;
+names have the setting's pattern; choices are a subset of the setting's. So ``helm install`` refuses
+a value the operator would refuse at start-up, and helm does refuse one just outside each numeric
+range (with helm: ``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH;
+failing without it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elasticquota.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
+VALUE_OF_VARIABLE = re.compile(
+    r"- name: ELASTIC_QUOTA_(?P<variable>[A-Z_]+)\s*\n\s*value: \{\{ (?:toJson )?"
+    r"(?P<root>\$op|\.Values)\.(?P<path>[A-Za-z.]+)"
+)
+SETTINGS = Settings.model_json_schema()["properties"]
+VALUES = json.loads((CHART / "values.schema.json").read_text())
+
+
+def chart_values() -> dict[str, str]:
+    """``operator.evictionRate: eviction_rate`` for every value the Deployment passes on."""
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    found = {}
+    for match in VALUE_OF_VARIABLE.finditer(template):
+        prefix = "operator." if match["root"] == "$op" else ""
+        found[prefix + match["path"]] = match["variable"].lower()
+    return found
+
+
+CHART_VALUES = chart_values()
+
+
+def value_schema(path: str) -> dict[str, Any]:
+    schema: dict[str, Any] = VALUES
+    for part in path.split("."):
+        schema = schema["properties"][part]
+    return schema
+
+
+def setting_schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = SETTINGS[name]
+    if "anyOf" in schema:
+        (schema,) = [kind for kind in schema["anyOf"] if kind.get("type") != "null"]
+    return schema
+
+
+def test_the_deployment_passes_the_operators_values_on() -> None:
+    assert len(CHART_VALUES) >= 15, CHART_VALUES
+    assert CHART_VALUES["operator.evictionRate"] == "eviction_rate"
+    assert CHART_VALUES["metrics.port"] == "metrics_port"
+    assert set(CHART_VALUES.values()) <= set(SETTINGS)
+
+
+def check_within(path: str, chart: dict[str, Any], setting: dict[str, Any]) -> None:
+    if "enum" in setting:
+        assert set(chart.get("enum", [])) <= set(setting["enum"]), path
+        assert chart.get("enum"), f"{path}: no choices"
+    elif setting.get("type") in ("number", "integer"):
+        assert "minimum" in chart and "maximum" in chart, f"{path}: not both bounds"
+        assert setting["minimum"] <= chart["minimum"] <= chart["maximum"] <= setting["maximum"]
+    elif setting.get("type") == "array":
+        check_within(path, chart["items"], setting["items"])
+    elif setting.get("type") == "string" and "pattern" in setting:
+        assert chart.get("pattern") == setting["pattern"], path
+        assert chart.get("maxLength", 10**9) <= setting["maxLength"], path
+
+
+@pytest.mark.parametrize("path", sorted(CHART_VALUES))
+def test_each_values_range_is_within_its_settings(path: str) -> None:
+    check_within(path, value_schema(path), setting_schema(CHART_VALUES[path]))
+
+
+def find_helm() -> str | None:
+    pinned = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
+    for candidate in (os.environ.get("HELM"), str(pinned) if pinned.exists() else None):
+        if candidate:
+            return candidate
+    return shutil.which("helm")
+
+
+NUMBERS = sorted(
+    path for path in CHART_VALUES if value_schema(path).get("type") in ("number", "integer")
+)
+
+
+@pytest.mark.parametrize("path", NUMBERS)
+def test_helm_refuses_a_number_just_outside_the_range(path: str, tmp_path: Path) -> None:
+    helm = find_helm()
+    if helm is None:
+        pytest.fail("helm not found ($HELM, .venv/tools, PATH): run `make helm`", pytrace=False)
+    schema = value_schema(path)
+    below = schema["minimum"] - (1 if schema["type"] == "integer" else 0.001)
+    for value in (below, schema["maximum"] + 1):
+        values: Any = value
+        for part in reversed(path.split(".")):
+            values = {part: values}
+        (tmp_path / "values.json").write_text(json.dumps(values))  # YAML, numbers typed
+        done = subprocess.run(
+            [helm, "template", "eq", str(CHART), "--values", str(tmp_path / "values.json")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode != 0, f"helm accepted {path}={value}"
+        assert path.split(".")[-1] in done.stderr, done.stderr
