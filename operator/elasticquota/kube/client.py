@@ -5,6 +5,11 @@ kube layer knows no metrics, so whoever builds the client passes a plain callbac
 one HTTP attempt that got an error status, timed out or lost its connection; each retry of
 ``kube.errors.with_retries`` is an attempt of its own. Only the requests sent through this client
 are seen (writes, evictions, Events, the Lease), not Kopf's watch streams.
+
+The operator's client is also *fenced* (``kube.lease.Fence``): a write (any method but GET) is
+sent only while this replica holds a freshly renewed Lease, and is abandoned when the fence closes
+(the renew deadline passed) — so no quota write, eviction, gate release or Event leaves an old
+leader, whichever loop sends it. The elector has a client of its own, unfenced.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.kube.lease import Fence
 
 #: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
 #: or ``evict``; code the HTTP status (``"409"``), ``"timeout"`` or ``"connection"``.
@@ -58,15 +65,26 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         configuration: client.Configuration,
         observer: ApiErrorObserver,
         request_timeout: float | None = None,
+        fence: Fence | None = None,
     ) -> None:
         super().__init__(configuration=configuration)
         self._observer = observer
         self._request_timeout = request_timeout
+        self._fence = fence
+
+    def _timeout(self, method: str, verb: str, url: str) -> float | None:
+        """The request's bound: the request timeout, for a fenced write at most what is left of
+        the fence (``NotLeadingError`` when it is closed)."""
+        if self._fence is None or method in ("GET", "HEAD", "OPTIONS"):
+            return self._request_timeout
+        budget = self._fence.admit(f"{verb} {urlsplit(url).path}")
+        return budget if self._request_timeout is None else min(budget, self._request_timeout)
 
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb = api_verb(method, url)
+        timeout = self._timeout(method, verb, url)
         try:
-            async with asyncio.timeout(self._request_timeout):
+            async with asyncio.timeout(timeout):
                 response = await super().request(method, url, *args, **kwargs)
         except ApiException as error:
             self._observer(verb, str(error.status))
@@ -86,11 +104,13 @@ async def make_api_client(
     kubeconfig: str | None = None,
     observer: ApiErrorObserver | None = None,
     request_timeout: float | None = None,
+    fence: Fence | None = None,
 ) -> client.ApiClient:
     """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster.
 
     With an ``observer``, failed requests are reported to it and each request is abandoned after
-    ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries).
+    ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries); with a
+    ``fence`` too, writes are sent only through it (``ObservedApiClient._timeout``).
     """
     path = kubeconfig or os.environ.get("KUBECONFIG")
     configuration = client.Configuration()
@@ -102,7 +122,7 @@ async def make_api_client(
     api = (
         client.ApiClient(configuration=configuration)
         if observer is None
-        else ObservedApiClient(configuration, observer, request_timeout)
+        else ObservedApiClient(configuration, observer, request_timeout, fence)
     )
     # The generated client's session trusts the environment: aiohttp then looks up the proxy
     # variables and reads ~/.netrc in a worker thread for every request (a tenth of the event
