@@ -15,6 +15,7 @@ leader, whichever loop sends it. The elector has a client of its own, unfenced.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import urllib.request
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from elasticquota.kube.lease import Fence
 ApiErrorObserver = Callable[[str, str], None]
 
 _VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+logger = logging.getLogger(__name__)
 
 
 def api_verb(method: str, url: str) -> str:
@@ -77,7 +80,9 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         the fence (``NotLeadingError`` when it is closed)."""
         if self._fence is None or method in ("GET", "HEAD", "OPTIONS"):
             return self._request_timeout
-        budget = self._fence.admit(f"{verb} {urlsplit(url).path}")
+        what = f"{verb} {urlsplit(url).path}"
+        budget = self._fence.admit(what)
+        logger.debug("write %s: sent, the fence closes in %.3f s", what, budget)
         return budget if self._request_timeout is None else min(budget, self._request_timeout)
 
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
