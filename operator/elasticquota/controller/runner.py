@@ -41,7 +41,7 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import Evictor
-from elasticquota.kube.lease import Fence, LeaderElector
+from elasticquota.kube.lease import Fence, LeaderElector, NotLeadingError
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.numbacache import start_kernels
@@ -265,9 +265,14 @@ class Operator:
 
     async def _ensure_reserved(self) -> None:
         await self.state.synced.wait()
-        await self.leader.leading.wait()
-        if not self.settings.dry_run:
-            await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+        while not self.settings.dry_run:
+            await self.leader.leading.wait()
+            try:
+                await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+            except NotLeadingError:  # lost the Lease meanwhile: until it is held again
+                await asyncio.sleep(self.settings.lease_retry_period)
+                continue
+            return
 
     async def _report_problems(self) -> None:
         await self.state.synced.wait()
