@@ -295,6 +295,28 @@ async def test_a_failed_renewal_is_tried_again_every_retry_period_and_the_holder
     assert leases.get(NS, NAME)["spec"]["leaseTransitions"] == 0
 
 
+async def test_after_a_slow_renewal_the_next_one_comes_sooner(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    """The renewal at 5 s takes 4 s: its fence is open until 15 s (from its start), so the next
+    renewal starts half-way through what is left (at 12 s), not a renew interval later (14 s)."""
+    started: list[float] = []
+
+    def read(request: kmock.Request) -> dict[str, Any]:
+        started.append(clock.now - 1000)
+        if not leases.exists(NS, NAME):
+            raise KubernetesObjectNotFoundError()
+        if len(started) == 2:
+            clock.now += 4  # the API server answers four seconds late
+        return leases.get(NS, NAME)
+
+    kmock["get", kmock.resource(LEASES)] << read
+    await run_for(elector, clock, 12.5)
+
+    assert started == [0, 5, 12]
+    assert elector.leading.is_set()
+
+
 async def test_a_holder_that_cannot_renew_stops_leading_at_the_renew_deadline(
     kmock: kmock.KubernetesEmulator,
     api: client.ApiClient,

@@ -155,10 +155,14 @@ class LeaderElector:
         self._set_leading(holding, "another replica holds it")
 
     def _pause(self) -> float:
+        """Standing by: a retry period. Holding: the renew interval, but at most half of what is
+        left of the deadline (a slow renewal leaves the next one time to finish); failing: a
+        retry period, until the deadline."""
         if not self.leading.is_set():
             return self.retry_period
-        pause = self.retry_period if self._renew_failing else self.renew_interval
-        return min(pause, self.fence.remaining())
+        if self._renew_failing:
+            return min(self.retry_period, self.fence.remaining())
+        return min(self.renew_interval, self.fence.remaining() / 2)
 
     def _set_leading(self, holding: bool, why: str = "") -> None:
         if holding and not self.leading.is_set():
