@@ -317,6 +317,28 @@ async def test_after_a_slow_renewal_the_next_one_comes_sooner(
     assert elector.leading.is_set()
 
 
+async def test_a_second_process_under_the_same_identity_is_reported(
+    kmock: kmock.KubernetesEmulator,
+    elector: LeaderElector,
+    leases: Leases,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two processes started with one identity (no --identity, one host): both would lead."""
+    await run_for(elector, clock, 6)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # its own renewals
+    leases.put(
+        NS, NAME, "40", holderIdentity=ME, leaseDurationSeconds=15, leaseTransitions=0,
+        renewTime="2024-05-01T10:00:00.000000Z",
+    )  # fmt: skip  # the other process's renewal
+
+    await run_for(elector, clock, 5)
+
+    (error,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "another process renews the leader Lease" in error.getMessage()
+    assert repr(ME) in error.getMessage()
+
+
 async def test_a_holder_that_cannot_renew_stops_leading_at_the_renew_deadline(
     kmock: kmock.KubernetesEmulator,
     api: client.ApiClient,

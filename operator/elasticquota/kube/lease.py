@@ -25,6 +25,7 @@ within a retry period.
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import logging
 import time
@@ -118,6 +119,8 @@ class LeaderElector:
         self.fence.renew_deadline = self.renew_deadline
         self._on_renew_failure = on_renew_failure or (lambda reason: None)
         self._renew_failing = False
+        #: The renew times of this process's latest writes (sent; answered or not).
+        self._written: collections.deque[str] = collections.deque(maxlen=8)
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
 
@@ -187,6 +190,7 @@ class LeaderElector:
             return await self._create()
         spec = lease.spec
         holder = spec.holder_identity or ""
+        self._check_identity_is_ours_alone(holder, spec.renew_time)
         record = (holder, str(spec.renew_time))
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
@@ -198,10 +202,28 @@ class LeaderElector:
             lease.metadata.resource_version, transitions, holder, spec.acquire_time
         )
 
+    def _check_identity_is_ours_alone(
+        self, holder: str, renew_time: datetime.datetime | None
+    ) -> None:
+        """While leading, the Lease holds a renew time this process wrote; another one under
+        this identity means a second process has it (both would lead): said loudly."""
+        if not self.leading.is_set() or holder != self.identity or renew_time is None:
+            return
+        if self._written and _micro_time(renew_time) not in self._written:
+            logger.error(
+                "another process renews the leader Lease %s/%s under this replica's identity "
+                "%r: both act as the active replica. Give every replica an identity of its own "
+                "(--identity, ELASTIC_QUOTA_IDENTITY, POD_NAME)",
+                self.namespace,
+                self.name,
+                self.identity,
+            )
+
     def _spec(
         self, transitions: int, acquired: bool, acquire_time: datetime.datetime | None = None
     ) -> dict[str, Any]:
         now = _micro_time()
+        self._written.append(now)
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.duration)),
