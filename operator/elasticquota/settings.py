@@ -51,8 +51,10 @@ Port = Annotated[int, Field(ge=0, le=65535)]
 
 
 def _default_identity() -> str:
-    """Who this replica is in the leader Lease: the pod name (hostname) and the process id."""
-    return f"{socket.gethostname()}-{os.getpid()}"
+    """Who this replica is in the leader Lease: the pod name (``POD_NAME``, from the downward API),
+    else the host name (a pod's host name is its name). Stable across restarts of the container,
+    so that a restarted replica finds the Lease under its own name and takes it back at once."""
+    return os.environ.get("POD_NAME") or socket.gethostname()
 
 
 class Settings(BaseSettings):
@@ -135,12 +137,19 @@ class Settings(BaseSettings):
     lease_duration: float = Field(default=15.0, ge=1, le=HOUR)
     """Seconds without renewal after which a standby replica takes over."""
 
+    lease_renew_deadline: float | None = Field(default=None, ge=0.01, le=3600)
+    """Seconds the active replica may go without renewing the Lease before it stops every write
+    (client-go's renew deadline); each request of the election is bounded by it too. Below
+    lease_duration, so that the old holder has stopped before a standby can take over, and above
+    lease_retry_period. Unset: two thirds of lease_duration (10 s for the default 15 s)."""
+
     lease_retry_period: float = Field(default=0.5, ge=0.01, le=60)
     """Seconds between a standby replica's looks at the Lease (client-go's retry period): it takes
     over at most about two of these after the Lease expired. Below half the lease duration."""
 
     identity: str = Field(default_factory=_default_identity, min_length=1, max_length=MAX_NAME)
-    """This replica's identity in the Lease."""
+    """This replica's identity in the Lease; unset: ``POD_NAME``, else the host name. Replicas on
+    one machine need identities of their own (two processes of one identity both hold the Lease)."""
 
     write_concurrency: int = Field(default=16, ge=1, le=1024)
     """How many quota writes may be in flight at once."""
@@ -220,6 +229,17 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _renew_deadline_within_the_lease(self) -> Settings:
+        deadline = self.effective_lease_renew_deadline
+        if not self.lease_retry_period < deadline < self.lease_duration:
+            raise ValueError(
+                f"lease_renew_deadline ({deadline:g} s) must be below "
+                f"lease_duration ({self.lease_duration:g} s) and above lease_retry_period "
+                f"({self.lease_retry_period:g} s)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _cert_and_key_together(self) -> Settings:
         if (self.webhook_cert_file is None) != (self.webhook_key_file is None):
             raise ValueError(
@@ -230,6 +250,13 @@ class Settings(BaseSettings):
     @property
     def effective_lease_namespace(self) -> str:
         return self.lease_namespace or self.reserved_namespace
+
+    @property
+    def effective_lease_renew_deadline(self) -> float:
+        """``lease_renew_deadline``, or two thirds of the lease duration."""
+        if self.lease_renew_deadline is not None:
+            return self.lease_renew_deadline
+        return self.lease_duration * 2 / 3
 
     @classmethod
     def from_sources(cls, overrides: Mapping[str, Any] | None = None) -> Settings:

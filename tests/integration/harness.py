@@ -68,9 +68,12 @@ class OperatorProcess:
         *extra: str,
         lease_duration: float = 3.0,
         env: dict[str, str] | None = None,
+        as_pod: bool = False,
     ) -> None:
-        """``env``: variables on top of this process's (e.g. a KUBECONFIG through a proxy)."""
+        """``env``: variables on top of this process's (e.g. a KUBECONFIG through a proxy);
+        ``as_pod``: the identity comes from ``POD_NAME`` (as in the chart's pods), not a flag."""
         self.identity = identity
+        self.as_pod = as_pod
         self.env = env or {}
         self.port = free_port()
         self.extra = extra
@@ -83,13 +86,14 @@ class OperatorProcess:
             **os.environ,
             "ELASTIC_QUOTA_LEASE_DURATION": str(self.lease_duration),
             "ELASTIC_QUOTA_PROFILE_DEBOUNCE": "0.2",
+            **({"POD_NAME": self.identity} if self.as_pod else {}),
             **self.env,
         }
         command = [
             sys.executable, "-m", "elasticquota", "run",
             "--metrics-port", str(self.port),
             "--reconcile-interval", "0.2",
-            "--identity", self.identity,
+            *([] if self.as_pod else ["--identity", self.identity]),
             "--log-level", "INFO",
             *self.extra,
         ]  # fmt: skip

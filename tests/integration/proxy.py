@@ -3,7 +3,9 @@
 ``cut()``: every open connection is closed and new ones are refused until ``restore()`` (a
 restarted load balancer, an API server that went away). ``freeze()``: the connections open now stop
 carrying bytes in both directions without being closed — nobody is told, as when a NAT entry or a
-load balancer's flow silently disappears — while new connections pass. TLS passes through
+load balancer's flow silently disappears — while new connections pass. ``slow(seconds)``: every
+byte, of the open connections and of new ones, arrives that much later (in order), as over a
+congested link; ``slow(0)`` ends it. TLS passes through
 untouched (the proxy only moves bytes), so the operator verifies the API server's certificate as
 usual. A kubeconfig that points at the proxy is written by ``proxied_kubeconfig``.
 """
@@ -45,6 +47,7 @@ class Proxy:
         self._links: set[Link] = set()
         self._server: asyncio.Server | None = None
         self._refusing = False
+        self.delay = 0.0
         self.port = 0
 
     async def start(self) -> Proxy:
@@ -75,6 +78,10 @@ class Proxy:
     def restore(self) -> None:
         self._refusing = False
 
+    def slow(self, seconds: float) -> None:
+        """Deliver every byte read from now on ``seconds`` later (0: at once again)."""
+        self.delay = seconds
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._refusing:
             writer.close()
@@ -94,15 +101,37 @@ class Proxy:
     async def _pump(
         self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, link: Link
     ) -> None:
+        """Read from ``source``; a sender of its own writes each chunk to ``sink`` when it is
+        due (``delay`` after it was read), in order."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[float, bytes | None]] = asyncio.Queue()
+        sender = asyncio.create_task(self._send(queue, sink))
+        link.tasks.append(sender)
         with contextlib.suppress(OSError, asyncio.CancelledError):
             while data := await source.read(CHUNK):
                 if link.frozen:
                     continue  # the bytes vanish, as packets on a dead path do
-                sink.write(data)
-                await sink.drain()
+                queue.put_nowait((loop.time() + self.delay, data))
+        queue.put_nowait((loop.time() + self.delay, None))  # the end, once the rest is out
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            await sender
         if not link.frozen:
             link.close()
             self._links.discard(link)
+
+    @staticmethod
+    async def _send(
+        queue: asyncio.Queue[tuple[float, bytes | None]], sink: asyncio.StreamWriter
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due, data = await queue.get()
+            if (wait := due - loop.time()) > 0:
+                await asyncio.sleep(wait)
+            if data is None:
+                return
+            sink.write(data)
+            await sink.drain()
 
 
 def proxied_kubeconfig(kubeconfig: Path, port: int, into: Path) -> Path:

@@ -1,13 +1,17 @@
 """kube.lease.LeaderElector against KMock: one active replica through a coordination/v1 Lease.
 
 Rules (kube/lease.py): a missing Lease is created with this replica as holder; the holder renews it
-every third of the duration, keeping its acquire time and transition count; a standby polls every
-fifth of the duration and takes a foreign Lease over only after it has seen the same record
-(holder, renew time) unchanged for longer than the Lease's duration on its *own* monotonic clock
-(so the timestamps in the Lease, and clock skew, never matter); a released Lease (no holder) is
-taken at once; a replace that lost the race (409 on ``resourceVersion``) or a creation that lost it
-leaves the replica standing by; API and connection errors make it stand by without stopping the
-loop; on shutdown the holder releases the Lease, and only if it still holds it.
+every third of the duration, keeping its acquire time and transition count; a failed renewal is
+tried again every retry period, and a holder that has not renewed within the renew deadline (two
+thirds of the duration by default; each attempt is bounded by what is left of it) stops leading
+and closes its fence, before a standby could take over; a replica that finds the Lease under its
+own identity (a restarted container) takes it at once; a standby polls every fifth of the
+duration and takes a foreign Lease over only after it has seen the same record (holder, renew
+time) unchanged for longer than the Lease's duration on its *own* monotonic clock (so the
+timestamps in the Lease, and clock skew, never matter); a released Lease (no holder) is taken at
+once; a replace that lost the race (409 on ``resourceVersion``) or a creation that lost it leaves
+the replica standing by; API and connection errors never stop the loop; on shutdown the holder
+releases the Lease, and only if it still holds it.
 
 Time: ``clock`` replaces the elector's ``time.monotonic`` and ``asyncio.sleep`` with one fake
 clock, so that ``run()`` goes through minutes of simulated time in milliseconds while its requests
@@ -73,7 +77,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(lease_module, "time", SimpleNamespace(monotonic=fake.monotonic))
     monkeypatch.setattr(
-        lease_module, "asyncio", SimpleNamespace(sleep=fake.sleep, Event=asyncio.Event)
+        lease_module,
+        "asyncio",
+        SimpleNamespace(sleep=fake.sleep, Event=asyncio.Event, timeout=asyncio.timeout),
     )
     return fake
 
@@ -261,17 +267,19 @@ async def test_a_creation_that_lost_the_race_leaves_the_replica_standing_by(
 # -- failures -------------------------------------------------------------------------------------
 
 
-async def test_an_api_error_makes_the_holder_stand_by_and_the_loop_go_on(
+async def test_a_failed_renewal_is_tried_again_every_retry_period_and_the_holder_keeps_leading(
     kmock: kmock.KubernetesEmulator,
-    elector: LeaderElector,
+    api: client.ApiClient,
     leases: Leases,
     clock: Clock,
     k8s_status: StatusBody,
 ) -> None:
-    leading_at_each_read: list[bool] = []
+    failures: list[str] = []
+    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
+    reads: list[tuple[float, bool]] = []
 
     def read(request: kmock.Request) -> dict[str, Any]:
-        leading_at_each_read.append(elector.leading.is_set())
+        reads.append((clock.now - 1000, elector.leading.is_set()))
         if not leases.exists(NS, NAME):
             raise KubernetesObjectNotFoundError()
         return leases.get(NS, NAME)
@@ -280,10 +288,132 @@ async def test_an_api_error_makes_the_holder_stand_by_and_the_loop_go_on(
     kmock["get", kmock.resource(LEASES)] << read
     await run_for(elector, clock, 20)
 
-    # reads: missing (created), renewal, [the 500], renewal after standing by, renewal
-    assert leading_at_each_read == [False, True, False, True]
-    assert elector.leading.is_set()  # it still holds the Lease: renewed, not taken over
+    # created at 0, renewed at 5, [the 500 at 10], renewed one retry period (3 s) later, ...
+    assert reads == [(0, False), (5, True), (13, True), (18, True)]
+    assert failures == ["error"]
+    assert elector.leading.is_set()  # within the renew deadline (10 s) all along
     assert leases.get(NS, NAME)["spec"]["leaseTransitions"] == 0
+
+
+async def test_after_a_slow_renewal_the_next_one_comes_sooner(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    """The renewal at 5 s takes 4 s: its fence is open until 15 s (from its start), so the next
+    renewal starts half-way through what is left (at 12 s), not a renew interval later (14 s)."""
+    started: list[float] = []
+
+    def read(request: kmock.Request) -> dict[str, Any]:
+        started.append(clock.now - 1000)
+        if not leases.exists(NS, NAME):
+            raise KubernetesObjectNotFoundError()
+        if len(started) == 2:
+            clock.now += 4  # the API server answers four seconds late
+        return leases.get(NS, NAME)
+
+    kmock["get", kmock.resource(LEASES)] << read
+    await run_for(elector, clock, 12.5)
+
+    assert started == [0, 5, 12]
+    assert elector.leading.is_set()
+
+
+async def test_a_second_process_under_the_same_identity_is_reported(
+    kmock: kmock.KubernetesEmulator,
+    elector: LeaderElector,
+    leases: Leases,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two processes started with one identity (no --identity, one host): both would lead."""
+    await run_for(elector, clock, 6)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # its own renewals
+    leases.put(
+        NS, NAME, "40", holderIdentity=ME, leaseDurationSeconds=15, leaseTransitions=0,
+        renewTime="2024-05-01T10:00:00.000000Z",
+    )  # fmt: skip  # the other process's renewal
+
+    await run_for(elector, clock, 5)
+
+    (error,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "another process renews the leader Lease" in error.getMessage()
+    assert repr(ME) in error.getMessage()
+
+
+async def test_a_holder_that_cannot_renew_stops_leading_at_the_renew_deadline(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    leases: Leases,
+    clock: Clock,
+    k8s_status: StatusBody,
+) -> None:
+    """Created at 0: renewals fail from 5 s on; the fence closes at 10 s (the renew deadline), five
+    seconds before a standby could see the Lease expire (15 s), and the holder stands by."""
+    failures: list[str] = []
+    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
+    kmock["get", kmock.resource(LEASES)][1:] << 500 << k8s_status(500, "InternalError")
+    await run_for(elector, clock, 9.9)
+    assert elector.leading.is_set() and elector.fence.is_fresh()
+    assert elector.fence.remaining() == pytest.approx(0.1)
+
+    await run_for(elector, clock, 0.2)
+
+    assert not elector.leading.is_set()
+    assert not elector.fence.is_fresh()
+    assert set(failures) <= {"error", "timeout"} and len(failures) >= 2
+
+
+async def test_a_renewal_that_hangs_is_abandoned_at_the_renew_deadline(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    leases: Leases,
+    clock: Clock,
+) -> None:
+    """The link went silent: no request of the holder answers. Each attempt is bounded by what is
+    left of the deadline (real seconds here: 0.5, then 0.25), so the holder stops at 1 s."""
+    failures: list[str] = []
+    elector = LeaderElector(
+        api, NS, NAME, ME, duration=1.5, retry_period=0.25, renew_deadline=1.0,
+        on_renew_failure=failures.append,
+    )  # fmt: skip
+    kmock["get", kmock.resource(LEASES)][1:] << (lambda request: REAL_SLEEP(30))
+    await run_for(elector, clock, 0.9)
+    assert elector.leading.is_set()
+
+    await run_for(elector, clock, 0.2)
+
+    assert not elector.leading.is_set()
+    assert failures and set(failures) == {"timeout"}
+    assert puts(kmock) == []  # nothing renewed it
+
+
+async def test_a_lease_taken_over_by_another_replica_is_a_lost_renewal(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, leases: Leases, clock: Clock
+) -> None:
+    failures: list[str] = []
+    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
+    await run_for(elector, clock, 1)
+    foreign(leases, version="50")
+
+    await run_for(elector, clock, 6)
+
+    assert not elector.leading.is_set() and not elector.fence.is_fresh()
+    assert failures == ["lost"]
+
+
+async def test_a_replica_that_finds_the_lease_under_its_own_identity_takes_it_at_once(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    """A restarted container of the same pod: the Lease still names it, renewed just now."""
+    leases.put(
+        NS, NAME, "12", holderIdentity=ME, leaseDurationSeconds=15, leaseTransitions=2,
+        acquireTime="2024-05-01T09:00:00.000000Z", renewTime="2024-05-01T10:00:00.000000Z",
+    )  # fmt: skip
+    await run_for(elector, clock, 0.1)
+
+    assert elector.leading.is_set() and elector.fence.is_fresh()
+    spec = leases.get(NS, NAME)["spec"]
+    assert spec["leaseTransitions"] == 2  # no transition: it was ours
+    assert spec["acquireTime"].startswith("2024-05-01T09:00:00")
 
 
 async def test_a_dropped_connection_does_not_stop_the_election_loop(

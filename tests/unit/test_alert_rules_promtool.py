@@ -266,6 +266,7 @@ def synthetic_series() -> list[dict[str, str]]:
         "elastic_quota_api_errors_total": {"verb": "patch", "code": "500"},
         "elastic_quota_webhook_requests_total": {"webhook": "validate-pod", "result": "allowed"},
         "elastic_quota_watch_relists_total": {"kind": "pods"},
+        "elastic_quota_lease_renew_failures_total": {"reason": "timeout"},
     }
     for name, labels in counters.items():
         found.append(series(name, {**TARGET, **labels}, f"0+1{SAMPLES}"))

@@ -64,6 +64,17 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         help="do not account pods of this namespace (repeatable)",
     )
     run.add_argument("--lease-name", help="name of the leader Lease")
+    run.add_argument(
+        "--lease-duration", type=float, help="seconds without renewal before a standby takes over"
+    )
+    run.add_argument(
+        "--lease-renew-deadline",
+        type=float,
+        help="seconds the leader may fail to renew before it stops writing (below the duration)",
+    )
+    run.add_argument(
+        "--lease-retry-period", type=float, help="seconds between a standby's looks at the Lease"
+    )
     run.add_argument("--identity", help="this replica's identity in the Lease")
     run.add_argument(
         "--simulate-nodes",
@@ -154,6 +165,9 @@ def run_cli(args: argparse.Namespace) -> int:
             "log_level",
             "ignore_namespaces",
             "lease_name",
+            "lease_duration",
+            "lease_renew_deadline",
+            "lease_retry_period",
             "identity",
             "simulate_nodes",
             *WEBHOOK_SETTINGS,

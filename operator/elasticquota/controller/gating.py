@@ -32,6 +32,7 @@ from elasticquota.core.results import Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
 from elasticquota.settings import Settings
 
@@ -89,6 +90,8 @@ class GateController:
                 await self._hold(decision)
                 if quota not in preempting and await self._preempt(snapshot, decision, quota):
                     preempting.add(quota)
+            except NotLeadingError:
+                return  # the Lease was lost: no write of this round can be sent any more
             except Exception as error:
                 logger.warning("gating %s: %s", decision.pod.key, describe(error))
         self._state.gated = held_per_quota(snapshot, decisions)

@@ -40,6 +40,7 @@ from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
 from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.kube.errors import describe
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 
@@ -78,9 +79,9 @@ class Writer:
                 await self._send(change)
             except Exception as error:  # the API refused: count it, try again next round
                 self.stats.failures += 1
-                logger.warning(
-                    "writing %s/%s failed: %s", change.namespace, change.name, describe(error)
-                )
+                # Refused by the fence: the Lease was lost (said once, by the elector).
+                log = logger.debug if isinstance(error, NotLeadingError) else logger.warning
+                log("writing %s/%s failed: %s", change.namespace, change.name, describe(error))
                 return False
         self.stats.writes += 1
         return True

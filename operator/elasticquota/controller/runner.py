@@ -4,7 +4,9 @@ The cluster is read by the operator's own list-and-watch readers (``controller.i
 kind. Kopf runs embedded (``kopf.operator``) for the admission webhooks, the login and the signals,
 with a registry built here (nothing registers at import); so does the Prometheus registry
 (``Metrics``), served at ``/metrics`` by the probes' server and fed by the loops, the webhooks and
-the API client. Every replica reads and keeps memory current; the holder of the Lease writes.
+the API client. Every replica reads and keeps memory current; the holder of the Lease writes, and
+only while its Lease is fresh: the writers' API client is fenced by the elector's ``Fence``
+(``kube.client``), the elector talks to the API server through a client of its own.
 Kopf's own bookkeeping is switched off where it could touch objects we don't own: no peering (the
 Lease does that job), no posting of Kopf's logs as Events, no resource handlers.
 """
@@ -39,7 +41,7 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import Evictor
-from elasticquota.kube.lease import LeaderElector
+from elasticquota.kube.lease import Fence, LeaderElector, NotLeadingError
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.numbacache import start_kernels
@@ -102,19 +104,30 @@ class Operator:
     """All the moving parts of one replica."""
 
     def __init__(
-        self, settings: Settings, api: client.ApiClient, metrics: Metrics | None = None
+        self,
+        settings: Settings,
+        api: client.ApiClient,
+        metrics: Metrics | None = None,
+        lease_api: client.ApiClient | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        """``api``: the writers' client, fenced by ``fence`` (``make_api_client``);
+        ``lease_api``: the elector's own (default: ``api``)."""
         self.settings = settings
         self.api = api
+        self.lease_api = lease_api or api
         self.metrics = metrics or Metrics()
         self.state = make_state(settings)
         self.leader = LeaderElector(
-            api,
+            self.lease_api,
             settings.effective_lease_namespace,
             settings.lease_name,
             settings.identity,
             settings.lease_duration,
             settings.lease_retry_period,
+            settings.effective_lease_renew_deadline,
+            on_renew_failure=self.metrics.lease_renew_failed,
+            fence=fence,
         )
         self.metrics.watch(self.state, self.leader.leading)
         self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
@@ -222,7 +235,7 @@ class Operator:
     async def _elect(self) -> None:
         await self.state.synced.wait()  # stand for election only with a complete memory
         try:
-            await ensure_namespace(self.api, self.settings.effective_lease_namespace)
+            await ensure_namespace(self.lease_api, self.settings.effective_lease_namespace)
         except Exception as error:  # e.g. no permission: the namespace may well exist already
             logger.info("could not ensure the lease namespace: %s", describe(error))
         await self.leader.run()
@@ -252,9 +265,14 @@ class Operator:
 
     async def _ensure_reserved(self) -> None:
         await self.state.synced.wait()
-        await self.leader.leading.wait()
-        if not self.settings.dry_run:
-            await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+        while not self.settings.dry_run:
+            await self.leader.leading.wait()
+            try:
+                await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+            except NotLeadingError:  # lost the Lease meanwhile: until it is held again
+                await asyncio.sleep(self.settings.lease_retry_period)
+                continue
+            return
 
     async def _report_problems(self) -> None:
         await self.state.synced.wait()
@@ -289,9 +307,15 @@ async def run_operator(settings: Settings) -> None:
     heap.freeze("after start-up", collect=True)  # before the loop starts: no one waits yet
     heap.refreeze_after_collections()  # the listing's survivors too, as it goes
     metrics = Metrics()
-    api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
+    fence = Fence(settings.effective_lease_renew_deadline)
+    api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT, fence)
+    # The election's requests never queue behind the writes, each bounded by the renew deadline.
+    lease_api = await make_api_client(
+        settings.kubeconfig, metrics.api_error, settings.effective_lease_renew_deadline
+    )
     try:
-        await Operator(settings, api, metrics).run()
+        await Operator(settings, api, metrics, lease_api, fence).run()
     finally:
-        with contextlib.suppress(Exception):
-            await api.close()
+        for each in (api, lease_api):
+            with contextlib.suppress(Exception):
+                await each.close()

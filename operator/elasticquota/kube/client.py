@@ -12,6 +12,11 @@ to a temporary file removed only at a normal exit, so every killed process left 
 private key on disk). Python's ``ssl`` loads certificates from paths only, so on Linux they are put
 in anonymous memory files (``memfd_create``) named by ``/proc/self/fd/N``, which live exactly as
 long as the process; elsewhere the loader's temporary files remain.
+
+The operator's client is also *fenced* (``kube.lease.Fence``): a write (any method but GET) is
+sent only while this replica holds a freshly renewed Lease, and is abandoned when the fence closes
+(the renew deadline passed) — so no quota write, eviction, gate release or Event leaves an old
+leader, whichever loop sends it. The elector has a client of its own, unfenced.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import asyncio
 import base64
 import binascii
 import copy
+import logging
 import os
 import urllib.request
 from collections.abc import Callable
@@ -31,11 +37,15 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
 
+from elasticquota.kube.lease import Fence
+
 #: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
 #: or ``evict``; code the HTTP status (``"409"``), ``"timeout"`` or ``"connection"``.
 ApiErrorObserver = Callable[[str, str], None]
 
 _VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+logger = logging.getLogger(__name__)
 
 
 def api_verb(method: str, url: str) -> str:
@@ -69,15 +79,28 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         configuration: client.Configuration,
         observer: ApiErrorObserver,
         request_timeout: float | None = None,
+        fence: Fence | None = None,
     ) -> None:
         super().__init__(configuration=configuration)
         self._observer = observer
         self._request_timeout = request_timeout
+        self._fence = fence
+
+    def _timeout(self, method: str, verb: str, url: str) -> float | None:
+        """The request's bound: the request timeout, for a fenced write at most what is left of
+        the fence (``NotLeadingError`` when it is closed)."""
+        if self._fence is None or method in ("GET", "HEAD", "OPTIONS"):
+            return self._request_timeout
+        what = f"{verb} {urlsplit(url).path}"
+        budget = self._fence.admit(what)
+        logger.debug("write %s: sent, the fence closes in %.3f s", what, budget)
+        return budget if self._request_timeout is None else min(budget, self._request_timeout)
 
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb = api_verb(method, url)
+        timeout = self._timeout(method, verb, url)
         try:
-            async with asyncio.timeout(self._request_timeout):
+            async with asyncio.timeout(timeout):
                 response = await super().request(method, url, *args, **kwargs)
         except ApiException as error:
             self._observer(verb, str(error.status))
@@ -97,11 +120,13 @@ async def make_api_client(
     kubeconfig: str | None = None,
     observer: ApiErrorObserver | None = None,
     request_timeout: float | None = None,
+    fence: Fence | None = None,
 ) -> client.ApiClient:
     """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster.
 
     With an ``observer``, failed requests are reported to it and each request is abandoned after
-    ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries).
+    ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries); with a
+    ``fence`` too, writes are sent only through it (``ObservedApiClient._timeout``).
     """
     path = kubeconfig or os.environ.get("KUBECONFIG")
     configuration = client.Configuration()
@@ -113,7 +138,7 @@ async def make_api_client(
     api = (
         client.ApiClient(configuration=configuration)
         if observer is None
-        else ObservedApiClient(configuration, observer, request_timeout)
+        else ObservedApiClient(configuration, observer, request_timeout, fence)
     )
     # The generated client's session trusts the environment: aiohttp then looks up the proxy
     # variables and reads ~/.netrc in a worker thread for every request (a tenth of the event

@@ -1,19 +1,35 @@
 """Leader election over a coordination.k8s.io/v1 Lease: exactly one active replica writes.
 
-Every replica watches and keeps its memory current; only the holder of the Lease writes. The holder
-renews every third of the lease duration. A standby looks at the Lease every retry period (0.5 s by
-default) and takes over when it has seen the same lease record for longer than the duration
-(measured on its own monotonic clock, like client-go, so that clock skew between nodes cannot cause
-two leaders): at most about two retry periods after the holder's last renewal expired. On
-shutdown the holder releases the Lease so that the standby takes over at once.
+Every replica watches and keeps its memory current; only the holder of the Lease writes. client-go's
+contract: lease duration > renew deadline > retry period. The holder renews every third of the
+duration (at most half the renew deadline); a renewal that fails is tried again every retry period.
+A holder that has not renewed within the renew deadline (measured from the start of its last
+successful renewal) stops leading: its ``Fence`` closes at that very moment, whatever its requests
+are doing, and every write of the operator goes through the fence (``kube.client``: a write checks
+it right before it is sent and is abandoned when it closes). Every request of the election is
+bounded by the renew deadline (for the holder: by what is left of it).
+
+A standby looks at the Lease every retry period (0.5 s by default) and takes over when it has seen
+the same lease record for longer than the duration (measured on its own monotonic clock, like
+client-go, so that clock skew between nodes cannot cause two leaders): at most about two retry
+periods after the holder's last renewal expired. The record it saw was written after the holder
+*started* that renewal, so the old holder's fence closed at least ``duration - renew deadline``
+seconds before the standby can write: a write already on its way must reach the API server within
+that margin (5 s by default).
+
+A replica that finds the Lease held under its own identity (the pod name: a restarted container)
+takes it back at once. On shutdown the holder releases the Lease so that the standby takes over
+within a retry period.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -30,8 +46,49 @@ def _micro_time(moment: datetime.datetime | None = None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class NotLeadingError(Exception):
+    """A write refused by the fence: this replica holds no Lease renewed within the deadline."""
+
+
+class Fence:
+    """Whether this replica may write now: it holds the Lease and renewed it within the renew
+    deadline. Closes by itself when the deadline passes (nothing has to happen for that)."""
+
+    def __init__(self, renew_deadline: float) -> None:
+        self.renew_deadline = renew_deadline
+        self._open_until = float("-inf")
+
+    def renewed(self, started: float) -> None:
+        """A renewal (or acquisition) that started at ``started`` (``time.monotonic``) succeeded."""
+        self._open_until = started + self.renew_deadline
+
+    def close(self) -> None:
+        self._open_until = float("-inf")
+
+    def remaining(self) -> float:
+        """Seconds until the fence closes (0 when closed)."""
+        return max(0.0, self._open_until - time.monotonic())
+
+    def is_fresh(self) -> bool:
+        return self.remaining() > 0.0
+
+    def admit(self, what: str) -> float:
+        """The seconds a write (``what``, for the error) may take at most; ``NotLeadingError`` if it
+        may not be sent at all."""
+        budget = self.remaining()
+        if budget <= 0.0:
+            raise NotLeadingError(f"{what}: not sent, this replica holds no fresh leader Lease")
+        return budget
+
+
+#: ``on_renew_failure(reason)``: ``error`` (the API server refused or could not be reached),
+#: ``timeout`` (no answer within the renew deadline) or ``lost`` (another replica holds it).
+RenewFailureObserver = Callable[[str], None]
+
+
 class LeaderElector:
-    """Acquire, renew and release one Lease; ``leading`` is set while this replica holds it."""
+    """Acquire, renew and release one Lease; ``leading`` is set while this replica holds it, and
+    ``fence`` is open while its last renewal is younger than the renew deadline."""
 
     def __init__(
         self,
@@ -41,37 +98,88 @@ class LeaderElector:
         identity: str,
         duration: float = 15.0,
         retry_period: float | None = None,
+        renew_deadline: float | None = None,
+        on_renew_failure: RenewFailureObserver | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """``retry_period``: seconds between a standby's attempts (default: a fifth of
-        ``duration``)."""
+        ``duration``); ``renew_deadline``: default two thirds of ``duration``. ``api`` should be
+        a client of the elector's own, so that its requests never queue behind the writes;
+        ``fence``: the one the writers' client consults (default: a new one)."""
         self._leases = client.CoordinationV1Api(api)
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.duration = duration
         self.retry_period = duration / 5 if retry_period is None else retry_period
+        self.renew_deadline = duration * 2 / 3 if renew_deadline is None else renew_deadline
+        self.renew_interval = min(duration / 3, self.renew_deadline / 2)
         self.leading = asyncio.Event()
+        self.fence = fence or Fence(self.renew_deadline)
+        self.fence.renew_deadline = self.renew_deadline
+        self._on_renew_failure = on_renew_failure or (lambda reason: None)
+        self._renew_failing = False
+        #: The renew times of this process's latest writes (sent; answered or not).
+        self._written: collections.deque[str] = collections.deque(maxlen=8)
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
 
     async def run(self) -> None:
-        """Forever: try to acquire or renew, then sleep (shorter while standing by)."""
+        """Forever: try to acquire or renew, then sleep (shorter while standing by or failing)."""
         while True:
-            try:
-                holding = await self._acquire_or_renew()
-            except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
-                logger.warning("leader lease %s/%s: %s", self.namespace, self.name, describe(error))
-                holding = False
-            self._set_leading(holding)
-            await asyncio.sleep(self.duration / 3 if holding else self.retry_period)
+            await self._attempt()
+            await asyncio.sleep(self._pause())
 
-    def _set_leading(self, holding: bool) -> None:
+    async def _attempt(self) -> None:
+        """One acquisition or renewal, bounded by the renew deadline (a holder: what is left)."""
+        if self.leading.is_set() and not self.fence.is_fresh():
+            self._set_leading(False, f"not renewed within {self.renew_deadline:g} s")
+        was_leading = self.leading.is_set()
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(
+                self.fence.remaining() if was_leading else self.renew_deadline
+            ):
+                holding = await self._acquire_or_renew()
+        except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
+            logger.warning("leader lease %s/%s: %s", self.namespace, self.name, describe(error))
+            if was_leading:
+                self._on_renew_failure("timeout" if isinstance(error, TimeoutError) else "error")
+                self._renew_failing = True
+                if self.fence.is_fresh():
+                    return  # tried again every retry period until the deadline
+            self._set_leading(False, f"not renewed within {self.renew_deadline:g} s")
+            return
+        self._renew_failing = False
+        if holding:
+            self.fence.renewed(started)
+        elif was_leading:
+            self._on_renew_failure("lost")
+        self._set_leading(holding, "another replica holds it")
+
+    def _pause(self) -> float:
+        """Standing by: a retry period. Holding: the renew interval, but at most half of what is
+        left of the deadline (a slow renewal leaves the next one time to finish); failing: a
+        retry period, until the deadline."""
+        if not self.leading.is_set():
+            return self.retry_period
+        if self._renew_failing:
+            return min(self.retry_period, self.fence.remaining())
+        return min(self.renew_interval, self.fence.remaining() / 2)
+
+    def _set_leading(self, holding: bool, why: str = "") -> None:
         if holding and not self.leading.is_set():
             logger.info("became the active replica (%s)", self.identity)
             self.leading.set()
-        elif not holding and self.leading.is_set():
-            logger.warning("lost the leader lease; standing by (%s)", self.identity)
-            self.leading.clear()
+        elif not holding:
+            self.fence.close()
+            if self.leading.is_set():
+                logger.warning(
+                    "lost the leader lease (%s): every write stopped; standing by (%s)",
+                    why,
+                    self.identity,
+                )
+                self.leading.clear()
 
     async def _acquire_or_renew(self) -> bool:
         try:
@@ -82,6 +190,7 @@ class LeaderElector:
             return await self._create()
         spec = lease.spec
         holder = spec.holder_identity or ""
+        self._check_identity_is_ours_alone(holder, spec.renew_time)
         record = (holder, str(spec.renew_time))
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
@@ -93,10 +202,28 @@ class LeaderElector:
             lease.metadata.resource_version, transitions, holder, spec.acquire_time
         )
 
+    def _check_identity_is_ours_alone(
+        self, holder: str, renew_time: datetime.datetime | None
+    ) -> None:
+        """While leading, the Lease holds a renew time this process wrote; another one under
+        this identity means a second process has it (both would lead): said loudly."""
+        if not self.leading.is_set() or holder != self.identity or renew_time is None:
+            return
+        if self._written and _micro_time(renew_time) not in self._written:
+            logger.error(
+                "another process renews the leader Lease %s/%s under this replica's identity "
+                "%r: both act as the active replica. Give every replica an identity of its own "
+                "(--identity, ELASTIC_QUOTA_IDENTITY, POD_NAME)",
+                self.namespace,
+                self.name,
+                self.identity,
+            )
+
     def _spec(
         self, transitions: int, acquired: bool, acquire_time: datetime.datetime | None = None
     ) -> dict[str, Any]:
         now = _micro_time()
+        self._written.append(now)
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.duration)),
@@ -149,24 +276,31 @@ class LeaderElector:
         """Give the Lease up (on shutdown) so that a standby takes over without waiting."""
         if not self.leading.is_set():
             return
+        self.fence.close()
         self.leading.clear()
         try:
-            lease = await self._leases.read_namespaced_lease(self.name, self.namespace)
-            if lease.spec.holder_identity != self.identity:
-                return
-            body = {
-                "metadata": {
-                    "name": self.name,
-                    "namespace": self.namespace,
-                    "resourceVersion": lease.metadata.resource_version,
-                },
-                "spec": {
-                    "holderIdentity": "",
-                    "leaseDurationSeconds": 1,
-                    "renewTime": None,
-                    "leaseTransitions": lease.spec.lease_transitions,
-                },
-            }
-            await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
-        except (ApiException, OSError, aiohttp.ClientError) as error:
+            async with asyncio.timeout(self.renew_deadline):
+                await self._release()
+        except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
             logger.warning("could not release the leader lease: %s", describe(error))
+
+    async def _release(self) -> None:
+        """Clear the holder (if still this replica), with the version it read."""
+        lease = await self._leases.read_namespaced_lease(self.name, self.namespace)
+        if lease.spec.holder_identity != self.identity:
+            return
+        body = {
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": lease.metadata.resource_version,
+            },
+            "spec": {
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "renewTime": None,
+                "leaseTransitions": lease.spec.lease_transitions,
+            },
+        }
+        await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
+        logger.info("released the leader lease (%s)", self.identity)

@@ -16,6 +16,7 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import ADMISSION_GATE, LABEL_ALLOW_LENT, POD_LABEL_QUOTA
 from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 
 
@@ -112,3 +113,21 @@ async def test_no_preemption_of_equal_or_higher_priority_pods(
     await gate.step()  # told once only
     assert not [call for call in recorder.calls if call[0] == "evict"]
     assert [call[0] for call in recorder.calls].count("condition") == 1
+
+
+async def test_a_round_ends_at_the_first_write_the_fence_refuses(
+    world: ControllerState, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lease was lost mid-round: the other pods are not tried (each would be refused too)."""
+    for name in ("a", "b", "c"):
+        world.on_pod(pod(name, "1", 5, gated=True))
+
+    async def fenced(_api: Any, namespace: str, name: str, gates: list[str]) -> None:
+        recorder.calls.append(("gates", namespace, name, gates))
+        raise NotLeadingError(f"patch pod {namespace}/{name}: not sent")
+
+    monkeypatch.setattr(gating, "set_scheduling_gates", fenced)
+    gate = controller(world, recorder)
+    await gate.step()
+    assert [call[0] for call in recorder.calls] == ["gates"]
+    assert gate.released == []

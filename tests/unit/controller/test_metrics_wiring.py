@@ -326,3 +326,31 @@ async def test_a_pod_refused_by_the_pod_webhook_is_denied_for_its_quota(
     assert count(metrics, "elastic_quota_admissions_total", quota=default, result="denied") == 1
     assert count(metrics, "elastic_quota_webhook_requests_total",
                  webhook=VALIDATE_POD, result="denied") == 2  # fmt: skip
+
+
+def test_lease_renew_failures_are_counted_by_reason_from_zero() -> None:
+    """The runner gives ``lease_renew_failed`` to the elector as its ``on_renew_failure``."""
+    metrics = Metrics()
+    name = "elastic_quota_lease_renew_failures_total"
+    for reason in ("error", "timeout", "lost"):
+        assert metrics.registry.get_sample_value(name, {"reason": reason}) == 0.0
+    metrics.lease_renew_failed("timeout")
+    metrics.lease_renew_failed("timeout")
+    assert metrics.registry.get_sample_value(name, {"reason": "timeout"}) == 2.0
+    assert metrics.registry.get_sample_value(name, {"reason": "error"}) == 0.0
+
+
+async def test_the_operator_wires_the_elector_to_the_renew_failure_counter() -> None:
+    from elasticquota.controller.runner import Operator
+    from elasticquota.kube.lease import Fence
+
+    metrics = Metrics()
+    fence = Fence(renew_deadline=2.0)
+    settings = Settings(lease_duration=3.0, identity="me")
+    async with client.ApiClient() as api, client.ApiClient() as lease_api:
+        operator = Operator(settings, api, metrics, lease_api, fence)
+        assert operator.leader.fence is fence and operator.leader.renew_deadline == 2.0
+        assert operator.leader._leases.api_client is lease_api  # not the writers' client
+        operator.leader._on_renew_failure("lost")
+    sample = {"reason": "lost"}
+    assert metrics.registry.get_sample_value("elastic_quota_lease_renew_failures_total", sample)

@@ -3,7 +3,8 @@
 Rules (settings.py): every knob has a documented default; the environment overrides defaults and
 explicit overrides (the CLI) override the environment, an override of None meaning "not given";
 values are validated wherever they come from; the Lease lives in the reserved namespace unless told
-otherwise; a replica's default identity is its host name and process id.
+otherwise; a replica's default identity is its pod name (``POD_NAME``), else its host name — the
+same across restarts of its container; lease duration > renew deadline > retry period.
 
 Every setting has a checked range (bounds, a pattern, a set of names): the walk over every field
 refuses the values just outside it (from the code and from the environment) and accepts the limits
@@ -54,8 +55,15 @@ def test_defaults() -> None:
     assert settings.write_concurrency == 16
 
 
-def test_the_default_identity_is_host_name_and_process_id() -> None:
-    assert Settings.from_sources().identity == f"{socket.gethostname()}-{os.getpid()}"
+def test_the_default_identity_is_the_pod_name_else_the_host_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("POD_NAME", raising=False)
+    assert Settings.from_sources().identity == socket.gethostname()  # no process id: stable
+    monkeypatch.setenv("POD_NAME", "elastic-quota-operator-7d9c-x2x4k")
+    assert Settings.from_sources().identity == "elastic-quota-operator-7d9c-x2x4k"
+    monkeypatch.setenv("ELASTIC_QUOTA_IDENTITY", "chosen")
+    assert Settings.from_sources().identity == "chosen"
 
 
 def test_the_environment_overrides_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -142,6 +150,29 @@ def test_a_retry_period_longer_than_half_the_lease_is_refused() -> None:
         Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1.5})
     settings = Settings.from_sources({"lease_duration": 2, "lease_retry_period": 1})
     assert settings.lease_retry_period == 1
+
+
+def test_the_renew_deadline_is_two_thirds_of_the_lease_unless_set() -> None:
+    assert Settings.from_sources().effective_lease_renew_deadline == 10.0
+    assert Settings.from_sources({"lease_duration": 3}).effective_lease_renew_deadline == 2.0
+    settings = Settings.from_sources({"lease_duration": 20, "lease_renew_deadline": 12})
+    assert settings.effective_lease_renew_deadline == 12.0
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"lease_duration": 15, "lease_renew_deadline": 15},  # not below the lease
+        {"lease_duration": 15, "lease_renew_deadline": 20},
+        {"lease_duration": 15, "lease_renew_deadline": 0.5},  # not above the retry period
+        {"lease_duration": 15, "lease_renew_deadline": 0.4, "lease_retry_period": 0.4},
+    ],
+)
+def test_a_renew_deadline_outside_retry_period_and_lease_is_refused(
+    values: dict[str, float],
+) -> None:
+    with pytest.raises(ValidationError, match=r"lease_renew_deadline \(.* s\) must be below"):
+        Settings.from_sources(values)
 
 
 # -- every setting's range -------------------------------------------------------------------------

@@ -44,6 +44,7 @@ EVICTIONS: Final = "elastic_quota_evictions_total"
 ADMISSIONS: Final = "elastic_quota_admissions_total"
 API_ERRORS: Final = "elastic_quota_api_errors_total"
 WEBHOOK_REQUESTS: Final = "elastic_quota_webhook_requests_total"
+LEASE_RENEW_FAILURES: Final = "elastic_quota_lease_renew_failures_total"
 
 # -- histograms (base names: Prometheus adds _bucket, _sum and _count) ---------------------------
 
@@ -75,6 +76,7 @@ METRIC_NAMES: Final = frozenset(
         ADMISSIONS,
         API_ERRORS,
         WEBHOOK_REQUESTS,
+        LEASE_RENEW_FAILURES,
         SOLVE_SECONDS,
         RECONCILE_SECONDS,
         POD_EVENT_TO_WRITE_SECONDS,
@@ -104,6 +106,12 @@ ADMISSION_RESULTS: Final = (ADMITTED, DENIED)
 ALLOWED: Final = "allowed"
 ERROR: Final = "error"
 WEBHOOK_RESULTS: Final = (ALLOWED, DENIED, ERROR)
+
+#: ``elastic_quota_lease_renew_failures_total{reason}``: the ``kube.lease`` renew failure reasons.
+RENEW_ERROR: Final = "error"
+RENEW_TIMEOUT: Final = "timeout"
+RENEW_LOST: Final = "lost"
+RENEW_FAILURE_REASONS: Final = (RENEW_ERROR, RENEW_TIMEOUT, RENEW_LOST)
 
 # -- histogram buckets (seconds) -----------------------------------------------------------------
 

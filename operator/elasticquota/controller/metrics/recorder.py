@@ -24,11 +24,13 @@ from elasticquota.controller.metrics.names import (
     EVENT_LOOP_MAX_LAG,
     EVICTIONS,
     INFO,
+    LEASE_RENEW_FAILURES,
     LOOP_LAG_BUCKETS,
     POD_EVENT_BUCKETS,
     POD_EVENT_TO_WRITE_SECONDS,
     RECONCILE_BUCKETS,
     RECONCILE_SECONDS,
+    RENEW_FAILURE_REASONS,
     SOLVE_BUCKETS,
     SOLVE_SECONDS,
     WEBHOOK_REQUESTS,
@@ -61,6 +63,13 @@ class Metrics:
             WEBHOOK_REQUESTS, "Admission webhook requests by answer", ["webhook", "result"],
             registry=on,
         )  # fmt: skip
+        self._renew_failures = Counter(
+            LEASE_RENEW_FAILURES, "Renewals of the leader Lease that failed on the active replica: "
+            "error (refused or unreachable), timeout (no answer within the renew deadline), lost "
+            "(another replica holds it)", ["reason"], registry=on,
+        )  # fmt: skip
+        for reason in RENEW_FAILURE_REASONS:  # at 0 from the start: rate() sees the first one
+            self._renew_failures.labels(reason=reason)
         self._solve = Histogram(
             SOLVE_SECONDS, "Engine solve of one tree", ["tree"], buckets=SOLVE_BUCKETS, registry=on
         )
@@ -109,6 +118,10 @@ class Metrics:
     def webhook_request(self, webhook: str, result: str) -> None:
         """One admission request answered ``allowed``, ``denied`` or ``error``."""
         self._webhook_requests.labels(webhook=webhook, result=result).inc()
+
+    def lease_renew_failed(self, reason: str) -> None:
+        """The ``RenewFailureObserver`` of the leader election."""
+        self._renew_failures.labels(reason=reason).inc()
 
     def solved(self, tree: str, seconds: float) -> None:
         self._solve.labels(tree=tree).observe(seconds)

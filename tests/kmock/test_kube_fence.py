@@ -1,0 +1,112 @@
+"""The writers' API client is fenced by the leader Lease (kube/client.py, kube/lease.py ``Fence``).
+
+Rules: a write (any method but GET) is sent only while the fence is open — a closed fence refuses
+it with ``NotLeadingError`` before anything leaves the process, whichever writer sends it (quota
+patch, eviction, gate release, Event); reads always pass; a write in flight is abandoned when the
+fence closes (its bound is what is left of the fence, not the longer request timeout); a fence opens
+for the renew deadline from the start of the renewal that succeeded and closes by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import kmock
+import pytest
+from kubernetes_asyncio import client
+
+from elasticquota.kube.client import ObservedApiClient
+from elasticquota.kube.events import post_event
+from elasticquota.kube.evictions import Evictor
+from elasticquota.kube.lease import Fence, NotLeadingError
+from elasticquota.kube.pods import set_scheduling_gates
+from elasticquota.kube.quotas import list_quotas, patch_quota
+
+QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
+REQUEST_TIMEOUT = 25.0
+
+
+@pytest.fixture
+def fence() -> Fence:
+    return Fence(renew_deadline=10.0)
+
+
+@pytest.fixture
+async def fenced(kmock: kmock.KubernetesEmulator, fence: Fence) -> AsyncIterator[client.ApiClient]:
+    configuration = client.Configuration(host=str(kmock.url))
+    async with ObservedApiClient(
+        configuration, lambda *failure: None, REQUEST_TIMEOUT, fence
+    ) as api:
+        yield api
+
+
+def test_a_fence_is_open_for_the_renew_deadline_from_the_start_of_the_renewal() -> None:
+    fence = Fence(renew_deadline=10.0)
+    assert not fence.is_fresh()
+    fence.renewed(time.monotonic() - 9.5)  # a renewal that started 9.5 s ago succeeded
+    assert fence.is_fresh() and 0.4 < fence.remaining() <= 0.5
+    fence.renewed(time.monotonic() - 10.1)
+    assert not fence.is_fresh() and fence.remaining() == 0.0
+    fence.renewed(time.monotonic())
+    fence.close()
+    assert not fence.is_fresh()
+
+
+async def test_a_closed_fence_sends_no_write_of_any_writer(
+    kmock: kmock.KubernetesEmulator, fenced: client.ApiClient
+) -> None:
+    kmock.objects[QUOTAS, "team", "a"] = {"metadata": {"name": "a", "namespace": "team"}}
+    with pytest.raises(NotLeadingError, match=r"patch .*/elasticquotas/a"):
+        await patch_quota(fenced, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    with pytest.raises(NotLeadingError):
+        await Evictor(fenced).evict("team", "p")
+    with pytest.raises(NotLeadingError):
+        await set_scheduling_gates(fenced, "team", "p", [])  # a gate release
+    with pytest.raises(NotLeadingError):
+        pod = {"apiVersion": "v1", "kind": "Pod", "namespace": "team", "name": "p", "uid": "u"}
+        await post_event(fenced, pod, "Evicted", "over its quota")
+    assert list(kmock) == []  # nothing left the process
+
+    assert [quota["metadata"]["name"] for quota in await list_quotas(fenced)] == ["a"]  # reads pass
+
+
+async def test_an_open_fence_lets_writes_through(
+    kmock: kmock.KubernetesEmulator, fenced: client.ApiClient, fence: Fence
+) -> None:
+    kmock.objects[QUOTAS, "team", "a"] = {"metadata": {"name": "a", "namespace": "team"}}
+    fence.renewed(time.monotonic())
+    await patch_quota(fenced, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    assert [request.method for request in kmock] == [kmock.method.PATCH]
+
+
+async def test_a_write_in_flight_is_abandoned_when_the_fence_closes() -> None:
+    """The link went silent (the server never answers): the write ends when the fence closes."""
+    answer = asyncio.Event()
+    connections: list[asyncio.StreamWriter] = []
+
+    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        await answer.wait()
+
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    configuration = client.Configuration(
+        host=f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    )
+    fence = Fence(renew_deadline=10.0)
+    fence.renewed(time.monotonic() - 9.7)  # 0.3 s left
+    started = time.monotonic()
+    try:
+        async with ObservedApiClient(configuration, lambda *_: None, REQUEST_TIMEOUT, fence) as api:
+            with pytest.raises(NotLeadingError):  # abandoned at 0.3 s; its retry never sent
+                await patch_quota(api, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    finally:
+        answer.set()
+        for writer in connections:
+            writer.close()
+            await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
+    assert len(connections) == 1
+    assert time.monotonic() - started < 1.0  # not the 25-s request timeout
