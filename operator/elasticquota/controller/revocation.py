@@ -51,6 +51,7 @@ from elasticquota.core.revocation import is_over_used, quota_is_over_used, victi
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.quotas import patch_quota
 from elasticquota.settings import Settings
 
@@ -77,6 +78,8 @@ async def counted_eviction(
     """Evict one pod of ``quota``, counting the outcome (``failed`` when it raises)."""
     try:
         outcome = await evictor.evict(pod.namespace, pod.name)
+    except NotLeadingError:
+        raise  # not sent: nothing to count
     except Exception:
         metrics.eviction(quota, FAILED)
         raise
@@ -227,13 +230,18 @@ class RevocationController:
         await self._event_on_quota(result, "QuotaOverUsed", message)
         if self._settings.dry_run:
             return
-        for pod in victims:
-            await self._limiter.acquire()
-            await self._evict(pod, result, summary)
+        try:
+            for pod in victims:
+                await self._limiter.acquire()
+                await self._evict(pod, result, summary)
+        except NotLeadingError:
+            logger.info("quota %s: revocation round stopped: the Lease was lost", result.name)
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
             outcome = await counted_eviction(self._evictor, self._metrics, result.name, pod)
+        except NotLeadingError:
+            raise  # the round ends: no write of it can be sent any more
         except Exception as error:
             logger.warning("evicting %s failed: %s", pod.key, describe(error))
             await self._event_on_pod(pod, "RevocationFailed", describe(error))

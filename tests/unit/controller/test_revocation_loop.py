@@ -16,6 +16,7 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
 from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 
 DELAY = 30.0
@@ -147,3 +148,37 @@ async def test_an_over_use_with_nothing_evictable_keeps_its_start_and_its_event(
     assert len(since_writes) == 1  # the start, written once when the over-use began
     quota = world.quotas[("ns", "team")]
     assert quota.annotations[ANNO_OVER_USED_SINCE] == since_writes[0]
+
+
+class LostLease:
+    """An evictor behind a closed fence: every eviction is refused before it is sent."""
+
+    def __init__(self) -> None:
+        self.attempts: list[str] = []
+
+    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        self.attempts.append(name)
+        raise NotLeadingError(f"evict {namespace}/{name}: not sent")
+
+
+async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
+    world: ControllerState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.on_pod(running("extra-2", "1", 0))  # two victims now
+    pod_events: list[str] = []
+
+    async def record_event(_api: Any, involved: dict[str, str], reason: str, message: str) -> None:
+        if involved["kind"] == "Pod":
+            pod_events.append(reason)
+
+    monkeypatch.setattr(revocation, "post_event", record_event)
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    now = [100.0]
+    controller = RevocationController(world, None, settings, asyncio.Event(), clock=lambda: now[0])  # type: ignore[arg-type]
+    refused = LostLease()
+    controller._evictor = refused  # type: ignore[assignment]
+    await controller.check_once()  # the over-use starts
+    now[0] += DELAY + 1
+    await controller.check_once()  # a round is due
+    assert len(refused.attempts) == 1  # not one refusal per victim
+    assert pod_events == []  # no RevocationFailed Event (it would be refused too)
