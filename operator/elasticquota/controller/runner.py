@@ -47,9 +47,6 @@ from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-#: Each API request is abandoned after this long, below ``with_retries``' 30 s per attempt, so that
-#: a hung request is counted as a timeout (and retried) rather than cancelled unseen.
-REQUEST_TIMEOUT = 25.0
 #: Seconds between two updates of the webhooks' quota catalog between requests.
 CATALOG_FOLLOW_INTERVAL = 1.0
 
@@ -60,7 +57,9 @@ def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
     tuned.posting.enabled = False  # our Events are explicit; Kopf's would land on pods
     tuned.peering.standalone = True  # one active replica is the Lease's job
     tuned.scanning.disabled = True  # resources are named explicitly
-    tuned.networking.request_timeout = 60
+    # Kopf's own requests (the webhook configurations) are bounded as the operator's are.
+    tuned.networking.request_timeout = settings.api_timeout
+    tuned.networking.connect_timeout = settings.api_timeout
     if settings.webhook_enabled:
         configure_admission(tuned, settings)
     return tuned
@@ -289,7 +288,9 @@ async def run_operator(settings: Settings) -> None:
     heap.freeze("after start-up", collect=True)  # before the loop starts: no one waits yet
     heap.refreeze_after_full_collections()  # the listing's survivors too, as it goes
     metrics = Metrics()
-    api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT)
+    # Each request is abandoned after ``api_timeout``, below ``with_retries``' 30 s per attempt, so
+    # that a hung request is counted as a timeout (and retried) rather than cancelled unseen.
+    api = await make_api_client(settings.kubeconfig, metrics.api_error, settings.api_timeout)
     try:
         await Operator(settings, api, metrics).run()
     finally:
