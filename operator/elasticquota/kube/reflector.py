@@ -204,7 +204,7 @@ class Reflector:
         except TimeoutError:  # a watch (or a list) that did not end in time: its connection is dead
             self._outage("no answer within the request's bound (a silently dropped connection?)")
         except Exception as error:
-            self._outage(f"{type(error).__name__}: {error}")
+            self._outage(_cause(error))
             self._version = None
             await asyncio.sleep(1.0 + random.random())
 
@@ -335,3 +335,16 @@ class Reflector:
             raise VersionExpiredError(await reply.text())
         if reply.status != 200:
             raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
+
+
+def _cause(error: Exception) -> str:
+    """What broke a watch or a list, in a few words (aiohttp's own messages run long)."""
+    if isinstance(error, aiohttp.ClientPayloadError):
+        return "the connection was closed in the middle of the stream"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return (
+            f"cannot connect to {error.host}:{error.port} ({error.os_error.strerror or 'refused'})"
+        )
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    return f"{type(error).__name__}: {error}"
