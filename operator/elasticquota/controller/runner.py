@@ -263,10 +263,29 @@ class Operator:
             await asyncio.sleep(max(self.settings.reconcile_interval, 1.0))
 
 
+class RetriesAreNotErrors(logging.Filter):
+    """Kopf logs each retry of its own API requests at ERROR ("Request attempt #2/9 failed; will
+    retry"), though a retry that succeeds healed itself: these lines become DEBUG (shown only at
+    that level). Its final failure ("escalating") stays an ERROR."""
+
+    RETRYING = ("; will retry:", "; will re-authenticate:")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("kopf") or record.levelno != logging.ERROR:
+            return True
+        message = record.getMessage()
+        if not (message.startswith("Request attempt") and any(m in message for m in self.RETRYING)):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
 def configure_logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RetriesAreNotErrors())
     # Kopf logs every handler call on every object at INFO, and its webhook server (aiohttp's
     # access log) every admission request: keep only their warnings.
     for name in (
