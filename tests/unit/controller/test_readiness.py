@@ -114,7 +114,7 @@ def test_a_recently_frozen_watch_is_within_the_grace(state: ControllerState) -> 
     assert state.ready(time.monotonic())
 
 
-async def test_the_watch_series_count_a_frozen_watch_as_down(
+async def test_the_watch_series_and_statusz_count_a_frozen_watch_as_down(
     state: ControllerState, leading: asyncio.Event, metrics: Metrics
 ) -> None:
     state.mark_synced()
@@ -122,6 +122,8 @@ async def test_the_watch_series_count_a_frozen_watch_as_down(
     async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
         text = await (await client.get("/metrics")).text()
         assert (await client.get("/readyz")).status == 503
+        status = await (await client.get("/statusz")).json()
+    assert status["readers"]["pods"]["connected"] is False
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
     down = next(
         line
