@@ -12,6 +12,7 @@ import logging
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.state import ControllerState
 from elasticquota.kube.events import post_event
 
@@ -28,6 +29,7 @@ class ProblemReporter:
         self._api = api
         self._dry_run = dry_run
         self._posted: set[tuple[str, str]] = set()
+        self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
         current = {(problem.object, problem.message) for problem in self._state.problems()}
@@ -48,7 +50,8 @@ class ProblemReporter:
             return True
         try:
             await post_event(self._api, quota.involved(), REASON, message)
-        except Exception as error:
-            logger.warning("could not post an Event on %s: %s", ref, error)
+        except Exception as error:  # posted at the next round
+            self._outage.failed(ref, error)
             return False
+        self._outage.succeeded()
         return True

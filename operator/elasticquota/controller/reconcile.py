@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.solving import solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
-from elasticquota.kube.errors import describe, is_retryable
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 
@@ -60,11 +60,8 @@ class WriteStats:
 class Writer:
     """Sends quota writes: one merge patch for annotations, one for ``status.used``.
 
-    A write the API refuses for good (e.g. 422) is logged at WARNING each time. Transient failures
-    (timeouts, lost connections, throttling, server errors: the API is unreachable or struggling)
-    are an outage: said once at WARNING with the cause when the first write fails, and once at
-    INFO with its duration when a write succeeds again; the writes that fail in between (retried
-    at the next passes) are not logged one by one.
+    A write the API refuses for good (e.g. 422) is logged at WARNING each time; transient
+    failures (the API unreachable or struggling) once per outage (``controller.outages``).
     """
 
     def __init__(
@@ -78,10 +75,8 @@ class Writer:
         self._state = state
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
-        self._clock = clock
         self.stats = WriteStats()
-        #: Monotonic time of the first transient failure of the current outage (None: no outage).
-        self._failing_since: float | None = None
+        self._outage = OutageLog(logger, "quota writes", clock)
 
     async def write(self, change: QuotaWrite) -> bool:
         """Apply one quota's changes; False when the API refused them (retried next pass)."""
@@ -93,32 +88,11 @@ class Writer:
                 await self._send(change)
             except Exception as error:  # the API refused: count it, try again next round
                 self.stats.failures += 1
-                self._failed(change, error)
+                self._outage.failed(f"{change.namespace}/{change.name}", error)
                 return False
         self.stats.writes += 1
-        self._succeeded()
+        self._outage.succeeded()
         return True
-
-    def _failed(self, change: QuotaWrite, error: Exception) -> None:
-        where = f"{change.namespace}/{change.name}"
-        if not is_retryable(error):
-            logger.warning("writing %s failed: %s", where, describe(error))
-        elif self._failing_since is None:
-            self._failing_since = self._clock()
-            logger.warning(
-                "quota writes failing (%s: %s); retrying at the next passes",
-                where,
-                describe(error),
-            )
-        else:
-            logger.debug("writing %s failed again: %s", where, describe(error))
-
-    def _succeeded(self) -> None:
-        if self._failing_since is not None:
-            logger.info(
-                "quota writes succeed again after %.1f s", self._clock() - self._failing_since
-            )
-            self._failing_since = None
 
     async def write_all(self, changes: list[QuotaWrite]) -> list[bool]:
         """``write`` each change (outcomes in order), by as many workers as writes may be in
