@@ -154,6 +154,12 @@ class Settings(BaseSettings):
     write_concurrency: int = Field(default=16, ge=1, le=1024)
     """How many quota writes may be in flight at once."""
 
+    api_timeout: float = Field(default=10.0, ge=0.1, le=30)
+    """Seconds after which an API request other than a watch (quota writes, evictions, Events,
+    the Lease, gate releases) is abandoned; it is then retried on a fresh connection. Bounds how
+    long a connection that silently stopped carrying traffic can hold a write. At most 30 s, the
+    bound of one attempt of ``kube.errors.with_retries``."""
+
     simulate_nodes: bool = False
     """DEMO ONLY: bind pending pods that fit to nodes and mark them Running (there is no scheduler
     or kubelet in the local control plane). Never on a real cluster."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -136,6 +137,18 @@ class OperatorProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
+
+
+#: The kinds the operator's readers watch, as they name themselves in logs and metrics.
+READER_KINDS = ("elasticquotaprofiles", "elasticquotas", "nodes", "pods")
+
+
+def reader_outage_lines(log: str, kind: str) -> tuple[int, int]:
+    """How many WARNING (watch lost) and INFO (watching again) lines ``kind``'s reader wrote in
+    an operator's ``log``."""
+    lost = re.findall(rf" WARNING elasticquota\.kube\.reflector: {kind}: watch lost ", log)
+    back = re.findall(rf" INFO elasticquota\.kube\.reflector: {kind}: watching again ", log)
+    return len(lost), len(back)
 
 
 async def eventually(

@@ -56,7 +56,13 @@ class Proxy:
         return self
 
     async def stop(self) -> None:
+        """Close everything, and wait until the sockets are closed (none outlives the loop)."""
+        links = list(self._links)
         self.cut()
+        for link in links:
+            for writer in (link.client, link.upstream):
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()

@@ -5,11 +5,14 @@ cut; meanwhile pods and a quota are deleted directly on the API server (no watch
 operator); the link comes back. Every relist is level-based, so the operator's memory becomes
 exactly what the new list returns: within a few seconds `used` and the annotations are what `plan`
 computes for the cluster as it is, and no pod is evicted for resources the deleted pods no longer
-hold (revocation runs with a 1-s delay to make any ghost over-use show).
+hold (revocation runs with a 1-s delay to make any ghost over-use show). The outage is readable in
+the operator's log: one WARNING (the kind and the cause) and one INFO (how long) per kind, no
+ERROR, no line per retry of the readers or the quota writes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from harness import (
+    READER_KINDS,
     OperatorProcess,
     converged,
     ensure_namespace,
@@ -25,6 +29,7 @@ from harness import (
     node_manifest,
     pod_manifest,
     quota_manifest,
+    reader_outage_lines,
 )
 from kubernetes_asyncio import client
 from proxy import Proxy, proxied_kubeconfig, target_of
@@ -96,4 +101,9 @@ async def test_objects_deleted_while_the_link_was_cut_leave_memory_and_nothing_i
         assert await pod_names(api, team) == {"run-3"}  # nothing evicted
         assert await pod_names(api, other) == {"run-0"}
     finally:
-        operator.stop()
+        await asyncio.to_thread(operator.stop)  # the proxy (on this loop) serves its last calls
+    log = operator.log.read_text(errors="replace")
+    for kind in READER_KINDS:
+        assert reader_outage_lines(log, kind) == (1, 1), f"{kind}\n{log[-6000:]}"
+    assert log.count("quota writes failing") <= 1, log[-6000:]
+    assert " ERROR " not in log and "Traceback" not in log, log[-6000:]

@@ -22,6 +22,7 @@ from collections import Counter
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
@@ -29,7 +30,6 @@ from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.preemption import preemption_victims
 from elasticquota.core.results import Snapshot
-from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
 from elasticquota.kube.lease import NotLeadingError
@@ -66,6 +66,7 @@ class GateController:
         self._evictor = evictor or Evictor(api)
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self._metrics = metrics or Metrics()
+        self._outage = OutageLog(logger, "gate updates")
         self.released: list[str] = []
         self.preempted: list[str] = []
 
@@ -92,8 +93,10 @@ class GateController:
                     preempting.add(quota)
             except NotLeadingError:
                 return  # the Lease was lost: no write of this round can be sent any more
-            except Exception as error:
-                logger.warning("gating %s: %s", decision.pod.key, describe(error))
+            except Exception as error:  # tried again at the next round
+                self._outage.failed(decision.pod.key, error)
+            else:
+                self._outage.succeeded()
         self._state.gated = held_per_quota(snapshot, decisions)
         waiting = {decision.pod.key for decision in decisions}
         self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}

@@ -60,6 +60,7 @@ def health_app(
 
     async def statusz(_: web.Request) -> web.Response:
         engine = state.engine
+        now = time.monotonic()
         return web.json_response(
             {
                 "active": leading.is_set(),
@@ -74,7 +75,7 @@ def health_app(
                 "readers": {
                     kind: {
                         "listed": health.listed.is_set(),
-                        "connected": health.connected,
+                        "connected": health.connected and not health.stalled(now),
                         "relists": health.relists,
                         "events": health.events,
                     }

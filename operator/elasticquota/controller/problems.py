@@ -21,6 +21,7 @@ from collections.abc import Iterable
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
@@ -44,6 +45,7 @@ class ProblemReporter:
         self._dry_run = dry_run
         self._writer = writer
         self._posted: set[tuple[str, str]] = set()
+        self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
         problems = self._state.problems()
@@ -96,7 +98,8 @@ class ProblemReporter:
             return True
         try:
             await post_event(self._api, quota.involved(), REASON, message)
-        except Exception as error:
-            logger.warning("could not post an Event on %s: %s", ref, error)
+        except Exception as error:  # posted at the next round
+            self._outage.failed(ref, error)
             return False
+        self._outage.succeeded()
         return True

@@ -15,6 +15,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.models import ProfileSpec
@@ -80,6 +81,7 @@ class ProfileController:
         self._api = api
         self._settings = settings
         self._leading = leading
+        self._outage = OutageLog(logger, "profile root quota updates")
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -102,9 +104,11 @@ class ProfileController:
             await self._write_root(profile, desired, current)
             await self._label_profile(profile)
         except Exception as error:
-            logger.warning("profile %s: %s", profile.ref, error)
+            self._outage.failed(f"profile {profile.ref}", error)
             await self._report(profile, str(error))
             self._state.profiles_changed.set()  # try again after the debounce
+            return
+        self._outage.succeeded()
 
     async def _write_root(
         self, profile: ProfileSpec, desired: dict[str, Any], current: QuotaObject | None
@@ -141,4 +145,4 @@ class ProfileController:
         try:
             await post_event(self._api, involved, "UpdateQuotaFailed", message)
         except Exception as error:
-            logger.warning("could not post an Event on %s: %s", profile.ref, error)
+            self._outage.failed(f"an Event on {profile.ref}", error)

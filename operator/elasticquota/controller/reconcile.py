@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
 from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
-from elasticquota.kube.errors import describe
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
@@ -60,14 +60,25 @@ class WriteStats:
 
 
 class Writer:
-    """Sends quota writes: one merge patch for annotations, one for ``status.used``."""
+    """Sends quota writes: one merge patch for annotations, one for ``status.used``.
 
-    def __init__(self, api: client.ApiClient, state: ControllerState, settings: Settings) -> None:
+    A write the API refuses for good (e.g. 422) is logged at WARNING each time; transient
+    failures (the API unreachable or struggling) once per outage (``controller.outages``).
+    """
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        state: ControllerState,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._api = api
         self._state = state
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
         self.stats = WriteStats()
+        self._outage = OutageLog(logger, "quota writes", clock)
 
     async def write(self, change: QuotaWrite) -> bool:
         """Apply one quota's changes; False when the API refused them (retried next pass)."""
@@ -79,11 +90,13 @@ class Writer:
                 await self._send(change)
             except Exception as error:  # the API refused: count it, try again next round
                 self.stats.failures += 1
-                # Refused by the fence: the Lease was lost (said once, by the elector).
-                log = logger.debug if isinstance(error, NotLeadingError) else logger.warning
-                log("writing %s/%s failed: %s", change.namespace, change.name, describe(error))
+                if isinstance(error, NotLeadingError):  # the Lease was lost (said by the elector)
+                    logger.debug("writing %s/%s: %s", change.namespace, change.name, error)
+                else:
+                    self._outage.failed(f"{change.namespace}/{change.name}", error)
                 return False
         self.stats.writes += 1
+        self._outage.succeeded()
         return True
 
     async def write_all(self, changes: list[QuotaWrite]) -> list[bool]:

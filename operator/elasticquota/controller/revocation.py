@@ -35,6 +35,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
+from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -139,6 +140,7 @@ class RevocationController:
         self._evictor = evictor or Evictor(api)
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self._metrics = metrics or Metrics()
+        self._outage = OutageLog(logger, "revocation's API requests")
         self.evicted: list[str] = []
         self._solved_at: float | None = None
 
@@ -215,8 +217,10 @@ class RevocationController:
         patch = {"metadata": {"annotations": {ANNO_OVER_USED_SINCE: value}}}
         try:
             self._state.on_quota(await patch_quota(self._api, result.namespace, result.name, patch))
-        except Exception as error:
-            logger.warning("could not record over-use of %s: %s", result.name, describe(error))
+        except Exception as error:  # recorded at the next check
+            self._outage.failed(f"the over-use record of {result.name}", error)
+            return
+        self._outage.succeeded()
 
     async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
         summary = over_use_summary(result)
@@ -243,9 +247,10 @@ class RevocationController:
         except NotLeadingError:
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:
-            logger.warning("evicting %s failed: %s", pod.key, describe(error))
+            self._outage.failed(f"the eviction of {pod.key}", error)
             await self._event_on_pod(pod, "RevocationFailed", describe(error))
             return
+        self._outage.succeeded()
         if outcome is EvictionOutcome.EVICTED:
             self.evicted.append(pod.key)
             await self._event_on_pod(
@@ -271,4 +276,6 @@ class RevocationController:
         try:
             await post_event(self._api, involved, reason, message)
         except Exception as error:
-            logger.warning("could not post an Event (%s): %s", reason, describe(error))
+            self._outage.failed(f"an Event ({reason})", error)
+            return
+        self._outage.succeeded()

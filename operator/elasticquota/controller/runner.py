@@ -49,9 +49,6 @@ from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-#: Each API request is abandoned after this long, below ``with_retries``' 30 s per attempt, so that
-#: a hung request is counted as a timeout (and retried) rather than cancelled unseen.
-REQUEST_TIMEOUT = 25.0
 #: Seconds between two updates of the webhooks' quota catalog between requests.
 CATALOG_FOLLOW_INTERVAL = 1.0
 
@@ -62,7 +59,9 @@ def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
     tuned.posting.enabled = False  # our Events are explicit; Kopf's would land on pods
     tuned.peering.standalone = True  # one active replica is the Lease's job
     tuned.scanning.disabled = True  # resources are named explicitly
-    tuned.networking.request_timeout = 60
+    # Kopf's own requests (the webhook configurations) are bounded as the operator's are.
+    tuned.networking.request_timeout = settings.api_timeout
+    tuned.networking.connect_timeout = settings.api_timeout
     if settings.webhook_enabled:
         configure_admission(tuned, settings)
     return tuned
@@ -282,10 +281,29 @@ class Operator:
             await asyncio.sleep(max(self.settings.reconcile_interval, 1.0))
 
 
+class RetriesAreNotErrors(logging.Filter):
+    """Kopf logs each retry of its own API requests at ERROR ("Request attempt #2/9 failed; will
+    retry"), though a retry that succeeds healed itself: these lines become DEBUG (shown only at
+    that level). Its final failure ("escalating") stays an ERROR."""
+
+    RETRYING = ("; will retry:", "; will re-authenticate:")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("kopf") or record.levelno != logging.ERROR:
+            return True
+        message = record.getMessage()
+        if not (message.startswith("Request attempt") and any(m in message for m in self.RETRYING)):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
 def configure_logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RetriesAreNotErrors())
     # Kopf logs every handler call on every object at INFO, and its webhook server (aiohttp's
     # access log) every admission request: keep only their warnings.
     for name in (
@@ -308,7 +326,9 @@ async def run_operator(settings: Settings) -> None:
     heap.refreeze_after_collections()  # the listing's survivors too, as it goes
     metrics = Metrics()
     fence = Fence(settings.effective_lease_renew_deadline)
-    api = await make_api_client(settings.kubeconfig, metrics.api_error, REQUEST_TIMEOUT, fence)
+    # Each request is abandoned after ``api_timeout``, below ``with_retries``' 30 s per attempt, so
+    # that a hung request is counted as a timeout (and retried) rather than cancelled unseen.
+    api = await make_api_client(settings.kubeconfig, metrics.api_error, settings.api_timeout, fence)
     # The election's requests never queue behind the writes, each bounded by the renew deadline.
     lease_api = await make_api_client(
         settings.kubeconfig, metrics.api_error, settings.effective_lease_renew_deadline

@@ -327,12 +327,13 @@ class ControllerState:
         return self.synced.is_set() and not self.blind(now, grace)
 
     def blind(self, now: float, grace: float = READY_GRACE) -> list[str]:
-        """Kinds whose reader has been disconnected for longer than ``grace`` seconds (monotonic
-        ``now``): changes of these kinds are not reaching memory."""
+        """Kinds whose reader has been disconnected, or whose watch is known dead (a frozen
+        connection), for longer than ``grace`` seconds (monotonic ``now``): changes of these
+        kinds are not reaching memory."""
         return sorted(
             kind
             for kind, health in self.readers.items()
-            if health.down_since is not None and now - health.down_since > grace
+            if (since := health.blind_since(now)) is not None and now - since > grace
         )
 
     def problems(self) -> list[Problem]:

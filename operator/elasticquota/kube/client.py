@@ -17,6 +17,14 @@ The operator's client is also *fenced* (``kube.lease.Fence``): a write (any meth
 sent only while this replica holds a freshly renewed Lease, and is abandoned when the fence closes
 (the renew deadline passed) — so no quota write, eviction, gate release or Event leaves an old
 leader, whichever loop sends it. The elector has a client of its own, unfenced.
+
+A connection can stop carrying traffic without being closed (a NAT entry or a load balancer's flow
+that silently disappears): a request sent on it waits for an answer that never comes. So every
+request of the operator's client is bounded (``request_timeout``), its sockets have TCP keepalive
+on (the kernel then notices a peer that vanished), and a request that timed out retires the whole
+connection pool: its siblings went through the same path and are likely dead as well, so the
+retry, and every request after it, opens fresh connections (``ObservedApiClient.renew_pool``).
+The retired pool is closed once the requests still running on it have had their time.
 """
 
 from __future__ import annotations
@@ -24,15 +32,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import copy
 import logging
 import os
+import socket
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohappyeyeballs import AddrInfoType
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
@@ -46,6 +57,15 @@ ApiErrorObserver = Callable[[str, str], None]
 _VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 logger = logging.getLogger(__name__)
+
+#: TCP keepalive of the API connections: the first probe after this many idle seconds, then one
+#: every ``KEEPALIVE_INTERVAL`` s; ``KEEPALIVE_PROBES`` unanswered probes close the connection
+#: (a peer gone without a word is noticed after about a minute of silence, not the kernel's hours).
+KEEPALIVE_IDLE = 30
+KEEPALIVE_INTERVAL = 10
+KEEPALIVE_PROBES = 3
+#: Read buffer of a session (as kubernetes_asyncio sets it: one object may be up to 1.5 MiB).
+READ_BUFFER = 2**21
 
 
 def api_verb(method: str, url: str) -> str:
@@ -72,7 +92,8 @@ def _is_collection(path: str) -> bool:
 
 
 class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
-    """An ApiClient that reports failed requests, each attempt bounded by ``request_timeout``."""
+    """An ApiClient that reports failed requests, each attempt bounded by ``request_timeout``;
+    a timed-out attempt retires the connection pool (``renew_pool``)."""
 
     def __init__(
         self,
@@ -85,6 +106,14 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         self._observer = observer
         self._request_timeout = request_timeout
         self._fence = fence
+        #: Pools replaced by a fresh one (closed later, or with the client), and their closers.
+        self._retired: list[aiohttp.ClientSession] = []
+        self._closers: set[asyncio.Task[None]] = set()
+        # The generated client's pool, rebuilt with keepalive sockets (same TLS, same size); the
+        # original has no connection yet and is closed with the client.
+        original = self.rest_client.pool_manager
+        self.rest_client.pool_manager = pooled_session(original.connector)
+        self._retired.append(original)
 
     def _timeout(self, method: str, verb: str, url: str) -> float | None:
         """The request's bound: the request timeout, for a fenced write at most what is left of
@@ -99,6 +128,7 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb = api_verb(method, url)
         timeout = self._timeout(method, verb, url)
+        pool = self.rest_client.pool_manager
         try:
             async with asyncio.timeout(timeout):
                 response = await super().request(method, url, *args, **kwargs)
@@ -107,6 +137,8 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
             raise
         except TimeoutError:
             self._observer(verb, "timeout")
+            if self.rest_client.pool_manager is pool:  # once per pool, not per hung request
+                self.renew_pool()
             raise
         except (OSError, aiohttp.ClientError):
             self._observer(verb, "connection")
@@ -114,6 +146,65 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         if not 200 <= response.status <= 299:  # read raw (unpreloaded): not checked by the client
             self._observer(verb, str(response.status))
         return response
+
+    def renew_pool(self) -> None:
+        """New requests open fresh connections; the old pool is closed after ``request_timeout``
+        (the requests still running on it end by then, answered or timed out)."""
+        old = self.rest_client.pool_manager
+        self.rest_client.pool_manager = pooled_session(old.connector)
+        self._retired = [pool for pool in self._retired if not pool.closed]
+        self._retired.append(old)
+        closer = asyncio.create_task(_close_later(old, self._request_timeout or 0.0))
+        self._closers.add(closer)
+        closer.add_done_callback(self._closers.discard)
+
+    async def close(self) -> None:
+        for closer in list(self._closers):
+            closer.cancel()
+        await asyncio.gather(*self._closers, return_exceptions=True)
+        for pool in self._retired:
+            await _close(pool)
+        await super().close()
+
+
+def keepalive_socket(addr_info: AddrInfoType) -> socket.socket:
+    """A socket as aiohttp would open it, with TCP keepalive on (``KEEPALIVE_*``)."""
+    family, kind, protocol, _, _ = addr_info
+    sock = socket.socket(family=family, type=kind, proto=protocol)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE),  # Linux; macOS names it TCP_KEEPALIVE
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+        ("TCP_KEEPCNT", KEEPALIVE_PROBES),
+    ):
+        if hasattr(socket, option):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+    return sock
+
+
+def pooled_session(like: aiohttp.BaseConnector | None) -> aiohttp.ClientSession:
+    """A session with a new pool of keepalive connections, with the TLS settings and size of
+    the connector ``like`` (the generated client's). The environment's proxy variables are not
+    looked up at every request (``settle_environment_proxy`` resolves them once)."""
+    tls = getattr(like, "_ssl", True)  # aiohttp keeps the connector's TLS context there
+    limit = like.limit if like is not None else 100
+    connector = aiohttp.TCPConnector(limit=limit, ssl=tls, socket_factory=keepalive_socket)
+    return aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=READ_BUFFER)
+
+
+async def _close_later(session: aiohttp.ClientSession, delay: float) -> None:
+    await asyncio.sleep(delay)
+    await _close(session)
+
+
+async def _close(session: aiohttp.ClientSession) -> None:
+    """Close a pool; its TLS connections are aborted, not shut down politely (a dead path would
+    never answer the close)."""
+    connector = session.connector
+    if connector is not None and not connector.closed:
+        with contextlib.suppress(Exception):
+            await connector.close(abort_ssl=True)
+    await session.close()
 
 
 async def make_api_client(

@@ -15,7 +15,16 @@ ended watch resumes from the last resourceVersion seen; ``410 Gone`` or any othe
 relists. Connections are never reused (a pooled connection may be the silently dead one).
 
 The reader keeps its health for readiness and metrics: whether the first list is done, whether
-the watch is connected, and since when it is not.
+the watch is connected, and since when it is not. A watch whose connection froze still looks
+connected to the reader until its client-side bound ends it; but the server ends every watch at its
+``timeoutSeconds`` (sending a bookmark just before), so a watch still open ``STALL_SLACK`` seconds
+after that is known dead: from then on the health counts it as down since the last bytes it
+carried (``ReaderHealth.blind_since``), and so do readiness and the metrics, until the client gives
+it up and watches again. Connections have TCP keepalive on (``kube.client.keepalive_socket``).
+
+Logs, for a person reading them during an outage: a lost watch is said once per outage at WARNING
+with its kind and cause, its recovery once at INFO with how long the kind was unseen; the retries
+in between are not logged.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ import orjson
 from kubernetes_asyncio import client
 
 from elasticquota.core.timeslice import TimeSlice
+from elasticquota.kube.client import keepalive_socket
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +58,9 @@ PAGE_SIZE = 2000
 TLS_CLOSE_GRACE = 0.25
 #: Objects handed to the sink between two yields to the event loop.
 SLICE = 100
+#: Seconds after the server's end of a watch (``timeoutSeconds``) from which a watch still open is
+#: known dead: the server ends it on time, and sends a bookmark two seconds before.
+STALL_SLACK = 2.0
 
 
 class Sink(Protocol):
@@ -87,15 +100,34 @@ class ReaderHealth:
     events: int = 0
     #: Monotonic time of the latest watch event (0: none yet).
     last_event: float = 0.0
+    #: Monotonic time of the latest bytes of the current watch (its start, an event, a bookmark).
+    last_seen: float = 0.0
+    #: Monotonic time from which the current watch, if still open, is known dead (None: no watch).
+    stale_after: float | None = None
 
-    def up(self) -> None:
+    def up(self, now: float, stale_after: float | None = None) -> None:
+        """A watch is open (since ``now``); past ``stale_after`` it is known dead if still open."""
         self.connected = True
         self.down_since = None
+        self.last_seen = now
+        self.stale_after = stale_after
 
-    def down(self, now: float) -> None:
+    def down(self, since: float) -> None:
         self.connected = False
+        self.stale_after = None
         if self.down_since is None:
-            self.down_since = now
+            self.down_since = since
+
+    def stalled(self, now: float) -> bool:
+        """Connected, but the watch outlived the server's end of it: its connection is dead."""
+        return self.connected and self.stale_after is not None and now > self.stale_after
+
+    def blind_since(self, now: float) -> float | None:
+        """Since when changes of this kind have not reached memory (None: they do): since the
+        watch went down, or since the last bytes of a watch known dead."""
+        if self.down_since is not None:
+            return self.down_since
+        return self.last_seen if self.stalled(now) else None
 
 
 def object_key(body: Body) -> tuple[str, str]:
@@ -169,29 +201,33 @@ class Reflector:
         except VersionExpiredError:
             logger.info("%s: resourceVersion expired; listing again", self.kind.name)
             self._version = None
-        except TimeoutError:  # a watch that did not end in time: its connection is dead
-            self._outage("no data within the watch's bound (a silently dropped connection?)")
+            self.health.stale_after = None  # the watch ended; the list is no stalled watch
+        except TimeoutError:  # a watch (or a list) that did not end in time: its connection is dead
+            self._outage("no answer within the request's bound (a silently dropped connection?)")
         except Exception as error:
-            self._outage(f"{type(error).__name__}: {error}")
+            self._outage(_cause(error))
             self._version = None
             await asyncio.sleep(1.0 + random.random())
 
     def _outage(self, cause: str) -> None:
-        """Said once per outage (WARNING); its end is said once by ``_connected`` (INFO)."""
+        """Said once per outage (WARNING); its end is said once by ``_connected`` (INFO). The
+        outage began when the kind was last seen (a frozen watch: its last bytes)."""
+        now = self._clock()
         if not self._in_outage:
             logger.warning("%s: watch lost (%s); reconnecting", self.kind.name, cause)
             self._in_outage = True
-        self.health.down(self._clock())
+        self.health.down(self.health.blind_since(now) or now)
 
-    def _connected(self) -> None:
+    def _connected(self, stale_after: float) -> None:
+        now = self._clock()
         if self._in_outage and self.health.down_since is not None:
             logger.info(
-                "%s: watching again after %.1f s",
+                "%s: watching again after %.1f s unseen",
                 self.kind.name,
-                self._clock() - self.health.down_since,
+                now - self.health.down_since,
             )
         self._in_outage = False
-        self.health.up()
+        self.health.up(now, stale_after)
 
     async def _relist(self) -> str:
         """Every object, page by page, into the sink; then forget the others. The version to
@@ -234,22 +270,25 @@ class Reflector:
 
     async def _watch(self) -> None:
         """One bounded watch from the last version seen (moved on by every event)."""
-        timeout = self._server_timeout * (1 + random.random() / 5)
+        timeout = int(self._server_timeout * (1 + random.random() / 5))
         params = {
             "watch": "true",
             "resourceVersion": self._version or "",
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": str(int(timeout)),
+            "timeoutSeconds": str(timeout),
         }
         session = self._http()
+        started = self._clock()
         async with asyncio.timeout(timeout + self._client_margin):
             headers = await self._headers()
             async with session.get(self._url(), params=params, headers=headers) as reply:
                 await self._check(reply)
-                self._connected()
+                self._connected(stale_after=started + timeout + STALL_SLACK)
                 async for line in reply.content:
+                    self.health.last_seen = self._clock()
                     self._on_line(line)
                     await asyncio.sleep(0)
+        self.health.stale_after = None  # ended by the server: no watch open until the next one
 
     def _on_line(self, line: bytes) -> None:
         if not line.strip():
@@ -274,7 +313,9 @@ class Reflector:
         """A session of its own that never reuses a connection."""
         if self._session is None:
             context = ssl_context(self._api.configuration)
-            connector = aiohttp.TCPConnector(ssl=context, force_close=True)
+            connector = aiohttp.TCPConnector(
+                ssl=context, force_close=True, socket_factory=keepalive_socket
+            )
             self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
         return self._session
 
@@ -300,3 +341,16 @@ class Reflector:
             raise VersionExpiredError(await reply.text())
         if reply.status != 200:
             raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
+
+
+def _cause(error: Exception) -> str:
+    """What broke a watch or a list, in a few words (aiohttp's own messages run long)."""
+    if isinstance(error, aiohttp.ClientPayloadError):
+        return "the connection was closed in the middle of the stream"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        return (
+            f"cannot connect to {error.host}:{error.port} ({error.os_error.strerror or 'refused'})"
+        )
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    return f"{type(error).__name__}: {error}"

@@ -3,8 +3,9 @@
 Rules (controller/state.py ``ready``/``blind``, controller/health.py ``/readyz``, the
 ``elastic_quota_ready`` and ``elastic_quota_watch_*`` series): a replica is ready once every kind
 was listed and while every reader is connected or has been disconnected for at most the grace
-(5 s), so a reconnect that heals at once does not flap it; ``/readyz`` names the kinds it is blind
-to; liveness never depends on the readers.
+(5 s), so a reconnect that heals at once does not flap it; a watch still open after the server
+should have ended it (a frozen connection) counts as down since the last bytes it carried;
+``/readyz`` names the kinds it is blind to; liveness never depends on the readers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from elasticquota.kube.reflector import ReaderHealth
 def connected() -> ReaderHealth:
     health = ReaderHealth()
     health.listed.set()
-    health.up()
+    health.up(time.monotonic())
     return health
 
 
@@ -61,7 +62,7 @@ async def test_readyz_names_the_blind_kinds_and_healthz_stays_live(
         assert reply.status == 503
         assert await reply.json() == {"ready": False, "active": True, "blind": ["pods"]}
         assert (await client.get("/healthz")).status == 200
-        state.readers["pods"].up()
+        state.readers["pods"].up(time.monotonic())
         assert (await client.get("/readyz")).status == 200
 
 
@@ -83,6 +84,53 @@ async def test_the_watch_series_show_each_kind(
     )
     assert 29 < float(down.split()[-1]) < 40
     assert "elastic_quota_ready 0.0" in text
+
+
+def frozen(silent_for: float, overdue_by: float) -> ReaderHealth:
+    """A watch that carried its last bytes ``silent_for`` s ago and should have been ended by the
+    server ``overdue_by`` s ago (negative: not yet)."""
+    now = time.monotonic()
+    health = ReaderHealth()
+    health.listed.set()
+    health.up(now - silent_for, stale_after=now - overdue_by)
+    return health
+
+
+def test_a_watch_open_past_its_end_is_blind_since_its_last_bytes(state: ControllerState) -> None:
+    state.mark_synced()
+    now = time.monotonic()
+    state.readers = {"pods": frozen(30, overdue_by=1), "nodes": frozen(30, overdue_by=-1)}
+    assert state.blind(now) == ["pods"]  # nodes: quiet, but the server has not ended it yet
+    assert not state.ready(now)
+    pods = state.readers["pods"]
+    assert pods.stalled(now) and pods.connected
+    since = pods.blind_since(now)
+    assert since is not None and 29 < now - since < 31
+
+
+def test_a_recently_frozen_watch_is_within_the_grace(state: ControllerState) -> None:
+    state.mark_synced()
+    state.readers = {"pods": frozen(READY_GRACE - 1, overdue_by=1)}
+    assert state.ready(time.monotonic())
+
+
+async def test_the_watch_series_and_statusz_count_a_frozen_watch_as_down(
+    state: ControllerState, leading: asyncio.Event, metrics: Metrics
+) -> None:
+    state.mark_synced()
+    state.readers = {"pods": frozen(20, overdue_by=1)}
+    async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
+        text = await (await client.get("/metrics")).text()
+        assert (await client.get("/readyz")).status == 503
+        status = await (await client.get("/statusz")).json()
+    assert status["readers"]["pods"]["connected"] is False
+    assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
+    down = next(
+        line
+        for line in text.splitlines()
+        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
+    )
+    assert 19 < float(down.split()[-1]) < 30
 
 
 def test_the_readers_report_to_the_state(state: ControllerState, api: client.ApiClient) -> None:

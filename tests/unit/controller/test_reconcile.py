@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +212,27 @@ async def test_dry_run_writes_nothing(
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         assert await writer.write(change)
     assert cluster.calls == []
+
+
+async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
+    world: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    make_settings: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster.fail("patch_quota", TimeoutError(), ApiException(status=503), TimeoutError())
+    change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
+    writer = Writer(api, world, make_settings())
+
+    with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.reconcile"):
+        outcomes = [await writer.write(change) for _ in range(4)]
+
+    assert outcomes == [False, False, False, True]
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO]
+    assert [level for level, _ in said] == [logging.WARNING, logging.INFO]
+    assert "quota writes failing" in said[0][1] and change.name in said[0][1]
+    assert said[1][1].startswith("quota writes succeed again after ")
 
 
 async def test_a_refused_write_is_counted_and_reported(

@@ -1,7 +1,9 @@
 """The readers' state at scrape time: is each kind's watch connected, since when not, relists.
 
 A reader that stays disconnected means changes of its kind do not reach memory: the replica stops
-being ready (``/readyz``, ``elastic_quota_ready``) and these series say which kind and how long.
+being ready (``/readyz``, ``elastic_quota_ready``) and these series say which kind and how long. A
+watch whose connection froze counts as disconnected once it outlived the server's end of it, since
+the last bytes it carried (``ReaderHealth.blind_since``).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ class ReaderCollector:
         down = GaugeMetricFamily(WATCH_DOWN_SECONDS, _DOWN_HELP, labels=["kind"])
         relists = CounterMetricFamily(WATCH_RELISTS, _RELISTS_HELP, labels=["kind"])
         for kind, health in sorted(self._state.readers.items()):
-            connected.add_metric([kind], int(health.connected))
-            since = health.down_since
+            connected.add_metric([kind], int(health.connected and not health.stalled(now)))
+            since = health.blind_since(now)
             down.add_metric([kind], 0.0 if since is None else max(0.0, now - since))
             relists.add_metric([kind], health.relists)
         yield connected
@@ -48,6 +50,12 @@ class ReaderCollector:
         yield relists
 
 
-_CONNECTED_HELP = "1 while the kind's watch is connected, else 0 (listing, reconnecting, down)"
-_DOWN_HELP = "Seconds the kind's watch has been disconnected (0 while connected)"
+_CONNECTED_HELP = (
+    "1 while the kind's watch is connected, else 0 (listing, reconnecting, down, or open past "
+    "the server's end of it: a frozen connection)"
+)
+_DOWN_HELP = (
+    "Seconds the kind's watch has been disconnected or known dead, since it last carried data "
+    "(0 while connected)"
+)
 _RELISTS_HELP = "Complete lists of the kind (start-up, expired versions, failed watches)"
