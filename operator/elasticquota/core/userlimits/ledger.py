@@ -2,8 +2,10 @@
 
 ``UserLimitLedger`` is updated pod by pod: ``add`` when a pod starts counting in its quota's
 ``used``, ``remove`` when it stops. Each event costs O(path length x resources); nothing grows with
-the number of pods except a configuration change (``replace_book`` re-resolves every counted pod's
-group, as YuniKorn's stateless equivalent would). Usage is hierarchical: a pod counts for its user,
+the number of pods. A configuration change (``replace_book``) resolves the tracked group again once
+per distinct (path, groups) among the counted pods and moves only the pods whose group changed, as a
+recomputation from scratch would (YuniKorn keeps an application's first group instead). Usage is
+hierarchical: a pod counts for its user,
 and for its tracked group if it has one, at every quota from its own to the root. An application
 runs for a subject at a quota while at least one of its pods counts there.
 
@@ -179,6 +181,8 @@ class UserLimitLedger:
         self._used: dict[Subject, dict[str, ResourceList]] = {}
         #: subject → quota → application → number of its pods counted there.
         self._apps: dict[Subject, dict[str, dict[str, int]]] = {}
+        #: Counted pods by what decides their group: (path, set of groups) → keys.
+        self._classes: dict[tuple[QuotaPath, frozenset[str]], dict[str, None]] = {}
 
     @classmethod
     def from_pods(cls, book: LimitBook, pods: Iterable[LimitedPod]) -> UserLimitLedger:
@@ -209,6 +213,7 @@ class UserLimitLedger:
         group = self._book.tracked_group(pod.path, pod.groups)
         entry = _Counted(pod, group, pod.counted())
         self._pods[pod.key] = entry
+        self._classes.setdefault(_group_class(pod), {})[pod.key] = None
         for subject in _subjects(pod.user, group):
             used = self._used.setdefault(subject, {})
             apps = self._apps.setdefault(subject, {})
@@ -225,6 +230,10 @@ class UserLimitLedger:
         if entry is None:
             return None
         pod = entry.pod
+        members = self._classes[_group_class(pod)]
+        del members[key]
+        if not members:
+            del self._classes[_group_class(pod)]
         for subject in _subjects(pod.user, entry.group):
             used = self._used[subject]
             apps = self._apps[subject]
@@ -248,15 +257,17 @@ class UserLimitLedger:
         return pod
 
     def replace_book(self, book: LimitBook) -> None:
-        """New limits: later checks use them, and every counted pod's group is resolved again
-        (its usage moves to the new group, which may then be over its limit: reported only)."""
-        pods = self.pods()
+        """New limits: later checks use them, and counted pods whose tracked group changes move
+        their usage to the new group (which may then be over its limit: reported only)."""
         self._book = book
-        self._pods.clear()
-        self._used.clear()
-        self._apps.clear()
-        for pod in pods:
-            self.add(pod)
+        for (path, groups), keys in list(self._classes.items()):
+            group = book.tracked_group(path, groups)
+            if group == self._pods[next(iter(keys))].group:
+                continue
+            for key in list(keys):
+                pod = self._pods[key].pod
+                self.remove(key)
+                self.add(pod)
 
     # -- admission -------------------------------------------------------------------------------
 
@@ -410,3 +421,7 @@ def _subjects(user: str, group: str | None) -> list[Subject]:
 def _levels(path: QuotaPath) -> Iterable[str]:
     """The path's quotas, each once (a malformed path must not count a pod twice)."""
     return dict.fromkeys(path)
+
+
+def _group_class(pod: LimitedPod) -> tuple[QuotaPath, frozenset[str]]:
+    return pod.path, frozenset(pod.groups)
