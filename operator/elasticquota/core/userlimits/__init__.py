@@ -58,6 +58,7 @@ from elasticquota.core.userlimits.book import (
     QuotaLimitSource,
     QuotaPath,
     build_book,
+    change_problems,
     check_hierarchy,
 )
 from elasticquota.core.userlimits.config import (
@@ -114,6 +115,7 @@ __all__ = [
     "UserLimitVerdict",
     "application_id",
     "build_book",
+    "change_problems",
     "check_hierarchy",
     "check_limit_objects",
     "identity_from_user_info",

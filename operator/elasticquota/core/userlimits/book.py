@@ -101,6 +101,21 @@ def build_book(sources: Iterable[QuotaLimitSource]) -> tuple[LimitBook, list[Lim
     return LimitBook(checked), problems
 
 
+def change_problems(
+    before: Iterable[QuotaLimitSource], after: Iterable[QuotaLimitSource]
+) -> list[LimitProblem]:
+    """The problems a change to the tree's quotas brings (in ``after``, not in ``before``).
+
+    For the quota webhook: a quota update is refused when this is not empty. It covers the quota's
+    own annotation (rules 1-10, its max), its limits against its ancestors', and its descendants'
+    limits against a lowered limit of its own (reported on the descendant, as YuniKorn names the
+    lower queue). Problems the tree already had are not the change's fault."""
+    _, old = build_book(before)
+    _, new = build_book(after)
+    known = set(old)
+    return [problem for problem in new if problem not in known]
+
+
 # -- rules 11-13 --------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from elasticquota.core.userlimits import (
     LimitBook,
     QuotaLimitSource,
     build_book,
+    change_problems,
 )
 
 Tree = dict[str, tuple[str | None, str]]
@@ -246,3 +247,38 @@ def test_a_parent_cycle_or_an_unknown_parent_does_not_stop_the_checks() -> None:
     assert book.at("orphan") is not None
     # The cycle is cut somewhere: one of x and y is checked under the other.
     assert [(p.quota, p.rule) for p in problems] == [("x", "exceeds-ancestor-applications")]
+
+
+def test_a_change_is_blamed_only_for_the_problems_it_brings() -> None:
+    before = [
+        QuotaLimitSource("root", None, "- users: [sue]\n  maxresources: {cpu: 10}"),
+        QuotaLimitSource("leaf", "root", "- users: [sue]\n  maxresources: {cpu: 8}"),
+        QuotaLimitSource("old", "root", "- users: [bob]\n  maxapplications: -1"),  # already bad
+    ]
+    assert change_problems(before, before) == []
+    # Lowering the parent's limit below the child's is the parent update's problem.
+    lowered = [
+        QuotaLimitSource("root", None, "- users: [sue]\n  maxresources: {cpu: 5}"),
+        *before[1:],
+    ]
+    assert [(p.quota, p.rule) for p in change_problems(before, lowered)] == [
+        ("leaf", "exceeds-ancestor-limit")
+    ]
+    # A new broken annotation on the leaf; the unrelated old problem is not reported.
+    broken = [
+        before[0],
+        QuotaLimitSource("leaf", "root", '- groups: ["*"]\n  maxapplications: 1'),
+        before[2],
+    ]
+    assert [(p.quota, p.rule) for p in change_problems(before, broken)] == [
+        ("leaf", "lone-group-wildcard")
+    ]
+    # A lowered spec.max under an existing limit (rule 10).
+    smaller = [
+        before[0],
+        QuotaLimitSource("leaf", "root", before[1].text, {"cpu": 4_000}),
+        before[2],
+    ]
+    assert [(p.quota, p.rule) for p in change_problems(before, smaller)] == [
+        ("leaf", "exceeds-quota-max")
+    ]
