@@ -4,6 +4,7 @@
   any level, and ``check`` refuses only pods that would (it is exactly the limit, not stricter).
 - Incremental accounting (starts, stops, replacements, configuration changes in any order) always
   equals a recomputation from scratch over the pods that count.
+- The limits that survive the checks pass them again (dropping one object never breaks another).
 
 The expected figures are computed here from first principles (sum over pods, per quota on the
 path), independently of the ledger's own bookkeeping.
@@ -18,12 +19,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from elasticquota.core.resources import format_resource_list
 from elasticquota.core.userlimits import (
     LimitBook,
     LimitedPod,
+    LimitEntry,
     QuotaLimitSource,
     UserLimitLedger,
     build_book,
+    check_hierarchy,
+    check_limit_objects,
 )
 
 PROPERTIES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,7 +55,9 @@ def _limit_object() -> st.SearchStrategy[dict[str, Any]]:
     )
     return st.fixed_dictionaries(
         {
-            "users": st.lists(st.sampled_from([*USERS[:2], "*"]), max_size=2, unique=True),
+            "users": st.lists(
+                st.sampled_from([*USERS[:2], "*"]), min_size=1, max_size=2, unique=True
+            ),
             "groups": st.lists(st.sampled_from([*GROUPS[:2], "*"]), max_size=2, unique=True),
         },
         optional={"maxresources": resources, "maxapplications": st.integers(0, 3)},
@@ -208,3 +215,34 @@ def test_incremental_accounting_equals_recomputation_after_any_sequence_of_event
     assert fresh.usage() == ledger.usage()
     # Whatever over-use a configuration change left is exactly what over_use lists.
     assert len(ledger.over_use()) == len(breaches(book, ledger.snapshot()))
+
+
+def _as_object(entry: LimitEntry) -> dict[str, Any]:
+    raw: dict[str, Any] = {"users": list(entry.users), "groups": list(entry.groups)}
+    if entry.max_resources:
+        raw["maxresources"] = format_resource_list(entry.max_resources)
+    if entry.max_applications:
+        raw["maxapplications"] = entry.max_applications
+    return raw
+
+
+@PROPERTIES
+@given(config=configs)
+def test_the_limits_that_survive_the_checks_pass_them_again(
+    config: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Dropping a broken object never leaves the others in a state the rules refuse: the book is
+    a fixed point of both the per-quota rules and the rules between levels."""
+    book = book_of(config)
+    for quota, limits in book.quotas.items():
+        objects = [_as_object(entry) for entry in limits.entries]
+        again, problems = check_limit_objects(quota, objects)
+        assert problems == []
+        assert [entry.max_resources for entry in again.entries] == [
+            entry.max_resources for entry in limits.entries
+        ]
+    checked, problems = check_hierarchy(book.quotas, PARENTS)
+    assert problems == []
+    assert {q: limits.entries for q, limits in checked.items()} == {
+        q: limits.entries for q, limits in book.quotas.items()
+    }
