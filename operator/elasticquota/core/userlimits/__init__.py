@@ -25,6 +25,8 @@ Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the eng
   holds with the pod added, at its quota and every ancestor; a new application must fit
   ``maxapplications``; exactly at the limit is allowed; decreases are never refused), the over-use
   left by a limit lowered after the fact (listed, never evicted) and the ``plan`` usage view.
+- ``report``: the usage view bounded for metrics (at most N subjects per quota, the rest summed
+  under ``(other)``).
 
 Deliberately different from YuniKorn:
 
@@ -91,10 +93,12 @@ from elasticquota.core.userlimits.ledger import (
     UserLimitLedger,
     UserLimitVerdict,
 )
+from elasticquota.core.userlimits.report import OTHER, capped
 
 __all__ = [
     "APPLICATIONS",
     "DEFAULT_USER",
+    "OTHER",
     "PODS",
     "WILDCARD",
     "Identity",
@@ -115,6 +119,7 @@ __all__ = [
     "UserLimitVerdict",
     "application_id",
     "build_book",
+    "capped",
     "change_problems",
     "check_hierarchy",
     "check_limit_objects",
