@@ -15,7 +15,8 @@ Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the eng
   force above); the object in force for a user (named, else the user wildcard; levels are
   independent) or a group (named; ``*`` for the catch-all); the tracked group of an application
   (from the leaf up, the first named group of a quota's limits in configuration order that the
-  user belongs to, else ``*`` at a quota with a group wildcard; none without groups).
+  user belongs to, else ``*`` at a quota with a group wildcard; none without groups);
+  ``change_problems``: what a quota update breaks, for the quota webhook.
 - ``identity``: a pod's user and groups (``elasticquota.dev/user-info``, alias
   ``yunikorn.apache.org/user.info``; default user ``nobody``) and its application key (label
   ``elasticquota.dev/application``, aliases ``applicationId`` and ``yunikorn.apache.org/app-id``,

@@ -177,9 +177,13 @@ def load_limit_objects(text: str) -> list[Any]:
         raise ValueError(f"the annotation is longer than {_MAX_TEXT} characters")
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise ValueError("not valid YAML or JSON: nested too deeply") from None
     except ValueError:
         try:
             raw = yaml.load(text, Loader=_NoAliasLoader)
+        except RecursionError:
+            raise ValueError("not valid YAML or JSON: nested too deeply") from None
         except yaml.YAMLError as error:
             reason = _first_line(str(error))
             if "alias" in reason:
@@ -290,8 +294,8 @@ def _check_object(
     if WILDCARD in groups_so_far and len(groups_so_far) == 1:
         refuse(
             "lone-group-wildcard",
-            'should not specify only one group limit that is using the wildcard "*": name at '
-            "least one group in an earlier limit (alone it would repeat the quota's own max)",
+            'should not specify only one group limit that is using the wildcard "*": name a '
+            "group in this or an earlier limit (alone it would repeat the quota's own max)",
         )
     # Rules 6-8.
     max_resources = _max_resources(raw.get("maxresources"), refuse)

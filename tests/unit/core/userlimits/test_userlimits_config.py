@@ -92,6 +92,12 @@ def test_an_oversized_annotation_is_refused_before_parsing() -> None:
         load_limit_objects("[" + " " * 300_000 + "]")
 
 
+def test_deeply_nested_text_is_a_problem_not_a_crash() -> None:
+    for text in ("[" * 100_000, "- " * 50_000 + "x"):
+        _, problems = parse_quota_limits("team", text)
+        assert [problem.rule for problem in problems] == ["syntax"]
+
+
 def test_a_problem_names_the_quota_the_object_and_the_rule() -> None:
     _, problems = parse_quota_limits(
         "team", '- limit: "interns"\n  users: [sue]\n  maxresources: {cpu: -1}\n'
