@@ -47,6 +47,17 @@ ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
 #: On a quota left out of its tree (a rule it breaks): why; its computed annotations are removed.
 ANNO_INVALID: Final = f"{EXT_PREFIX}/invalid"
 
+# Extensions (YuniKorn-style user and group limits, seed 004).
+ANNO_USER_LIMITS: Final = f"{EXT_PREFIX}/user-limits"
+ANNO_USER_INFO: Final = f"{EXT_PREFIX}/user-info"
+ANNO_USER_INFO_ALIASES: Final = (ANNO_USER_INFO, "yunikorn.apache.org/user.info")
+POD_LABEL_APPLICATION: Final = f"{EXT_PREFIX}/application"
+POD_LABEL_APPLICATION_ALIASES: Final = (
+    POD_LABEL_APPLICATION,
+    "applicationId",
+    "yunikorn.apache.org/app-id",
+)
+
 #: The scheduling gate that holds a new pod back until it fits its quota.
 ADMISSION_GATE: Final = f"{EXT_PREFIX}/admission"
 
