@@ -480,3 +480,26 @@ async def test_a_standby_releases_nothing(
 
     assert len(kmock) == requests
     assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+
+
+async def test_failed_looks_at_the_lease_are_logged_once_per_outage(
+    kmock: kmock.KubernetesEmulator,
+    elector: LeaderElector,
+    leases: Leases,
+    clock: Clock,
+    k8s_status: StatusBody,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A standby that cannot read the Lease for a while: one WARNING, then one INFO (not a line
+    per retry period)."""
+    foreign(leases)
+    kmock["get", kmock.resource(LEASES)][0:3] << 500 << k8s_status(500, "InternalError")
+    caplog.set_level("DEBUG", logger=lease_module.__name__)
+    await run_for(elector, clock, 14)  # a look every 3 s: three fail, the fourth reads it
+    lines = [
+        (r.levelname, r.getMessage()) for r in caplog.records if r.name == lease_module.__name__
+    ]
+    warnings = [message for level, message in lines if level == "WARNING"]
+    infos = [message for level, message in lines if level == "INFO" and "again" in message]
+    assert len(warnings) == 1 and "failing" in warnings[0]
+    assert len(infos) == 1

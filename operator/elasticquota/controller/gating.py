@@ -22,7 +22,6 @@ from collections import Counter
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
@@ -33,6 +32,7 @@ from elasticquota.core.results import Snapshot
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
 from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.outages import OutageLog
 from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
 from elasticquota.settings import Settings
 

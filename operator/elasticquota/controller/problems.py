@@ -21,13 +21,13 @@ from collections.abc import Iterable
 
 from kubernetes_asyncio import client
 
-from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
 from elasticquota.core.keys import RESERVED_QUOTAS
 from elasticquota.core.models import Problem
 from elasticquota.kube.events import post_event
+from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
 

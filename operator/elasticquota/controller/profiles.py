@@ -15,7 +15,6 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.models import ProfileSpec
@@ -23,6 +22,7 @@ from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
 from elasticquota.core.quantity import QuantityError
 from elasticquota.core.resources import parse_resource_list
 from elasticquota.kube.events import post_event
+from elasticquota.kube.outages import OutageLog
 from elasticquota.kube.quotas import create_quota, patch_profile, patch_quota
 from elasticquota.settings import Settings
 

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.results import QuotaResult
 from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.outages import OutageLog
 from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 

@@ -35,7 +35,6 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
-from elasticquota.controller.outages import OutageLog
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -53,6 +52,7 @@ from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
 from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.outages import OutageLog
 from elasticquota.kube.quotas import patch_quota
 from elasticquota.settings import Settings
 

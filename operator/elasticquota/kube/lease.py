@@ -37,6 +37,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.errors import describe
+from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ class LeaderElector:
         self.fence.renew_deadline = self.renew_deadline
         self._on_renew_failure = on_renew_failure or (lambda reason: None)
         self._renew_failing = False
+        #: Failed looks at the Lease, logged once per outage (one WARNING, one INFO at the end).
+        self._outage = OutageLog(logger, f"leader lease {namespace}/{name}")
         #: The renew times of this process's latest writes (sent; answered or not).
         self._written: collections.deque[str] = collections.deque(maxlen=8)
         self._observed: tuple[str, str] | None = None
@@ -142,7 +145,7 @@ class LeaderElector:
             ):
                 holding = await self._acquire_or_renew()
         except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
-            logger.warning("leader lease %s/%s: %s", self.namespace, self.name, describe(error))
+            self._outage.failed(self.identity, error)
             if was_leading:
                 self._on_renew_failure("timeout" if isinstance(error, TimeoutError) else "error")
                 self._renew_failing = True
@@ -151,6 +154,7 @@ class LeaderElector:
             self._set_leading(False, f"not renewed within {self.renew_deadline:g} s")
             return
         self._renew_failing = False
+        self._outage.succeeded()
         if holding:
             self.fence.renewed(started)
         elif was_leading:

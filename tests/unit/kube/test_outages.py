@@ -1,6 +1,6 @@
 """Transient API failures are logged once per outage; refusals each time.
 
-Rules (controller/outages.py): the first transient failure (timeout, lost connection, 409, 429,
+Rules (kube/outages.py): the first transient failure (timeout, lost connection, 409, 429,
 5xx) of a loop is one WARNING naming the subject and the cause; the next ones are DEBUG; the first
 success after them is one INFO with the outage's duration; a refusal (e.g. 403, 422) is a WARNING
 each time and does not start or end an outage.
@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.outages import OutageLog
+from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger("test.outages")
 
