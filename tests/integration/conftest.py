@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
+from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
 from elasticquota.devcluster import BuildError, LocalCluster, apply_crds_sync, ensure_binaries
 from elasticquota.kube.client import make_api_client
+from elasticquota.kube.quotas import PROFILES, QUOTAS
 
 HERE = Path(__file__).resolve().parent
 CRD_DIR = HERE.parents[1] / "crds"
@@ -74,3 +76,59 @@ async def api() -> AsyncIterator[client.ApiClient]:
     api = await make_api_client()
     yield api
     await api.close()
+
+
+# -- every test leaves the cluster as it found it --------------------------------------------------
+
+#: What a test may add to the shared cluster that changes every later test's quota trees (a node
+#: adds to the default tree's total, a quota or a pod to its sums). The reserved quotas, made by
+#: whichever operator starts first, stay.
+ObjectRef = tuple[str, str, str]  # kind, namespace, name
+DELETION_ORDER = ("pod", "quota", "profile", "node")
+
+
+async def _objects(api: client.ApiClient) -> set[ObjectRef]:
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    found: set[ObjectRef] = set()
+    for node in (await core.list_node()).items:
+        found.add(("node", "", node.metadata.name))
+    for pod in (await core.list_pod_for_all_namespaces()).items:
+        found.add(("pod", pod.metadata.namespace, pod.metadata.name))
+    for kind, (group, version, plural) in (("quota", QUOTAS), ("profile", PROFILES)):
+        listed = await custom.list_cluster_custom_object(group, version, plural)
+        for item in listed["items"]:
+            meta = item["metadata"]
+            found.add((kind, meta.get("namespace", ""), meta["name"]))
+    return found
+
+
+async def _delete(api: client.ApiClient, ref: ObjectRef) -> None:
+    kind, namespace, name = ref
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    try:
+        if kind == "node":
+            await core.delete_node(name)
+        elif kind == "pod":
+            await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        else:
+            group, version, plural = QUOTAS if kind == "quota" else PROFILES
+            await custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+    except client.exceptions.ApiException as error:
+        if error.status != 404:
+            raise
+
+
+@pytest.fixture(autouse=True)
+async def leaves_the_cluster_as_found(local_cluster: LocalCluster) -> AsyncIterator[None]:
+    """Delete the nodes, pods, quotas and profiles a test created (tests share one cluster and
+    some assert exact figures of their trees: a node left behind changes every later total)."""
+    api = await make_api_client()
+    try:
+        before = await _objects(api)
+        yield
+        created = await _objects(api) - before
+        for ref in sorted(created, key=lambda ref: DELETION_ORDER.index(ref[0])):
+            if ref[1] != DEFAULT_RESERVED_NAMESPACE:
+                await _delete(api, ref)
+    finally:
+        await api.close()
