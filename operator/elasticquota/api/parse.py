@@ -159,6 +159,8 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
         lending_limit=_limit(ref, annotations, keys.ANNO_LENDING_LIMIT, problems),
         borrowing_limit=_limit(ref, annotations, keys.ANNO_BORROWING_LIMIT, problems),
         created=meta.creation_timestamp or "",
+        uid=meta.uid,
+        name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
     )
     return spec, problems
 

@@ -63,7 +63,14 @@ class EngineSettings:
 class QuotaEngine:
     """One manager per quota tree, fed by object events, solved on demand."""
 
-    def __init__(self, settings: EngineSettings | None = None, solver: Solver = solve_tree) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        solver: Solver = solve_tree,
+        name_owners: Mapping[str, QuotaSpec] | None = None,
+    ) -> None:
+        """``name_owners``: who owned each quota name (another engine's ``name_owners``): those
+        quotas keep their names here too, as they would in that engine."""
         self.settings = settings or EngineSettings()
         self._solver = solver
         self._specs: dict[tuple[str, str], QuotaSpec] = {}
@@ -72,7 +79,7 @@ class QuotaEngine:
         self._node_total: ResourceList = {}
         #: How many nodes have each resource: a resource no node has is absent from the total.
         self._nodes_with: dict[str, int] = {}
-        self._topology = Topology()
+        self._topology = Topology(owners=dict(name_owners or {}))
         self._trees: dict[str, TreeState] = {}
         self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
         self._reserved_specs: dict[str, QuotaSpec] = {}
@@ -344,7 +351,7 @@ class QuotaEngine:
     def _rebuild(self) -> None:
         """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
         only those whose quota changed)."""
-        self._topology = build_topology(self._specs.values())
+        self._topology = build_topology(self._specs.values(), self._topology.owners)
         self._reserved_specs = self._reserved_quota_specs()
         directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
         self._trees = build_trees(self._topology, set(self._node_total), self._rows)
@@ -401,6 +408,28 @@ class QuotaEngine:
                 quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
             self._quotas = quotas
         return self._quotas
+
+    @property
+    def name_owners(self) -> Mapping[str, QuotaSpec]:
+        """The quota that owns each name, as of the last topology (read-only)."""
+        return MappingProxyType(self._topology.owners)
+
+    def name_owner(self, name: str) -> str | None:
+        """The namespace of the quota that owns ``name`` (as of the last topology; None when no
+        quota has it). Does not rebuild: the webhooks read it on the event loop."""
+        owner = self._topology.owners.get(name)
+        return None if owner is None else owner.namespace
+
+    def unrecorded_owners(self) -> list[QuotaSpec]:
+        """Owners of a name other quotas share that do not carry their ownership record yet
+        (``elasticquota.dev/name-owner``): the controller writes it, so that the name stays
+        with them across restarts."""
+        self._ensure_topology()
+        return [
+            spec
+            for _, spec in sorted(self._topology.contested.items())
+            if spec.uid and not spec.holds_name_record
+        ]
 
     def problems(self) -> list[Problem]:
         """Structural problems of the current quotas (after the last rebuild)."""

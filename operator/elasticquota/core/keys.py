@@ -40,6 +40,9 @@ ANNO_NON_PREEMPTIBLE_USED: Final = f"{PREFIX}/non-preemptible-used"
 EXT_PREFIX: Final = "elasticquota.dev"
 ANNO_LENDING_LIMIT: Final = f"{EXT_PREFIX}/lending-limit"
 ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
+#: Written by the operator on the quota that owns a name several quotas share (its own uid as the
+#: value): the owner keeps the name across restarts, whatever the creation times say.
+ANNO_NAME_OWNER: Final = f"{EXT_PREFIX}/name-owner"
 
 #: The scheduling gate that holds a new pod back until it fits its quota.
 ADMISSION_GATE: Final = f"{EXT_PREFIX}/admission"
