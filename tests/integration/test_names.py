@@ -1,0 +1,156 @@
+"""Quota names shared across namespaces, on the real API server, without the quota webhook.
+
+A second quota with an existing quota's name, created in the same second (creation times have a
+one-second resolution), must not take the name nor the pods of the original, neither while the
+operator runs nor after it restarts: the operator records the owner on it
+(``elasticquota.dev/name-owner``) and reports the newcomer, and both get a Warning Event that names
+the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+import pytest
+from harness import (
+    OperatorProcess,
+    converged,
+    ensure_namespace,
+    eventually,
+    get_quota,
+    pod_manifest,
+    quota_manifest,
+)
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.core import keys
+from elasticquota.kube.apply import apply_manifest
+from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def annotations(quota: dict[str, Any]) -> dict[str, str]:
+    return dict(quota["metadata"].get("annotations") or {})
+
+
+async def delete_quota(api: client.ApiClient, namespace: str, name: str) -> None:
+    try:
+        await client.CustomObjectsApi(api).delete_namespaced_custom_object(
+            QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL, name
+        )
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+async def gone(api: client.ApiClient, namespace: str, name: str) -> bool:
+    try:
+        await get_quota(api, namespace, name)
+    except ApiException as error:
+        return error.status == 404
+    return False
+
+
+async def until_next_second() -> None:
+    await asyncio.sleep(1.02 - time.time() % 1)
+
+
+async def warnings_on(api: client.ApiClient, namespace: str, name: str) -> list[str]:
+    events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+    return [
+        event.message
+        for event in events.items
+        if event.involved_object.name == name and event.type == "Warning"
+    ]
+
+
+async def same_second_newcomer(
+    api: client.ApiClient, operator: OperatorProcess, name: str, owner_ns: str, newcomer_ns: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The owner, created and seen by the operator, then a newcomer created in the same second
+    whose uid sorts first (its namespace does too): whatever forgets who came first picks it."""
+    for _ in range(20):
+        await until_next_second()
+        await apply_manifest(api, quota_manifest(owner_ns, name, {}, {"cpu": "8"}))
+
+        async def seen() -> bool:  # the operator wrote its figures: it knows the owner
+            return keys.ANNO_RUNTIME in annotations(await get_quota(api, owner_ns, name))
+
+        await eventually(seen, 30, operator, "the owner's figures written")
+        await apply_manifest(api, quota_manifest(newcomer_ns, name, {}, {"cpu": "2"}))
+        owner = await get_quota(api, owner_ns, name)
+        newcomer = await get_quota(api, newcomer_ns, name)
+        created = {q["metadata"]["creationTimestamp"] for q in (owner, newcomer)}
+        if len(created) == 1 and newcomer["metadata"]["uid"] < owner["metadata"]["uid"]:
+            return owner, newcomer
+        for namespace in (newcomer_ns, owner_ns):
+            await delete_quota(api, namespace, name)
+            deleted = lambda ns=namespace: gone(api, ns, name)  # noqa: E731
+            await eventually(deleted, 30, operator, "quota deleted")
+    raise AssertionError("no same-second pair with the newcomer's uid first in 20 tries")
+
+
+async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
+    api: client.ApiClient,
+) -> None:
+    name = unique("l2")
+    owner_ns, newcomer_ns = unique("base"), unique("bad")  # "bad-..." sorts first
+    for namespace in (owner_ns, newcomer_ns):
+        await ensure_namespace(api, namespace)
+    labels = {keys.POD_LABEL_QUOTA: name}
+    await apply_manifest(api, pod_manifest(owner_ns, "worker", "3", labels=labels))
+
+    first = OperatorProcess(unique("first")).start()
+    try:
+        await first.wait_ready()
+        await first.wait_active()
+        owner, _ = await same_second_newcomer(api, first, name, owner_ns, newcomer_ns)
+        uid = owner["metadata"]["uid"]
+
+        async def recorded() -> bool:
+            stored = annotations(await get_quota(api, owner_ns, name))
+            return stored.get(keys.ANNO_NAME_OWNER) == uid
+
+        await eventually(recorded, 30, first, "the owner's name record")
+
+        async def both_told() -> bool:
+            on_owner = await warnings_on(api, owner_ns, name)
+            on_newcomer = await warnings_on(api, newcomer_ns, name)
+            return any(
+                f"also used by ElasticQuota {newcomer_ns}/{name}" in m for m in on_owner
+            ) and any(f"already used by ElasticQuota {owner_ns}/{name}" in m for m in on_newcomer)
+
+        await eventually(both_told, 30, first, "a Warning Event on each naming the other")
+        await eventually(lambda: converged(api), 30, first, "plan agrees")
+    finally:
+        first.stop()
+
+    second = OperatorProcess(unique("second")).start()
+    try:
+        await second.wait_ready()
+        await second.wait_active()
+        await eventually(lambda: converged(api), 30, second, "converged after the restart")
+        await asyncio.sleep(2)  # several passes of the new operator
+        stored = await get_quota(api, owner_ns, name)
+        assert annotations(stored)[keys.ANNO_NAME_OWNER] == uid
+        request = json.loads(annotations(stored)[keys.ANNO_REQUEST])
+        assert request["cpu"] == "3"  # the worker still counts against the owner
+        squatter = annotations(await get_quota(api, newcomer_ns, name))
+        assert keys.ANNO_REQUEST not in squatter
+    finally:
+        second.stop()
+        for namespace in (newcomer_ns, owner_ns):
+            await delete_quota(api, namespace, name)
+        core = client.CoreV1Api(api)
+        for namespace in (owner_ns, newcomer_ns):
+            await core.delete_namespace(namespace)
