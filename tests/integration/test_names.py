@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from harness import (
     OperatorProcess,
+    cluster_plan,
     converged,
     ensure_namespace,
     eventually,
@@ -154,3 +155,48 @@ async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
         core = client.CoreV1Api(api)
         for namespace in (owner_ns, newcomer_ns):
             await core.delete_namespace(namespace)
+
+
+async def test_a_parent_deleted_with_its_children_leaves_orphans_that_say_so(
+    api: client.ApiClient,
+) -> None:
+    """Without the webhook nothing stops the delete: the child is not re-homed under the root,
+    it is reported as an orphan (Event, plan) and its pods count against the default quota."""
+    namespace = unique("orphans")
+    dept, team = unique("dept"), unique("team")
+    await ensure_namespace(api, namespace)
+    await apply_manifest(
+        api, quota_manifest(namespace, dept, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+    )
+    await apply_manifest(
+        api, quota_manifest(namespace, team, {"cpu": "2"}, {"cpu": "8"}, parent=dept)
+    )
+    labels = {keys.POD_LABEL_QUOTA: team}
+    await apply_manifest(api, pod_manifest(namespace, "worker", "1", labels=labels))
+    operator = OperatorProcess(unique("orphans")).start()
+    try:
+        await operator.wait_ready()
+        await operator.wait_active()
+        await eventually(lambda: converged(api), 60, operator, "converged with the parent")
+
+        await delete_quota(api, namespace, dept)
+        reason = f"orphaned: parent quota '{dept}' does not exist"
+        tail = f"its pods count against {keys.DEFAULT_QUOTA}"
+
+        async def reported() -> bool:
+            return any(
+                reason in message and tail in message
+                for message in await warnings_on(api, namespace, team)
+            )
+
+        await eventually(reported, 30, operator, "a Warning Event on the orphan")
+        await eventually(lambda: converged(api), 30, operator, "converged without the parent")
+        plan = await cluster_plan(api)
+        assert plan.snapshot.pod_quota[f"{namespace}/worker"] == keys.DEFAULT_QUOTA
+        assert any(
+            problem.object == f"ElasticQuota {namespace}/{team}" and reason in problem.message
+            for problem in plan.problems
+        )
+    finally:
+        operator.stop()
+        await client.CoreV1Api(api).delete_namespace(namespace)

@@ -108,7 +108,8 @@ def _unique_candidates(
         by_name.setdefault(spec.name, []).append(spec)
     candidates: dict[str, QuotaSpec] = {}
     for name, group in sorted(by_name.items()):  # problems in name order, whatever the input
-        group.sort(key=name_order(previous.get(name)))
+        if len(group) > 1:
+            group.sort(key=name_order(previous.get(name)))
         owner = group[0]
         topology.owners[name] = owner
         if name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
