@@ -118,12 +118,6 @@ async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
         owner, _ = await same_second_newcomer(api, first, name, owner_ns, newcomer_ns)
         uid = owner["metadata"]["uid"]
 
-        async def recorded() -> bool:
-            stored = annotations(await get_quota(api, owner_ns, name))
-            return stored.get(keys.ANNO_NAME_OWNER) == uid
-
-        await eventually(recorded, 30, first, "the owner's name record")
-
         async def both_told() -> bool:
             on_owner = await warnings_on(api, owner_ns, name)
             on_newcomer = await warnings_on(api, newcomer_ns, name)
@@ -132,7 +126,16 @@ async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
             ) and any(f"already used by ElasticQuota {owner_ns}/{name}" in m for m in on_newcomer)
 
         await eventually(both_told, 30, first, "a Warning Event on each naming the other")
+
+        async def recorded() -> bool:
+            stored = annotations(await get_quota(api, owner_ns, name))
+            return stored.get(keys.ANNO_NAME_OWNER) == uid
+
+        await eventually(recorded, 30, first, "the owner's name record")
+
         await eventually(lambda: converged(api), 30, first, "plan agrees")
+        squatter = annotations(await get_quota(api, newcomer_ns, name))
+        assert keys.ANNO_REQUEST not in squatter  # never computed: the worker is the owner's
     finally:
         first.stop()
 
