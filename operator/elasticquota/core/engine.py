@@ -74,6 +74,9 @@ class QuotaEngine:
         self.settings = settings or EngineSettings()
         self._solver = solver
         self._specs: dict[tuple[str, str], QuotaSpec] = {}
+        #: Quotas whose spec is unusable, by who they are (``api.parse.quota_identity``): in no
+        #: tree, but they keep their names from newcomers.
+        self._holders: dict[tuple[str, str], QuotaSpec] = {}
         self._pods: CowMap[PodInfo] = CowMap()
         self._nodes: dict[str, NodeInfo] = {}
         self._node_total: ResourceList = {}
@@ -101,10 +104,22 @@ class QuotaEngine:
         if self._specs.get(key) == spec:
             return
         self._specs[key] = spec
+        self._holders.pop(key, None)
         self._topology_dirty = True
 
+    def hold_name(self, identity: QuotaSpec) -> None:
+        """A quota object whose spec is unusable: it is in no tree (its pods go to the default
+        quota) but it still owns its name, so that a quota sharing that name never takes the name
+        or its pods while the owner is being fixed."""
+        key = (identity.namespace, identity.name)
+        had_spec = self._specs.pop(key, None) is not None
+        if had_spec or self._holders.get(key) != identity:
+            self._holders[key] = identity
+            self._topology_dirty = True
+
     def delete_quota(self, namespace: str, name: str) -> None:
-        if self._specs.pop((namespace, name), None) is not None:
+        had_spec = self._specs.pop((namespace, name), None) is not None
+        if self._holders.pop((namespace, name), None) is not None or had_spec:
             self._topology_dirty = True
 
     def upsert_pod(self, pod: PodInfo) -> None:
@@ -351,7 +366,9 @@ class QuotaEngine:
     def _rebuild(self) -> None:
         """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
         only those whose quota changed)."""
-        self._topology = build_topology(self._specs.values(), self._topology.owners)
+        self._topology = build_topology(
+            self._specs.values(), self._topology.owners, self._holders.values()
+        )
         self._reserved_specs = self._reserved_quota_specs()
         directory = QuotaDirectory.build({**self._topology.quotas, **self._reserved_specs})
         self._trees = build_trees(self._topology, set(self._node_total), self._rows)

@@ -70,15 +70,18 @@ class Topology:
 
 
 def build_topology(
-    specs: Iterable[QuotaSpec], previous_owners: Mapping[str, QuotaSpec] | None = None
+    specs: Iterable[QuotaSpec],
+    previous_owners: Mapping[str, QuotaSpec] | None = None,
+    holders: Iterable[QuotaSpec] = (),
 ) -> Topology:
     """Validate the structure of a set of quotas and arrange the valid ones in trees.
 
     ``previous_owners``: the previous topology's ``owners``: a name shared by several quotas stays
-    with the one that owned it (``name_order``).
+    with the one that owned it (``name_order``). ``holders``: quotas whose spec is unusable (left
+    out, reported by the parser): they are in no tree, but still own their names.
     """
     topology = Topology()
-    candidates = _unique_candidates(specs, topology, previous_owners or {})
+    candidates = _unique_candidates(specs, topology, previous_owners or {}, holders)
     verdicts: dict[str, str | None] = {}
     for name in sorted(candidates):
         _judge(name, candidates, verdicts)
@@ -95,24 +98,33 @@ def build_topology(
 
 
 def _unique_candidates(
-    specs: Iterable[QuotaSpec], topology: Topology, previous: Mapping[str, QuotaSpec]
+    specs: Iterable[QuotaSpec],
+    topology: Topology,
+    previous: Mapping[str, QuotaSpec],
+    holders: Iterable[QuotaSpec],
 ) -> dict[str, QuotaSpec]:
-    """Non-reserved quotas by name: of the quotas sharing a name, the owner (``name_order``).
+    """Non-reserved quotas by name: of the quotas sharing a name, the owner (``name_order``); a
+    name owned by a quota with an unusable spec has no candidate.
 
     The system and default quotas follow the same rule and go to ``topology.reserved``.
     """
     by_name: dict[str, list[QuotaSpec]] = {}
+    unusable: set[int] = set()
     for spec in specs:
-        if spec.name == ROOT_QUOTA:
-            continue  # the virtual root: its object carries no spec the engine uses
         by_name.setdefault(spec.name, []).append(spec)
+    for holder in holders:
+        by_name.setdefault(holder.name, []).append(holder)
+        unusable.add(id(holder))
+    by_name.pop(ROOT_QUOTA, None)  # the virtual root: its object carries no spec the engine uses
     candidates: dict[str, QuotaSpec] = {}
     for name, group in sorted(by_name.items()):  # problems in name order, whatever the input
         if len(group) > 1:
             group.sort(key=name_order(previous.get(name)))
         owner = group[0]
         topology.owners[name] = owner
-        if name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
+        if id(owner) in unusable:
+            pass  # the owner's own problems say why it is left out; the name stays its own
+        elif name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
             topology.reserved[name] = owner
         else:
             candidates[name] = owner

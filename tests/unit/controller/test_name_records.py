@@ -69,3 +69,17 @@ async def test_a_refused_record_is_tried_again(
     recorder = NameRecorder(state, api, dry_run=False)
     assert await recorder.record() == 0
     assert await recorder.record() == 1
+
+
+async def test_an_owner_whose_spec_breaks_still_owns_its_name(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    shared_name(state, cluster, k8s)
+    broken = l2(k8s, "base")
+    broken["spec"] = {"min": {"cpu": "8"}, "max": {"cpu": "4"}}  # min > max: left out
+    state.on_quota(broken)
+
+    state.engine.solve()
+    assert state.engine.name_owner("l2") == "base"
+    assert "l2" not in state.engine.solve().quotas
+    assert await NameRecorder(state, api, dry_run=False).record() == 1  # recorded all the same

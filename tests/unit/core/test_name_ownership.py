@@ -189,3 +189,33 @@ def test_clearing_is_parent_on_a_parent_with_children_leaves_them_as_orphans() -
         f"is-parent=true; {ORPHAN_TAIL}"
     )
     assert "dept" in snapshot.quotas  # the former parent itself is a valid leaf
+
+
+def test_an_owner_whose_spec_breaks_keeps_its_name_from_the_newcomer() -> None:
+    """An owner edited into an unusable spec (the parser leaves it out) is in no tree, but the
+    newcomer does not take its name: the pods of the name wait in the default quota until the
+    owner is fixed, and then count against it again."""
+    owner = l2("base", OWNER_UID)
+    eq = engine().load([owner], [pod("worker", "l2", cpu=3)], [node("n", cpu=9)])
+    eq.solve()
+    eq.upsert_quota(l2("bad", NEWCOMER_UID))
+    eq.solve()
+
+    eq.hold_name(replace(owner, max={}))  # what api.parse.quota_identity gives
+    snapshot = eq.solve()
+    assert "l2" not in snapshot.quotas
+    assert snapshot.pod_quota["team/worker"] == DEFAULT_QUOTA
+    assert "already used by ElasticQuota base/l2" in (
+        problems_of(snapshot, "ElasticQuota bad/l2")[0].message
+    )
+    assert eq.name_owner("l2") == "base"
+
+    eq.upsert_quota(owner)  # fixed
+    snapshot = eq.solve()
+    assert snapshot.quotas["l2"].namespace == "base"
+    assert snapshot.pod_quota["team/worker"] == "l2"
+
+    eq.delete_quota("base", "l2")
+    eq.hold_name(replace(owner, max={}))
+    eq.delete_quota("base", "l2")  # a deleted owner holds nothing any more
+    assert eq.solve().quotas["l2"].namespace == "bad"

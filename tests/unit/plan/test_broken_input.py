@@ -139,6 +139,21 @@ def test_a_shared_quota_name_stays_with_the_recorded_owner(plan_with: Any, k8s: 
     ]
 
 
+def test_an_older_quota_with_a_broken_spec_keeps_its_name(plan_with: Any, k8s: type[K8s]) -> None:
+    """As in the operator: left out for its spec, it still owns its name; the pods of the name
+    count against the default quota, not against the newer quota."""
+    broken = k8s.quota("twin", {"cpu": "5"}, {"cpu": "2"}, namespace="first")
+    broken["metadata"].update(uid="1111", creationTimestamp="2026-01-01T00:00:00Z")
+    newer = k8s.quota("twin", max={"cpu": "3"}, namespace="second")
+    newer["metadata"].update(uid="2222", creationTimestamp="2026-02-01T00:00:00Z")
+    document = plan_with(broken, newer)
+    assert "twin" not in document["quotas"]
+    assert problems_of(document, "ElasticQuota second/twin") == [
+        "quota name 'twin' is already used by ElasticQuota first/twin; quota names must be "
+        "unique across namespaces; the quota is left out of its tree"
+    ]
+
+
 def test_the_same_object_given_twice(plan_with: Any, k8s: type[K8s]) -> None:
     document = plan_with(k8s.quota("again", max={"cpu": "2"}), k8s.quota("again", max={"cpu": "3"}))
     assert problems_of(document, "ElasticQuota again/again") == [
