@@ -30,6 +30,8 @@ class NameRecorder:
         self._state = state
         self._api = api
         self._dry_run = dry_run
+        #: Owners a dry run said it would record (said once each).
+        self._said: set[tuple[str, str]] = set()
 
     async def record(self) -> int:
         """One round; the number of records written."""
@@ -39,7 +41,9 @@ class NameRecorder:
             if stored is None or stored.uid != owner.uid:
                 continue  # gone or replaced meanwhile: the next topology decides again
             if self._dry_run:
-                logger.info("dry-run: would record %s as the owner of its name", owner.ref)
+                if (owner.namespace, owner.uid) not in self._said:
+                    self._said.add((owner.namespace, owner.uid))
+                    logger.info("dry-run: would record %s as the owner of its name", owner.ref)
                 continue
             patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: owner.uid}}}
             try:

@@ -109,12 +109,12 @@ def _unique_candidates(
     The system and default quotas follow the same rule and go to ``topology.reserved``.
     """
     by_name: dict[str, list[QuotaSpec]] = {}
-    unusable: set[int] = set()
+    unusable: set[tuple[str, str]] = set()  # (namespace, name): a holder is never also a spec
     for spec in specs:
         by_name.setdefault(spec.name, []).append(spec)
     for holder in holders:
         by_name.setdefault(holder.name, []).append(holder)
-        unusable.add(id(holder))
+        unusable.add((holder.namespace, holder.name))
     by_name.pop(ROOT_QUOTA, None)  # the virtual root: its object carries no spec the engine uses
     candidates: dict[str, QuotaSpec] = {}
     for name, group in sorted(by_name.items()):  # problems in name order, whatever the input
@@ -122,7 +122,7 @@ def _unique_candidates(
             group.sort(key=name_order(previous.get(name)))
         owner = group[0]
         topology.owners[name] = owner
-        if id(owner) in unusable:
+        if (owner.namespace, owner.name) in unusable:
             pass  # the owner's own problems say why it is left out; the name stays its own
         elif name in (SYSTEM_QUOTA, DEFAULT_QUOTA):
             topology.reserved[name] = owner

@@ -8,8 +8,10 @@ dry-run; a refused patch is tried again at the next round.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -53,12 +55,22 @@ async def test_the_owner_of_a_shared_name_is_recorded_once(
     assert state.engine.name_owner("l2") == "base"
 
 
-async def test_dry_run_records_nothing(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+async def test_dry_run_records_nothing_and_says_so_once(
+    state: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    k8s: Bodies,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     shared_name(state, cluster, k8s)
-    assert await NameRecorder(state, api, dry_run=True).record() == 0
+    recorder = NameRecorder(state, api, dry_run=True)
+    with caplog.at_level(logging.INFO, logger="elasticquota.controller.names"):
+        assert await recorder.record() == 0
+        assert await recorder.record() == 0
     assert cluster.writes() == []
+    assert [record.getMessage() for record in caplog.records] == [
+        "dry-run: would record ElasticQuota base/l2 as the owner of its name"
+    ]
 
 
 async def test_a_refused_record_is_tried_again(
