@@ -211,6 +211,17 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
     orphan = quota_manifest(namespace, unique("orphan"), {}, {"cpu": "1"}, parent="no-such-dept")
     assert "parent not exist" in await refusal(create_quota(api, orphan))
 
+    # quota names are global: the same name in another namespace is refused, naming both
+    elsewhere = unique("elsewhere")
+    await ensure_namespace(api, elsewhere)
+    squatter = quota_manifest(elsewhere, other, {}, {"cpu": "2", "memory": "4Gi"})
+    message = await refusal(create_quota(api, squatter))
+    assert (
+        f"AddQuota quota already exist:{other} (quota {other} in namespace {elsewhere}: a quota "
+        f"{other} already exists in namespace {namespace}; quota names are unique across "
+        "namespaces)"
+    ) in message
+
     # the message names the real rule: a max of -1 only (not the shared weight copied from it);
     # a parent label that is no label value as such (not as a parent that does not exist)
     negative = quota_manifest(namespace, unique("negative"), {}, {"cpu": "-1"})
@@ -282,6 +293,7 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
     webhooks.process.stop()
     assert await webhooks.configurations(api) == [[], []]
     await core.delete_namespace(namespace)  # its own tree id: leave no extra tree to later tests
+    await core.delete_namespace(elsewhere)
 
 
 async def test_a_provided_certificate_is_served_and_is_the_ca_bundle(

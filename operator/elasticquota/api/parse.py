@@ -159,8 +159,28 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
         lending_limit=_limit(ref, annotations, keys.ANNO_LENDING_LIMIT, problems),
         borrowing_limit=_limit(ref, annotations, keys.ANNO_BORROWING_LIMIT, problems),
         created=meta.creation_timestamp or "",
+        uid=meta.uid,
+        name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
     )
     return spec, problems
+
+
+def quota_identity(raw: Mapping[str, Any]) -> QuotaSpec | None:
+    """Who a quota object is, whatever its spec: name, namespace, uid, creation time and name
+    record (an empty spec otherwise). A quota ``parse_quota`` leaves out still owns its name:
+    this is what holds it. None without a usable name."""
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
+        return None
+    annotations = metadata.get("annotations")
+    record = annotations.get(keys.ANNO_NAME_OWNER) if isinstance(annotations, Mapping) else None
+    return QuotaSpec(
+        name=metadata["name"],
+        namespace=str(metadata.get("namespace") or ""),
+        created=str(metadata.get("creationTimestamp") or ""),
+        uid=str(metadata.get("uid") or ""),
+        name_record=record if isinstance(record, str) else "",
+    )
 
 
 def _spec_is_usable(

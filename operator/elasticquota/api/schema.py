@@ -24,6 +24,7 @@ class ObjectMeta(View):
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     creation_timestamp: str | None = Field(default=None, alias="creationTimestamp")
+    uid: str = ""
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
 
 

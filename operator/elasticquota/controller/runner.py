@@ -29,6 +29,7 @@ from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.loopprobe import StallWatchdog, probe_loop
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.names import NameRecorder
 from elasticquota.controller.problems import ProblemReporter
 from elasticquota.controller.profiles import ProfileController
 from elasticquota.controller.reconcile import Reconciler
@@ -132,6 +133,7 @@ class Operator:
         self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
         self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
         self.reporter = ProblemReporter(self.state, api, settings.dry_run, self.reconciler.writer)
+        self.names = NameRecorder(self.state, api, settings.dry_run)
         self.ingest = Ingest(self.state, api)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.
@@ -278,6 +280,7 @@ class Operator:
         while True:
             await self.leader.leading.wait()
             await self.reporter.report()
+            await self.names.record()
             await asyncio.sleep(max(self.settings.reconcile_interval, 1.0))
 
 

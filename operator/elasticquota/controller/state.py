@@ -21,7 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.api.parse import (
+    parse_node,
+    parse_pod,
+    parse_profile,
+    parse_quota,
+    quota_identity,
+)
 from elasticquota.core.diff import OPERATOR_ANNOTATIONS
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import PodInfo, Problem, ProfileSpec
@@ -161,7 +167,10 @@ class ControllerState:
             return
         spec, problems = parse_quota(body)
         self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
-        if spec is None:
+        identity = quota_identity(body) if spec is None else None
+        if identity is not None:
+            self.engine.hold_name(identity)  # left out, but the name stays its own
+        elif spec is None:
             self.engine.delete_quota(quota.namespace, quota.name)
         else:
             self.engine.upsert_quota(spec)

@@ -204,7 +204,7 @@ class QuotaMirror:
 
 def cluster_view(mirror: QuotaMirror, state: ControllerState) -> ClusterView:
     """The quotas and pods as the operator knows them, recent admissions included."""
-    return ClusterView(mirror.refresh(), state.engine.pods.values())
+    return ClusterView(mirror.refresh(), state.engine.pods.values(), state.engine.name_owner)
 
 
 # -- the handlers' logic ---------------------------------------------------------------------------

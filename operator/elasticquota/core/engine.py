@@ -68,16 +68,26 @@ class EngineSettings:
 class QuotaEngine:
     """One manager per quota tree, fed by object events, solved on demand."""
 
-    def __init__(self, settings: EngineSettings | None = None, solver: Solver = solve_tree) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        solver: Solver = solve_tree,
+        name_owners: Mapping[str, QuotaSpec] | None = None,
+    ) -> None:
+        """``name_owners``: who owned each quota name (another engine's ``name_owners``): those
+        quotas keep their names here too, as they would in that engine."""
         self.settings = settings or EngineSettings()
         self._solver = solver
         self._specs: dict[tuple[str, str], QuotaSpec] = {}
+        #: Quotas whose spec is unusable, by who they are (``api.parse.quota_identity``): in no
+        #: tree, but they keep their names from newcomers.
+        self._holders: dict[tuple[str, str], QuotaSpec] = {}
         self._pods: CowMap[PodInfo] = CowMap()
         self._nodes: dict[str, NodeInfo] = {}
         self._node_total: ResourceList = {}
         #: How many nodes have each resource: a resource no node has is absent from the total.
         self._nodes_with: dict[str, int] = {}
-        self._topology = Topology()
+        self._topology = Topology(owners=dict(name_owners or {}))
         self._trees: dict[str, TreeState] = {}
         self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
         self._reserved_specs: dict[str, QuotaSpec] = {}
@@ -104,10 +114,22 @@ class QuotaEngine:
         if self._specs.get(key) == spec:
             return
         self._specs[key] = spec
+        self._holders.pop(key, None)
         self._quotas_changed()
 
+    def hold_name(self, identity: QuotaSpec) -> None:
+        """A quota object whose spec is unusable: it is in no tree (its pods go to the default
+        quota) but it still owns its name, so that a quota sharing that name never takes the name
+        or its pods while the owner is being fixed."""
+        key = (identity.namespace, identity.name)
+        had_spec = self._specs.pop(key, None) is not None
+        if had_spec or self._holders.get(key) != identity:
+            self._holders[key] = identity
+            self._quotas_changed()
+
     def delete_quota(self, namespace: str, name: str) -> None:
-        if self._specs.pop((namespace, name), None) is not None:
+        had_spec = self._specs.pop((namespace, name), None) is not None
+        if self._holders.pop((namespace, name), None) is not None or had_spec:
             self._quotas_changed()
 
     def _quotas_changed(self) -> None:
@@ -376,6 +398,8 @@ class QuotaEngine:
             epoch=self.topology_epoch,
             spec_changes=self._spec_changes,
             specs=tuple(self._specs.values()),
+            owners=dict(self._topology.owners),
+            holders=tuple(self._holders.values()),
             node_keys=frozenset(self._node_total),
             pods=self._pods.freeze(),
             stale=frozenset(self._stale),
@@ -438,6 +462,28 @@ class QuotaEngine:
                 quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
             self._quotas = quotas
         return self._quotas
+
+    @property
+    def name_owners(self) -> Mapping[str, QuotaSpec]:
+        """The quota that owns each name, as of the last topology (read-only)."""
+        return MappingProxyType(self._topology.owners)
+
+    def name_owner(self, name: str) -> str | None:
+        """The namespace of the quota that owns ``name`` (as of the last topology; None when no
+        quota has it). Does not rebuild: the webhooks read it on the event loop."""
+        owner = self._topology.owners.get(name)
+        return None if owner is None else owner.namespace
+
+    def unrecorded_owners(self) -> list[QuotaSpec]:
+        """Owners of a name other quotas share that do not carry their ownership record yet
+        (``elasticquota.dev/name-owner``): the controller writes it, so that the name stays
+        with them across restarts."""
+        self._ensure_topology()
+        return [
+            spec
+            for _, spec in sorted(self._topology.contested.items())
+            if spec.uid and not spec.holds_name_record
+        ]
 
     def problems(self) -> list[Problem]:
         """Structural problems of the current quotas (after the last rebuild)."""

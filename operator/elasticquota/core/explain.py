@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elasticquota.core.admission import Shortfall, check_pod
+from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.models import PodInfo
 from elasticquota.core.quantity import format_units
 from elasticquota.core.resources import mask
@@ -37,11 +38,14 @@ class Explanation:
     verdict: str
     levels: list[Level] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
+    #: Why the pod is not where it asked to be (its quota is left out of its tree).
+    notes: list[str] = field(default_factory=list)
 
     def render(self) -> str:
         lines = [
             f"pod {self.pod}: {self.state}",
             f"quota: {self.quota}",
+            *(f"note: {note}" for note in self.notes),
             f"verdict: {self.verdict}",
         ]
         if self.levels:
@@ -92,8 +96,32 @@ def _advice(shortfall: Shortfall) -> str:
     )
 
 
+def _left_out_notes(snapshot: Snapshot, pod: PodInfo, quota: str) -> list[str]:
+    """A pod that lands in the default quota because the quota it names (its label, or the quota
+    named like its namespace) is left out: that quota's problems, which say so."""
+    if quota != DEFAULT_QUOTA:
+        return []
+    wanted = pod.quota_label or pod.namespace
+    if wanted == DEFAULT_QUOTA:
+        return []
+    return [
+        f"{problem.object}: {problem.message}"
+        for problem in snapshot.problems
+        if problem.left_out
+        and problem.object.startswith("ElasticQuota ")
+        and problem.object.endswith(f"/{wanted}")
+        and (pod.quota_label or problem.object == f"ElasticQuota {pod.namespace}/{wanted}")
+    ]
+
+
 def explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool = False) -> Explanation:
     """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown."""
+    found = _explain(snapshot, pod_key, check_ancestors)
+    found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
+    return found
+
+
+def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explanation:
     pod = snapshot.pods[pod_key]
     quota = snapshot.pod_quota[pod_key]
     levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []

@@ -46,6 +46,9 @@ ANNO_LENDING_LIMIT: Final = f"{EXT_PREFIX}/lending-limit"
 ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
 #: On a quota left out of its tree (a rule it breaks): why; its computed annotations are removed.
 ANNO_INVALID: Final = f"{EXT_PREFIX}/invalid"
+#: Written by the operator on the quota that owns a name several quotas share (its own uid as the
+#: value): the owner keeps the name across restarts, whatever the creation times say.
+ANNO_NAME_OWNER: Final = f"{EXT_PREFIX}/name-owner"
 
 # Extensions (YuniKorn-style user and group limits, seed 004).
 ANNO_USER_LIMITS: Final = f"{EXT_PREFIX}/user-limits"

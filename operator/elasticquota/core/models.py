@@ -48,6 +48,15 @@ class QuotaSpec:
     borrowing_limit: ResourceList | None = None
     #: RFC 3339 creation time, used to pick the survivor among duplicated names.
     created: str = ""
+    #: metadata.uid: the last tie-break among duplicated names, and what a name record names.
+    uid: str = ""
+    #: The ``elasticquota.dev/name-owner`` annotation (the uid of the object that owns the name).
+    name_record: str = ""
+
+    @property
+    def holds_name_record(self) -> bool:
+        """The operator recorded this very object as the owner of its name."""
+        return bool(self.uid) and self.name_record == self.uid
 
     @property
     def ref(self) -> str:

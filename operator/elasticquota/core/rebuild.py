@@ -47,6 +47,10 @@ class RebuildJob:
     epoch: int
     spec_changes: int
     specs: tuple[QuotaSpec, ...]
+    #: Who owned each quota name in the current topology, and the quotas that hold their name
+    #: without a usable spec (``QuotaEngine.hold_name``).
+    owners: dict[str, QuotaSpec]
+    holders: tuple[QuotaSpec, ...]
     node_keys: frozenset[str]
     pods: FrozenMap[PodInfo]
     #: Pods that changed since the index was last brought up to date.
@@ -72,7 +76,7 @@ class RebuildOutcome:
 def compute_rebuild(job: RebuildJob) -> RebuildOutcome:
     """Build the topology, the trees and the placements: reads the job only (and changes only
     what it holds alone: its index fork and layout memo), safe in any thread."""
-    topology = build_topology(job.specs)
+    topology = build_topology(job.specs, job.owners, job.holders)
     reserved_specs = reserved_quota_specs(topology, job.reserved)
     directory = QuotaDirectory.build({**topology.quotas, **reserved_specs})
     rows = job.rows

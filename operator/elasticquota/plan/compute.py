@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.api.parse import (
+    parse_node,
+    parse_pod,
+    parse_profile,
+    parse_quota,
+    quota_identity,
+)
 from elasticquota.core.admission import Verdict, pending_verdicts
 from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
@@ -50,6 +56,7 @@ def compute_plan(
     priced = _with_priorities(manifests.pods, manifests.priority_classes, problems)
     pods: list[PodInfo] = _parse_all(parse_pod, priced, problems)
     engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
+    _hold_names(engine, raw_quotas, quotas)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     return Plan(
         snapshot=snapshot,
@@ -58,6 +65,17 @@ def compute_plan(
         problems=problems + snapshot.problems,
         skipped=list(manifests.skipped),
     )
+
+
+def _hold_names(
+    engine: QuotaEngine, raw_quotas: list[dict[str, Any]], parsed: list[QuotaSpec]
+) -> None:
+    """Quotas left out for their spec still own their names, as in the operator."""
+    usable = {(spec.namespace, spec.name) for spec in parsed}
+    for raw in raw_quotas:
+        identity = quota_identity(raw)
+        if identity is not None and (identity.namespace, identity.name) not in usable:
+            engine.hold_name(identity)
 
 
 def _parse_all(parser: Any, raws: list[dict[str, Any]], problems: list[Problem]) -> list[Any]:

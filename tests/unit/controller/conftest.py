@@ -289,6 +289,7 @@ _ADAPTERS = {
         "post_event",
     ),
     "elasticquota.controller.reserved": ("create_quota", "ensure_namespace"),
+    "elasticquota.controller.names": ("patch_quota",),
     "elasticquota.controller.problems": ("post_event",),
     "elasticquota.controller.simulator": (
         "bind_pod",

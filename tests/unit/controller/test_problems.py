@@ -176,7 +176,10 @@ async def test_a_descendant_of_a_quota_left_out_is_marked_too(
     await reporter_of(state, api).report()
 
     leaf = cluster.quotas[("team", "leaf")]["metadata"]["annotations"]
-    assert leaf == {keys.ANNO_INVALID: "parent quota 'dept' does not exist"}
+    assert leaf == {
+        keys.ANNO_INVALID: "orphaned: parent quota 'dept' does not exist; the quota is left out "
+        "of its tree and its pods count against koordinator-default-quota until it is fixed"
+    }
 
 
 async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(

@@ -60,13 +60,19 @@ class World:
             engine.delete_node(item.name)
 
     def fresh(
-        self, engine_settings: EngineSettings | None = None, solver: Solver | None = None
+        self,
+        history: QuotaEngine,
+        engine_settings: EngineSettings | None = None,
+        solver: Solver | None = None,
     ) -> Snapshot:
-        """The snapshot of a new engine loaded with the objects of the moment."""
+        """The snapshot of a new engine loaded with the objects of the moment; quota names stay
+        with the quotas that owned them in ``history`` (names several quotas share are the one
+        thing an engine's past decides: a newcomer never takes a name from the quota holding it)."""
+        owners = history.name_owners
         engine = (
-            QuotaEngine(engine_settings)
+            QuotaEngine(engine_settings, name_owners=owners)
             if solver is None
-            else QuotaEngine(engine_settings, solver=solver)
+            else QuotaEngine(engine_settings, solver=solver, name_owners=owners)
         )
         return engine.load(self.quotas.values(), self.pods.values(), self.nodes.values()).solve()
 

@@ -58,9 +58,10 @@ def test_every_solve_equals_a_fresh_engine_and_old_snapshots_never_move(
             world.apply(engine, kind, item)
             continue
         snapshot = engine.solve()
-        assert observable(snapshot) == observable(world.fresh())
+        assert observable(snapshot) == observable(world.fresh(engine))
         kept.append((snapshot, copy.deepcopy(observable(snapshot))))
-    assert observable(engine.solve()) == observable(world.fresh())
+    final = engine.solve()
+    assert observable(final) == observable(world.fresh(engine))
     for snapshot, content in kept:
         assert observable(snapshot) == content
 

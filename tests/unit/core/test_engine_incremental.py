@@ -36,7 +36,8 @@ def check_incremental_equals_fresh(
         else:
             world.apply(engine, kind, item)
 
-    assert observable(engine.solve()) == observable(world.fresh(engine_settings, solver))
+    snapshot = engine.solve()
+    assert observable(snapshot) == observable(world.fresh(engine, engine_settings, solver))
 
 
 @pytest.mark.parametrize("solver_name", ["numba"])

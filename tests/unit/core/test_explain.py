@@ -102,3 +102,20 @@ def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> N
     assert snapshot.quotas["team"].used["cpu"] > snapshot.quotas["team"].runtime["cpu"]
     found = explain(snapshot, "team/a")
     assert found.verdict == "its quota is over its runtime only until its terminating pods are gone"
+
+
+def test_a_pod_of_an_orphaned_quota_is_told_why_it_counts_against_the_default_quota() -> None:
+    from elasticquota.core.engine import QuotaEngine
+    from elasticquota.core.keys import DEFAULT_QUOTA
+    from elasticquota.core.models import PodInfo, QuotaSpec
+
+    orphan = QuotaSpec("team", "ns", max={"cpu": 4000}, parent="deleted-dept")
+    pending = PodInfo(namespace="ns", name="p", requests={"cpu": 1000}, quota_label="team")
+    found = explain(QuotaEngine().load([orphan], [pending]).solve(), "ns/p")
+
+    assert found.quota == DEFAULT_QUOTA
+    assert found.notes == [
+        "ElasticQuota ns/team: orphaned: parent quota 'deleted-dept' does not exist; the quota "
+        f"is left out of its tree and its pods count against {DEFAULT_QUOTA} until it is fixed"
+    ]
+    assert f"quota: {DEFAULT_QUOTA}\nnote: ElasticQuota ns/team: orphaned" in found.render()

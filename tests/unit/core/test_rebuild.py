@@ -122,4 +122,5 @@ def test_any_events_around_a_stepped_rebuild_solve_like_a_fresh_engine(
         engine.finish_rebuild(job, compute_rebuild(job))
     for kind, item in after:
         world.apply(engine, kind, item)
-    assert observable(engine.solve()) == observable(world.fresh())
+    snapshot = engine.solve()
+    assert observable(snapshot) == observable(world.fresh(engine))

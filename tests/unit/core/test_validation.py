@@ -241,9 +241,53 @@ def test_every_independent_violation_is_reported() -> None:
 def test_quota_names_are_unique_across_namespaces() -> None:
     found = validate_quota_create(quota("dept", namespace="other"), view(DEPT))
     assert messages(found) == [
-        "AddQuota quota already exist:dept (in namespace team; quota names are unique across "
-        "namespaces)"
+        "AddQuota quota already exist:dept (quota dept in namespace other: a quota dept already "
+        "exists in namespace team; quota names are unique across namespaces)"
     ]
+
+
+def owned(raw: Raw, uid: str, created: str, record: bool = False) -> Raw:
+    """``raw`` as stored: with a uid, a creation time and maybe the operator's name record."""
+    copy = json.loads(json.dumps(raw))
+    copy["metadata"].update(uid=uid, creationTimestamp=created)
+    if record:
+        copy["metadata"]["annotations"][keys.ANNO_NAME_OWNER] = uid
+    return copy
+
+
+SECOND = "2026-11-25T10:00:00Z"
+BASE_DEPT = owned(quota("dept", "base", is_parent=True), "f-owner", SECOND)
+BAD_DEPT = owned(quota("dept", "bad", is_parent=True), "0-newcomer", SECOND)
+CHILD = quota("team-a", parent="dept", min={"cpu": "1"})
+
+
+@pytest.mark.parametrize(
+    ("stored", "owner_of", "owner"),
+    [
+        ((BASE_DEPT, BAD_DEPT), None, "bad"),  # a tie without a record: the lower uid
+        ((owned(BASE_DEPT, "f-owner", SECOND, record=True), BAD_DEPT), None, "base"),
+        ((owned(BASE_DEPT, "f", "2026-01-01T00:00:00Z"), BAD_DEPT), None, "base"),  # older
+        ((BASE_DEPT, BAD_DEPT), lambda name: "base", "base"),  # as the engine decided
+    ],
+    ids=["uid", "record", "older", "engine"],
+)
+def test_of_quotas_sharing_a_name_the_rules_judge_against_its_owner(
+    stored: tuple[Raw, ...], owner_of: Any, owner: str
+) -> None:
+    found = ClusterView(stored, owner_of=owner_of).quota("dept")
+    assert found is not None and found.namespace == owner
+
+
+def test_a_quota_left_out_for_sharing_a_name_can_be_deleted_and_demoted() -> None:
+    """The children and the pods of the name are the owner's: the newcomer never holds them."""
+    cluster = ClusterView(
+        (BASE_DEPT, BAD_DEPT, CHILD), [pod("p", quota_label="dept")], lambda name: "base"
+    )
+    assert validate_quota_delete(BAD_DEPT, cluster) == []
+    assert validate_quota_update(BAD_DEPT, with_labels(BAD_DEPT, is_parent=None), cluster) == []
+    assert rules(validate_quota_delete(BASE_DEPT, cluster)) == ["delete-children", "delete-pods"]
+    demoted = with_labels(BASE_DEPT, is_parent=None)
+    assert rules(validate_quota_update(BASE_DEPT, demoted, cluster)) == ["is-parent-change"]
 
 
 def test_a_namespace_belongs_to_one_quota_only() -> None:

@@ -57,6 +57,13 @@ def plan_with(
     return run
 
 
+#: Where a quota left out for its place in the tree leaves its pods (said in every such problem).
+LEFT_OUT = (
+    "the quota is left out of its tree and its pods count against koordinator-default-quota "
+    "until it is fixed"
+)
+
+
 def problems_of(document: Any, obj: str) -> list[str]:
     return [p["message"] for p in document["problems"] if p["object"] == obj]
 
@@ -76,7 +83,7 @@ def test_an_invalid_quantity(plan_with: Any, k8s: type[K8s]) -> None:
 def test_a_missing_parent(plan_with: Any, k8s: type[K8s]) -> None:
     document = plan_with(k8s.quota("orphan", max={"cpu": "1"}, parent="ghost"))
     assert problems_of(document, "ElasticQuota orphan/orphan") == [
-        "parent quota 'ghost' does not exist; the quota is left out of its tree"
+        f"orphaned: parent quota 'ghost' does not exist; {LEFT_OUT}"
     ]
 
 
@@ -87,19 +94,18 @@ def test_a_cycle(plan_with: Any, k8s: type[K8s]) -> None:
         k8s.quota("below", max={"cpu": "1"}, parent="left"),
     )
     # Every member is left out, each naming the whole cycle.
-    cycle = "parent chain forms a cycle: left -> right -> left; the quota is left out of its tree"
+    cycle = f"parent chain forms a cycle: left -> right -> left; {LEFT_OUT}"
     assert problems_of(document, "ElasticQuota left/left") == [cycle]
     assert problems_of(document, "ElasticQuota right/right") == [cycle]
     assert problems_of(document, "ElasticQuota below/below") == [
-        "ancestor quota 'left' is left out; the quota is left out of its tree"
+        f"orphaned: ancestor quota 'left' is left out; {LEFT_OUT}"
     ]
 
 
 def test_a_parent_not_marked_is_parent(plan_with: Any, k8s: type[K8s]) -> None:
     document = plan_with(k8s.quota("child", max={"cpu": "1"}, parent="healthy"))
     assert problems_of(document, "ElasticQuota child/child") == [
-        f"parent quota 'healthy' is not marked {keys.LABEL_IS_PARENT}=true; "
-        "the quota is left out of its tree"
+        f"orphaned: parent quota 'healthy' is not marked {keys.LABEL_IS_PARENT}=true; {LEFT_OUT}"
     ]
     assert document["quotas"]["healthy"]["isParent"] is False
 
@@ -115,6 +121,37 @@ def test_a_quota_name_used_in_two_namespaces(plan_with: Any, k8s: type[K8s]) -> 
     ]
     assert document["quotas"]["twin"]["namespace"] == "first"
     assert document["quotas"]["twin"]["max"] == {"cpu": "2"}
+
+
+def test_a_shared_quota_name_stays_with_the_recorded_owner(plan_with: Any, k8s: type[K8s]) -> None:
+    """As the operator decides: the operator's name record first, before age and namespace."""
+    first = k8s.quota("twin", max={"cpu": "2"}, namespace="first")
+    first["metadata"].update(uid="1111", creationTimestamp="2026-01-01T00:00:00Z")
+    owner = k8s.quota(
+        "twin", max={"cpu": "3"}, namespace="second", annotations={keys.ANNO_NAME_OWNER: "2222"}
+    )
+    owner["metadata"].update(uid="2222", creationTimestamp="2026-02-01T00:00:00Z")
+    document = plan_with(first, owner)
+    assert document["quotas"]["twin"]["namespace"] == "second"
+    assert problems_of(document, "ElasticQuota first/twin") == [
+        "quota name 'twin' is already used by ElasticQuota second/twin; quota names must be "
+        "unique across namespaces; the quota is left out of its tree"
+    ]
+
+
+def test_an_older_quota_with_a_broken_spec_keeps_its_name(plan_with: Any, k8s: type[K8s]) -> None:
+    """As in the operator: left out for its spec, it still owns its name; the pods of the name
+    count against the default quota, not against the newer quota."""
+    broken = k8s.quota("twin", {"cpu": "5"}, {"cpu": "2"}, namespace="first")
+    broken["metadata"].update(uid="1111", creationTimestamp="2026-01-01T00:00:00Z")
+    newer = k8s.quota("twin", max={"cpu": "3"}, namespace="second")
+    newer["metadata"].update(uid="2222", creationTimestamp="2026-02-01T00:00:00Z")
+    document = plan_with(broken, newer)
+    assert "twin" not in document["quotas"]
+    assert problems_of(document, "ElasticQuota second/twin") == [
+        "quota name 'twin' is already used by ElasticQuota first/twin; quota names must be "
+        "unique across namespaces; the quota is left out of its tree"
+    ]
 
 
 def test_the_same_object_given_twice(plan_with: Any, k8s: type[K8s]) -> None:

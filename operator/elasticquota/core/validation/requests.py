@@ -53,8 +53,9 @@ def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Vio
         found.append(
             Violation(
                 "name-unique",
-                f"AddQuota quota already exist:{quota.name} (in namespace {existing.namespace}; "
-                "quota names are unique across namespaces)",
+                f"AddQuota quota already exist:{quota.name} (quota {quota.name} in namespace "
+                f"{quota.namespace}: a quota {quota.name} already exists in namespace "
+                f"{existing.namespace}; quota names are unique across namespaces)",
             )
         )
     found += _namespaces_free(quota, view, "CREATE")
@@ -117,6 +118,8 @@ def validate_quota_delete(old: Mapping[str, Any], view: ClusterView) -> list[Vio
         return [Violation("reserved-delete", f"can not delete quotaGroup :{name}")]
     if view.quota_at(quota.namespace, name) is None:
         return [Violation("known", f"not found quota:{name}")]
+    if not view.owns_name(quota):
+        return []  # left out for sharing a name: the children and pods are the owner's
     found = []
     children = view.children(name)
     if children:

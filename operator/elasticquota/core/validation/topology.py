@@ -21,7 +21,7 @@ def _is_parent_change(
     if stored is None or stored.is_parent == quota.is_parent:
         return []
     if not quota.is_parent:
-        children = view.children(stored.name)
+        children = view.children(stored.name) if view.owns_name(stored) else []
         if children:
             return [
                 Violation(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
@@ -24,8 +24,10 @@ class QuotaCatalog:
 
     Kept current one object at a time (``upsert`` / ``remove``), so that a long-lived catalog
     costs nothing per request; a quota is parsed on first use and again only when it changes.
-    Quota names are global, as in the reference; of quotas sharing a name the first by namespace
-    is "the" quota of that name.
+    Quota names are global, as in the reference; of quotas sharing a name (possible only where
+    the webhook was not asked) "the" quota of that name is its owner as the engine decides it
+    (``core.topology.name_order``): the one holding its name record, else the oldest, then the
+    lower uid, then the first by namespace (a ``ClusterView`` may know better: ``owner_of``).
     """
 
     def __init__(self, quotas: Iterable[Mapping[str, Any]] = ()) -> None:
@@ -79,9 +81,28 @@ class QuotaCatalog:
             self._facts[key] = read_quota(raw)[0]
         return self._facts[key]
 
-    def key_named(self, name: str) -> QuotaKey | None:
+    def key_named(self, name: str, owner_namespace: str | None = None) -> QuotaKey | None:
+        """The key of the quota that owns ``name``: the one in ``owner_namespace`` when there is
+        one, else by the owner rule."""
         keys_ = self._by_name.get(name)
-        return min(keys_) if keys_ else None
+        if not keys_:
+            return None
+        if len(keys_) == 1:
+            return next(iter(keys_))
+        if owner_namespace is not None and (owner_namespace, name) in keys_:
+            return owner_namespace, name
+        return min(keys_, key=self._owner_order)
+
+    def _owner_order(self, key: QuotaKey) -> tuple[bool, str, str, str]:
+        metadata = _mapping(self._raw[key].get("metadata"))
+        uid = str(metadata.get("uid") or "")
+        record = _string_map(metadata.get("annotations")).get(keys.ANNO_NAME_OWNER)
+        return (
+            not (uid and record == uid),
+            str(metadata.get("creationTimestamp") or "~"),
+            uid or "~",
+            key[0],
+        )
 
     def children(self, name: str) -> list[str]:
         return sorted(set(self._children.get(name, {}).values()) - {name})
@@ -106,16 +127,28 @@ class ClusterView:
     """
 
     def __init__(
-        self, quotas: QuotaCatalog | Iterable[Mapping[str, Any]], pods: Iterable[PodInfo] = ()
+        self,
+        quotas: QuotaCatalog | Iterable[Mapping[str, Any]],
+        pods: Iterable[PodInfo] = (),
+        owner_of: Callable[[str], str | None] | None = None,
     ) -> None:
+        """``owner_of``: the namespace of the quota that owns a name, as the engine decided it
+        (it remembers which quota had a name first); the catalog's owner rule when None."""
         self._catalog = quotas if isinstance(quotas, QuotaCatalog) else QuotaCatalog(quotas)
         self._pod_source = pods
         self._pods: tuple[PodInfo, ...] | None = None
+        self._owner_of = owner_of
 
     def quota(self, name: str) -> QuotaFacts | None:
-        """The quota of that name (any namespace)."""
-        key = self._catalog.key_named(name)
+        """The quota of that name (any namespace): its owner, when several share it."""
+        owner = self._owner_of(name) if self._owner_of is not None else None
+        key = self._catalog.key_named(name, owner)
         return None if key is None else self._catalog.quota_at(*key)
+
+    def owns_name(self, quota: QuotaFacts) -> bool:
+        """Whether ``quota`` is the owner of its name (not a quota left out for sharing it)."""
+        owner = self.quota(quota.name)
+        return owner is None or owner.namespace == quota.namespace
 
     def quota_at(self, namespace: str, name: str) -> QuotaFacts | None:
         """The stored copy of exactly this object."""

@@ -1,0 +1,64 @@
+"""Quota names several quotas share: the owner's name record, written by the active replica.
+
+Quota names are global. When quotas in different namespaces share a name, the engine keeps the
+name with its owner (``core.topology.name_order``); what it remembers of who owned a name first is
+lost at a restart, and creation times have a one-second resolution. So the owner of a shared name
+gets the annotation ``elasticquota.dev/name-owner`` holding its own uid: from then on the name stays
+with it across restarts and on every replica, whatever the creation times and uids say. The record
+is written once per owner (the write echoes back through the watch and the engine sees it), only
+for names that are actually shared, and never by a standby or in dry-run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kubernetes_asyncio import client
+
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.keys import ANNO_NAME_OWNER
+from elasticquota.kube.errors import describe
+from elasticquota.kube.quotas import patch_quota
+
+logger = logging.getLogger(__name__)
+
+
+class NameRecorder:
+    """Writes the name record on the owners of shared names that lack it."""
+
+    def __init__(self, state: ControllerState, api: client.ApiClient, dry_run: bool) -> None:
+        self._state = state
+        self._api = api
+        self._dry_run = dry_run
+        #: Owners a dry run said it would record (said once each).
+        self._said: set[tuple[str, str]] = set()
+
+    async def record(self) -> int:
+        """One round; the number of records written."""
+        written = 0
+        for owner in self._state.engine.unrecorded_owners():
+            stored = self._state.quotas.get((owner.namespace, owner.name))
+            if stored is None or stored.uid != owner.uid:
+                continue  # gone or replaced meanwhile: the next topology decides again
+            if self._dry_run:
+                if (owner.namespace, owner.uid) not in self._said:
+                    self._said.add((owner.namespace, owner.uid))
+                    logger.info("dry-run: would record %s as the owner of its name", owner.ref)
+                continue
+            patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: owner.uid}}}
+            try:
+                body = await patch_quota(self._api, owner.namespace, owner.name, patch)
+            except Exception as error:  # retried at the next round
+                logger.warning(
+                    "recording %s as its name's owner failed: %s", owner.ref, describe(error)
+                )
+                continue
+            self._state.on_quota(body)
+            logger.info(
+                "%s owns the quota name %r that other quotas share: recorded (%s)",
+                owner.ref,
+                owner.name,
+                ANNO_NAME_OWNER,
+            )
+            written += 1
+        return written

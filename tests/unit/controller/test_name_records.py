@@ -1,0 +1,97 @@
+"""NameRecorder: the owner of a quota name other quotas share gets its name record, once.
+
+Rules (controller/names.py): for each shared name whose owner lacks
+``elasticquota.dev/name-owner`` = its own uid, the active replica merge-patches that annotation
+onto the owner and feeds the answer back into memory; nothing for unshared names, nothing in
+dry-run; a refused patch is tried again at the next round.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from elasticquota.controller.names import NameRecorder
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.keys import ANNO_NAME_OWNER
+
+if TYPE_CHECKING:
+    from conftest import Bodies, FakeCluster
+
+SECOND = "2026-11-25T10:00:00Z"
+
+
+def l2(k8s: Bodies, namespace: str) -> dict[str, Any]:
+    body = k8s.quota("l2", namespace, max={"cpu": "4"})
+    body["metadata"]["creationTimestamp"] = SECOND
+    return body
+
+
+def shared_name(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
+    """``base/l2`` seen (and solved) first; ``bad/l2`` arrives in the same second."""
+    state.on_quota(cluster.store(l2(k8s, "base")))
+    state.engine.solve()
+    state.on_quota(cluster.store(l2(k8s, "bad")))
+
+
+async def test_the_owner_of_a_shared_name_is_recorded_once(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    state.on_quota(cluster.store(k8s.quota("alone", max={"cpu": "1"})))
+    recorder = NameRecorder(state, api, dry_run=False)
+    assert await recorder.record() == 0  # no shared name: nothing to record
+
+    shared_name(state, cluster, k8s)
+    assert await recorder.record() == 1
+    assert await recorder.record() == 0
+
+    patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: "uid-base-l2"}}}
+    assert cluster.writes() == [("patch_quota", "base", "l2", patch)]
+    assert state.quotas[("base", "l2")].annotations[ANNO_NAME_OWNER] == "uid-base-l2"
+    assert state.engine.name_owner("l2") == "base"
+
+
+async def test_dry_run_records_nothing_and_says_so_once(
+    state: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    k8s: Bodies,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    shared_name(state, cluster, k8s)
+    recorder = NameRecorder(state, api, dry_run=True)
+    with caplog.at_level(logging.INFO, logger="elasticquota.controller.names"):
+        assert await recorder.record() == 0
+        assert await recorder.record() == 0
+    assert cluster.writes() == []
+    assert [record.getMessage() for record in caplog.records] == [
+        "dry-run: would record ElasticQuota base/l2 as the owner of its name"
+    ]
+
+
+async def test_a_refused_record_is_tried_again(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    shared_name(state, cluster, k8s)
+    cluster.fail("patch_quota", ApiException(status=500, reason="etcd down"))
+    recorder = NameRecorder(state, api, dry_run=False)
+    assert await recorder.record() == 0
+    assert await recorder.record() == 1
+
+
+async def test_an_owner_whose_spec_breaks_still_owns_its_name(
+    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+) -> None:
+    shared_name(state, cluster, k8s)
+    broken = l2(k8s, "base")
+    broken["spec"] = {"min": {"cpu": "8"}, "max": {"cpu": "4"}}  # min > max: left out
+    state.on_quota(broken)
+
+    state.engine.solve()
+    assert state.engine.name_owner("l2") == "base"
+    assert "l2" not in state.engine.solve().quotas
+    assert await NameRecorder(state, api, dry_run=False).record() == 1  # recorded all the same
