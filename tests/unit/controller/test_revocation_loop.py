@@ -44,6 +44,20 @@ def running(name: str, cpu: str, priority: int) -> dict[str, Any]:
     }
 
 
+def leading_controller(
+    world: ControllerState, loop: asyncio.AbstractEventLoop
+) -> tuple[RevocationController, Evictions]:
+    """The active replica's controller (delay ``DELAY``, a check a second, the loop's clock),
+    evicting into an ``Evictions`` record."""
+    leading = asyncio.Event()
+    leading.set()
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    controller = RevocationController(world, None, settings, leading, clock=loop.time)  # type: ignore[arg-type]
+    evictions = Evictions(loop)
+    controller._evictor = evictions  # type: ignore[assignment]
+    return controller, evictions
+
+
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
     state = ControllerState.create(EngineSettings())
@@ -78,12 +92,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
 @pytest.mark.looptime
 async def test_rounds_come_only_after_each_full_delay(world: ControllerState) -> None:
     loop = asyncio.get_running_loop()
-    leading = asyncio.Event()
-    leading.set()
-    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    controller = RevocationController(world, None, settings, leading, clock=loop.time)  # type: ignore[arg-type]
-    evictions = Evictions(loop)
-    controller._evictor = evictions  # type: ignore[assignment]
+    controller, evictions = leading_controller(world, loop)
     start = loop.time()
     task = asyncio.create_task(controller.run())
     await asyncio.sleep(DELAY - 1)
@@ -129,12 +138,7 @@ async def test_an_over_use_with_nothing_evictable_keeps_its_start_and_its_event(
     monkeypatch.setattr(revocation, "post_event", record_event)
     monkeypatch.setattr(revocation, "patch_quota", record_patch)
     loop = asyncio.get_running_loop()
-    leading = asyncio.Event()
-    leading.set()
-    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    controller = RevocationController(world, None, settings, leading, clock=loop.time)  # type: ignore[arg-type]
-    evictions = Evictions(loop)
-    controller._evictor = evictions  # type: ignore[assignment]
+    controller, evictions = leading_controller(world, loop)
     task = asyncio.create_task(controller.run())
     await asyncio.sleep(5 * DELAY + 2)
     task.cancel()

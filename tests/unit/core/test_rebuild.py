@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.rebuild import compute_rebuild
+from elasticquota.core.rebuild import RebuildJob, compute_rebuild
 
 
 def loaded(make_engine: EngineFactory) -> QuotaEngine:
@@ -28,6 +28,15 @@ def loaded(make_engine: EngineFactory) -> QuotaEngine:
     )
     engine.solve()
     return engine
+
+
+def rebuild_for_new_quota(make_engine: EngineFactory) -> tuple[QuotaEngine, RebuildJob]:
+    """A solved engine given a new quota ``c``, and the rebuild job that change prepared."""
+    engine = loaded(make_engine)
+    engine.upsert_quota(quota("c", max={"cpu": BIG}))
+    job = engine.prepare_rebuild()
+    assert job is not None
+    return engine, job
 
 
 def test_the_three_steps_install_what_the_synchronous_rebuild_does(
@@ -48,10 +57,7 @@ def test_the_three_steps_install_what_the_synchronous_rebuild_does(
 def test_pods_that_change_during_the_rebuild_count_once_as_they_are_now(
     make_engine: EngineFactory,
 ) -> None:
-    engine = loaded(make_engine)
-    engine.upsert_quota(quota("c", max={"cpu": BIG}))
-    job = engine.prepare_rebuild()
-    assert job is not None
+    engine, job = rebuild_for_new_quota(make_engine)
     engine.upsert_pod(pod("x", "a", cpu=40))  # changed while the job computes
     engine.delete_pod("team", "y")  # gone meanwhile
     engine.upsert_pod(pod("w", "c", cpu=7))  # new meanwhile
@@ -65,10 +71,7 @@ def test_pods_that_change_during_the_rebuild_count_once_as_they_are_now(
 def test_a_quota_change_during_the_rebuild_leaves_the_topology_out_of_date(
     make_engine: EngineFactory,
 ) -> None:
-    engine = loaded(make_engine)
-    engine.upsert_quota(quota("c", max={"cpu": BIG}))
-    job = engine.prepare_rebuild()
-    assert job is not None
+    engine, job = rebuild_for_new_quota(make_engine)
     engine.upsert_quota(quota("d", max={"cpu": BIG}))
     assert engine.finish_rebuild(job, compute_rebuild(job))  # installed: as of the copy
     assert engine.tree_of_pod("team/x") is None  # placed anew by the next rebuild
@@ -79,10 +82,7 @@ def test_a_quota_change_during_the_rebuild_leaves_the_topology_out_of_date(
 
 
 def test_a_job_overtaken_by_another_rebuild_is_dropped(make_engine: EngineFactory) -> None:
-    engine = loaded(make_engine)
-    engine.upsert_quota(quota("c", max={"cpu": BIG}))
-    job = engine.prepare_rebuild()
-    assert job is not None
+    engine, job = rebuild_for_new_quota(make_engine)
     engine.upsert_quota(quota("d", max={"cpu": BIG}))
     engine.solve()  # a synchronous reader rebuilt meanwhile
     epoch = engine.topology_epoch
