@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from kubernetes_asyncio import client
 
 from elasticquota.controller.reconcile import Writer
+from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
 from elasticquota.core.keys import RESERVED_QUOTAS
@@ -48,6 +49,7 @@ class ProblemReporter:
         self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
+        await rebuild_off_loop(self._state.engine)  # else problems() rebuilds on the loop
         problems = self._state.problems()
         await self._mark_invalid(problems)
         current = {(problem.object, problem.message) for problem in problems}

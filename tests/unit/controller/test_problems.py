@@ -12,15 +12,19 @@ the next report and does not stop the other quotas from being marked.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
+import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller import solving
 from elasticquota.controller.problems import REASON, ProblemReporter
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
+from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -231,3 +235,24 @@ async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
 
     assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
     assert any("greater than" in message for message in messages(cluster))  # still reported
+
+
+async def test_a_report_after_a_quota_change_rebuilds_the_topology_off_the_loop(
+    state: ControllerState,
+    cluster: FakeCluster,
+    api: client.ApiClient,
+    k8s: Bodies,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[int] = []
+
+    def recorded(job: RebuildJob) -> RebuildOutcome:
+        threads.append(threading.get_ident())
+        return compute_rebuild(job)
+
+    monkeypatch.setattr(solving, "compute_rebuild", recorded)
+    state.on_quota(k8s.quota("newcomer", max={"cpu": "4"}))  # the topology is out of date
+
+    await reporter_of(state, api).report()
+
+    assert threads and threading.get_ident() not in threads

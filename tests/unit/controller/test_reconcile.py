@@ -29,6 +29,7 @@ from elasticquota.controller.reconcile import (
     Reconciler,
     TreeLoop,
     Writer,
+    moved_in_slices,
     pending_writes,
     pending_writes_in_slices,
 )
@@ -103,6 +104,19 @@ async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
     assert sliced == pending_writes(world, results)
     assert len(results) >= 9
     assert yields >= 2  # other tasks ran between the slices
+
+
+async def test_the_changed_results_are_sorted_out_in_slices_of_time(
+    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+) -> None:
+    for index in range(7):
+        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+    before = dict(world.engine.solve_tree(DEFAULT))
+    world.on_pod(k8s.pod("p", quota="q3", requests={"cpu": "1"}, node="n1", phase="Running"))
+    after = world.engine.solve_tree(DEFAULT)
+    moved, yields = await yields_during(moved_in_slices(list(after), before, after, budget=0.0))
+    assert "q3" in moved and "q0" not in moved
+    assert yields >= len(after) // 2  # no time to spare: yields all along
 
 
 async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
