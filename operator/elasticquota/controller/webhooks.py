@@ -180,13 +180,20 @@ class QuotaMirror:
         return self.catalog
 
     async def follow(self, size: int = CATALOG_SLICE) -> None:
-        """Index what the memory changed since the last request now, ``size`` quotas between
-        yields to the event loop (the admissions in flight are applied by the next request)."""
-        changed = self._state.quota_changes_since(self._sequence)
-        self._sequence = self._state.quota_sequence
+        """Index what the memory changed since the last request now, oldest first, yielding to
+        the event loop after ``size`` quotas or once a stretch has run for its time budget (the
+        admissions in flight are applied by the next request). The mirror's place in the change
+        log moves with each quota indexed, so a request (``refresh``) or another ``follow`` in
+        the meantime takes on only what this one has not reached yet."""
+        changes = self._state.quota_changes
+        pending = [
+            (key, changes[key]) for key in reversed(self._state.quota_changes_since(self._sequence))
+        ]
         stretch = TimeSlice()
-        for position, key in enumerate(changed, start=1):
-            self._hold(key, self._state.quotas.get(key))
+        for position, (key, sequence) in enumerate(pending, start=1):
+            if sequence > self._sequence:
+                self._hold(key, self._state.quotas.get(key))
+                self._sequence = sequence
             if position % size == 0 or stretch.due():
                 await asyncio.sleep(0)
                 stretch.restart()
@@ -420,6 +427,7 @@ def register_webhooks(
         old: kopf.Body | None = None,
         **_: Any,
     ) -> None:
+        await admission.quotas.follow()  # a backlog of changed quotas: indexed in slices
         admission.answer(
             VALIDATE_QUOTA, subresource, admission.validate_quota, operation, body, old, dryrun
         )
@@ -430,6 +438,7 @@ def register_webhooks(
     async def mutate_quota(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
+        await admission.quotas.follow()
         admission.answer(MUTATE_QUOTA, subresource, admission.mutate_quota, body, patch)
 
     @kopf.on.mutate(
@@ -442,6 +451,7 @@ def register_webhooks(
     async def mutate_pod(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
+        await admission.quotas.follow()
         admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch)
 
     @kopf.on.validate(
@@ -458,6 +468,7 @@ def register_webhooks(
         old: kopf.Body | None = None,
         **_: Any,
     ) -> None:
+        await admission.quotas.follow()
         admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
 
     return admission

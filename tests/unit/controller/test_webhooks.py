@@ -13,6 +13,7 @@ operator's own writes (reserved quotas) are admitted.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import ipaddress
@@ -294,6 +295,30 @@ def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
     view = admission.view()
     assert indexed == ["q7"]
     assert view.quota("q8") is None and view.quota("q9") is not None
+
+
+async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
+    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(6):
+        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    catalog = admission.quotas.catalog
+    indexed: list[str] = []
+    upsert = catalog.upsert
+
+    def recording(body: Any) -> None:
+        indexed.append(body["metadata"]["name"])
+        upsert(body)
+
+    monkeypatch.setattr(catalog, "upsert", recording)
+    following = asyncio.create_task(admission.quotas.follow(size=2))
+    await asyncio.sleep(0)  # the follow indexed the two oldest changes, then yielded
+    assert indexed == ["q0", "q1"]
+    view = admission.view()  # a request meanwhile: the rest, not the whole log again
+    assert indexed[:2] == ["q0", "q1"] and sorted(indexed[2:]) == ["q2", "q3", "q4", "q5"]
+    await following
+    assert len(indexed) == 6  # nothing indexed twice
+    assert all(view.quota(f"q{index}") is not None for index in range(6))
 
 
 async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
