@@ -16,6 +16,7 @@ every release counts as ``admitted`` and every preemption eviction by its outcom
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections import Counter
 
@@ -37,6 +38,9 @@ from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+#: How many recent pod keys a controller keeps of what it did (for tests and debugging).
+RECENT = 1000
 
 
 def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[str, int]:
@@ -67,8 +71,9 @@ class GateController:
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self._metrics = metrics or Metrics()
         self._outage = OutageLog(logger, "gate updates")
-        self.released: list[str] = []
-        self.preempted: list[str] = []
+        #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
+        self.released: collections.deque[str] = collections.deque(maxlen=RECENT)
+        self.preempted: collections.deque[str] = collections.deque(maxlen=RECENT)
 
     async def run(self) -> None:
         await self._state.synced.wait()

@@ -27,6 +27,7 @@ A round's victims are always chosen on a fresh solve, and only if the quota is s
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable
@@ -57,6 +58,9 @@ from elasticquota.kube.quotas import patch_quota
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+#: How many recent evicted pod keys the controller keeps (for tests and debugging).
+RECENT = 1000
 
 #: Seconds between two solves a revocation check makes itself (see the module's docstring).
 SOLVE_EVERY = 5.0
@@ -141,7 +145,8 @@ class RevocationController:
         self._limiter = limiter or RateLimiter(settings.eviction_rate)
         self._metrics = metrics or Metrics()
         self._outage = OutageLog(logger, "revocation's API requests")
-        self.evicted: list[str] = []
+        #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
+        self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
         self._solved_at: float | None = None
 
     async def run(self) -> None:

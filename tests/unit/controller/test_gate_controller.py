@@ -86,7 +86,7 @@ async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, recorder: 
     gate = controller(world, recorder)
     await gate.step()
     assert ("gates", "ns", "new", []) in recorder.calls
-    assert gate.released == ["ns/new"]
+    assert list(gate.released) == ["ns/new"]
 
 
 async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quota_make_room(
@@ -98,7 +98,7 @@ async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quo
     await gate.step()
     verbs = [call[0] for call in recorder.calls]
     assert verbs.count("condition") == 1 and ("evict", "ns", "low") in recorder.calls
-    assert gate.preempted == ["ns/low"] and gate.released == []
+    assert list(gate.preempted) == ["ns/low"] and list(gate.released) == []
     reason = next(call for call in recorder.calls if call[0] == "condition")[4]
     assert reason == "quota team: cpu used 4 + request 2 > runtime 4"
 
@@ -130,4 +130,4 @@ async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     gate = controller(world, recorder)
     await gate.step()
     assert [call[0] for call in recorder.calls] == ["gates"]
-    assert gate.released == []
+    assert list(gate.released) == []

@@ -252,7 +252,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
         metrics=metrics,
     )  # fmt: skip
     await gate.step()
-    assert gate.released == ["team/fits"] and gate.preempted == ["team/low"]
+    assert list(gate.released) == ["team/fits"] and list(gate.preempted) == ["team/low"]
     assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1
     assert count(metrics, "elastic_quota_gated_pods", quota="team") == 1
     assert count(metrics, "elastic_quota_evictions_total", quota="team", result="evicted") == 1
