@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from elasticquota.controller.metrics.collectors import SCRAPE_VIEW, capture_view
+from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import READY_GRACE, ControllerState
 
 
@@ -60,29 +61,33 @@ def health_app(
 
     async def statusz(_: web.Request) -> web.Response:
         engine = state.engine
+        await rebuild_off_loop(engine)  # else the trees and problems below rebuild on the loop
         now = time.monotonic()
-        return web.json_response(
-            {
-                "active": leading.is_set(),
-                "synced": state.synced.is_set(),
-                "quotas": len(state.quotas),
-                "pods": len(engine.pods),
-                "nodes": len(engine.nodes),
-                "profiles": len(state.profiles),
+        body: dict[str, object] = {
+            "active": leading.is_set(),
+            "synced": state.synced.is_set(),
+            "quotas": len(state.quotas),
+            "pods": len(engine.pods),
+            "nodes": len(engine.nodes),
+            "profiles": len(state.profiles),
+            "topology_stale": engine.topology_stale,
+            "readers": {
+                kind: {
+                    "listed": health.listed.is_set(),
+                    "connected": health.connected and not health.stalled(now),
+                    "relists": health.relists,
+                    "events": health.events,
+                }
+                for kind, health in sorted(state.readers.items())
+            },
+        }
+        if not engine.topology_stale:  # quotas still changing: no trees until they settle
+            body |= {
                 "trees": engine.tree_ids(),
                 "dirty_trees": engine.dirty_trees(),
                 "problems": len(state.problems()),
-                "readers": {
-                    kind: {
-                        "listed": health.listed.is_set(),
-                        "connected": health.connected and not health.stalled(now),
-                        "relists": health.relists,
-                        "events": health.events,
-                    }
-                    for kind, health in sorted(state.readers.items())
-                },
             }
-        )
+        return web.json_response(body)
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)

@@ -36,7 +36,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
-from elasticquota.controller.solving import solved_snapshot
+from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -188,7 +188,7 @@ class RevocationController:
         if self._solved_at is None or abs(now - self._solved_at) >= SOLVE_EVERY:
             self._solved_at = now
             return await solved_snapshot(self._state.engine)
-        return self._state.engine.latest()
+        return await published_snapshot(self._state.engine)
 
     def _candidates(self, snapshot: Snapshot) -> list[str]:
         """The monitored quotas a check can change anything for, sorted: those whose used exceeds

@@ -52,9 +52,28 @@ async def solve_tree_off_loop(engine: QuotaEngine, tree_id: str) -> bool:
     return engine.finish_solve(job, outcome)
 
 
+#: Rounds of rebuild-and-solve before ``solved_snapshot`` gives up on a stream of quota changes
+#: (then ``QuotaEngine.latest`` catches up on the loop).
+MAX_SNAPSHOT_ROUNDS = 3
+
+
 async def solved_snapshot(engine: QuotaEngine) -> Snapshot:
-    """Every dirty tree solved off the loop, then the published state (``QuotaEngine.latest``)."""
-    await rebuild_off_loop(engine)
-    for tree_id in engine.tree_ids():
-        await solve_tree_off_loop(engine, tree_id)
+    """Every dirty tree solved off the loop, then the published state (``QuotaEngine.latest``).
+
+    A quota change that arrives while a tree is solved makes the topology stale again, and
+    ``latest`` would then rebuild and solve every tree on the loop: another round goes first."""
+    for _ in range(MAX_SNAPSHOT_ROUNDS):
+        await rebuild_off_loop(engine)
+        for tree_id in engine.tree_ids():
+            await solve_tree_off_loop(engine, tree_id)
+        if not engine.topology_stale:
+            break
+    return engine.latest()
+
+
+async def published_snapshot(engine: QuotaEngine) -> Snapshot:
+    """The state as of each tree's last solve (``QuotaEngine.latest``), with the topology brought
+    up to date off the loop first when a quota change made it stale."""
+    if engine.topology_stale:
+        return await solved_snapshot(engine)
     return engine.latest()

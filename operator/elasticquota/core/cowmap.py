@@ -5,7 +5,15 @@ while events keep changing the engine: a snapshot must never change under them. 
 pods per snapshot made ``solve()`` cost O(pods). Here the entries live in buckets (small dicts
 chosen by the key's hash): freezing copies the list of buckets only, and the first write to a
 bucket after a freeze copies that one bucket. A frozen view never changes; a write costs O(bucket)
-at most once per bucket and freeze, and the buckets double with the map, so they stay small.
+at most once per bucket and freeze.
+
+The buckets double with the map so that they stay small, and the doubling is spread over the
+writes that follow (linear hashing): when the map outgrows its ``n`` buckets, ``n`` empty ones are
+added and each later write splits ``SPLITS_PER_WRITE`` of the old buckets, moving the entries whose
+hash has the new bit set into their new bucket. A key's bucket is ``hash & (n - 1)`` unless that
+bucket is already split, then ``hash & (2n - 1)``. Re-spreading 131,072 pods at once held the
+event loop for 130 ms (twice: the pods and the pod index double at the same count); a split moves
+about 16 entries.
 
 Keys are strings; iteration goes bucket by bucket (not in insertion order, and not the same from
 one process to the next: string hashes are randomized). Callers that need an order sort.
@@ -22,23 +30,37 @@ T = TypeVar("T")
 #: Entries per bucket, on average, above which the buckets double.
 LOAD = 16
 MIN_BUCKETS = 8
+#: Old buckets split by each write while the buckets double: the doubling ends after n/2 writes,
+#: long before the map could outgrow twice as many buckets.
+SPLITS_PER_WRITE = 2
 
 
 class _Buckets(Mapping[str, V]):
     """Read access shared by the live map and its frozen views."""
 
-    __slots__ = ("_buckets", "_mask", "_size")
+    __slots__ = ("_buckets", "_mask", "_size", "_split")
 
-    def __init__(self, buckets: Sequence[dict[str, V]], size: int) -> None:
+    def __init__(self, buckets: Sequence[dict[str, V]], size: int, mask: int, split: int) -> None:
         self._buckets = buckets
-        self._mask = len(buckets) - 1
+        #: ``n - 1`` for the ``n`` settled buckets (a power of two).
+        self._mask = mask
+        #: How many of them are split while the buckets double (0 otherwise).
+        self._split = split
         self._size = size
 
+    def _index(self, key: object) -> int:
+        """The bucket of ``key``: by the settled mask, or the doubled one once its bucket split."""
+        hashed = hash(key)
+        index = hashed & self._mask
+        if index < self._split:
+            return hashed & (2 * self._mask + 1)
+        return index
+
     def __getitem__(self, key: str) -> V:
-        return self._buckets[hash(key) & self._mask][key]
+        return self._buckets[self._index(key)][key]
 
     def __contains__(self, key: object) -> bool:
-        return key in self._buckets[hash(key) & self._mask]
+        return key in self._buckets[self._index(key)]
 
     def __iter__(self) -> Iterator[str]:
         for bucket in self._buckets:
@@ -55,7 +77,7 @@ class _Buckets(Mapping[str, V]):
 
     def get(self, key: str, /, default: V | T | None = None) -> V | T | None:
         """The value of ``key``, or ``default``: one bucket lookup, no exception on a miss."""
-        return self._buckets[hash(key) & self._mask].get(key, default)
+        return self._buckets[self._index(key)].get(key, default)
 
     def values(self) -> ValuesView[V]:
         return _Values(self)
@@ -97,8 +119,8 @@ class FrozenMap(_Buckets[V]):
 
     __slots__ = ()
 
-    def __init__(self, buckets: tuple[dict[str, V], ...], size: int) -> None:
-        super().__init__(buckets, size)
+    def __init__(self, buckets: tuple[dict[str, V], ...], size: int, mask: int, split: int) -> None:
+        super().__init__(buckets, size, mask, split)
 
 
 class CowMap(_Buckets[V]):
@@ -111,7 +133,7 @@ class CowMap(_Buckets[V]):
         entries = items if isinstance(items, Mapping) else dict(items)
         #: The buckets (the same list as ``_buckets``, typed as changeable).
         self._live = _spread(entries, _bucket_count(len(entries)))
-        super().__init__(self._live, len(entries))
+        super().__init__(self._live, len(entries), len(self._live) - 1, 0)
         self._generation = 0
         #: The generation in which each bucket was last copied: it is ours to change iff current.
         self._owned = [0] * len(self._buckets)
@@ -120,7 +142,7 @@ class CowMap(_Buckets[V]):
     def freeze(self) -> FrozenMap[V]:
         """The current content, for good; the same view again while nothing changed."""
         if self._frozen is None:
-            self._frozen = FrozenMap(tuple(self._live), self._size)
+            self._frozen = FrozenMap(tuple(self._live), self._size, self._mask, self._split)
             self._generation += 1
         return self._frozen
 
@@ -130,27 +152,30 @@ class CowMap(_Buckets[V]):
         frozen = self.freeze()
         forked: CowMap[V] = CowMap()
         forked._live = forked._buckets = list(frozen._buckets)
-        forked._mask = len(forked._live) - 1
+        forked._mask = frozen._mask
+        forked._split = frozen._split
         forked._size = len(frozen)
         forked._generation = 1
         forked._owned = [0] * len(forked._live)  # none of them its own yet
         return forked
 
     def __setitem__(self, key: str, value: V) -> None:
-        bucket = self._writable(hash(key) & self._mask)
+        bucket = self._writable(self._index(key))
         if key not in bucket:
             self._size += 1
         bucket[key] = value
-        if self._size > LOAD * len(self._buckets):
-            self._regrow(len(self._buckets) * 2)
+        if self._split:
+            self._split_some(SPLITS_PER_WRITE)
+        elif self._size > LOAD * (self._mask + 1):
+            self._start_doubling()
 
     def __delitem__(self, key: str) -> None:
-        del self._writable(hash(key) & self._mask)[key]
+        del self._writable(self._index(key))[key]
         self._size -= 1
 
     def pop(self, key: str, default: V | None = None) -> V | None:
         """Remove ``key``: its value, or ``default`` when absent (nothing is copied then)."""
-        index = hash(key) & self._mask
+        index = self._index(key)
         if key not in self._buckets[index]:
             return default
         self._size -= 1
@@ -165,12 +190,33 @@ class CowMap(_Buckets[V]):
             self._owned[index] = self._generation
         return buckets[index]
 
-    def _regrow(self, count: int) -> None:
-        """Spread the entries over ``count`` new buckets (frozen views keep the old ones)."""
-        entries = {key: value for bucket in self._live for key, value in bucket.items()}
-        self._live = self._buckets = _spread(entries, count)
-        self._mask = count - 1
-        self._owned = [self._generation] * count
+    def _start_doubling(self) -> None:
+        """Add as many empty buckets as there are, and split the first old ones."""
+        count = self._mask + 1
+        self._frozen = None
+        self._live.extend({} for _ in range(count))
+        self._owned.extend([self._generation] * count)
+        self._split_some(SPLITS_PER_WRITE)
+
+    def _split_some(self, buckets: int) -> None:
+        """Split the next ``buckets`` old buckets; the last one settles the doubled mask."""
+        self._frozen = None
+        count = self._mask + 1
+        for index in range(self._split, min(self._split + buckets, count)):
+            self._split_bucket(index, count)
+        self._split = min(self._split + buckets, count)
+        if self._split == count:
+            self._mask, self._split = 2 * count - 1, 0
+
+    def _split_bucket(self, index: int, count: int) -> None:
+        """Old bucket ``index`` into itself and ``index + count``, by the hash's ``count`` bit (new
+        dicts: a frozen view may share the old one)."""
+        stay: dict[str, V] = {}
+        move: dict[str, V] = {}
+        for key, value in self._live[index].items():
+            (move if hash(key) & count else stay)[key] = value
+        self._live[index], self._live[index + count] = stay, move
+        self._owned[index] = self._owned[index + count] = self._generation
 
 
 def _bucket_count(size: int) -> int:

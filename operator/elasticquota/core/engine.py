@@ -219,6 +219,12 @@ class QuotaEngine:
 
     # -- solving ------------------------------------------------------------------------------
 
+    @property
+    def topology_stale(self) -> bool:
+        """A quota (or the nodes' resources) changed since the last topology rebuild: the next
+        ``tree_ids``, ``solve`` or ``latest`` rebuilds, unless ``prepare_rebuild`` does first."""
+        return self._topology_dirty
+
     def tree_ids(self) -> list[str]:
         """Every tree, after bringing the topology up to date."""
         self._ensure_topology()

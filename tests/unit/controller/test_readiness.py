@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
@@ -21,6 +23,9 @@ from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import READY_GRACE, ControllerState
 from elasticquota.kube.reflector import ReaderHealth
+
+if TYPE_CHECKING:
+    from conftest import Bodies
 
 
 def connected() -> ReaderHealth:
@@ -137,3 +142,15 @@ def test_the_readers_report_to_the_state(state: ControllerState, api: client.Api
     ingest = Ingest(state, api)
     assert state.readers == {reader.kind.name: reader.health for reader in ingest.readers}
     assert sorted(state.readers) == ["elasticquotaprofiles", "elasticquotas", "nodes", "pods"]
+
+
+async def test_statusz_after_a_quota_change_rebuilds_off_the_loop(
+    state: ControllerState, leading: asyncio.Event, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_loop: list[str] = []
+    monkeypatch.setattr(state.engine, "_rebuild", lambda: on_loop.append("rebuilt on the loop"))
+    state.on_quota(k8s.quota("a", max={"cpu": "4"}))  # the topology is stale now
+    async with TestClient(TestServer(health_app(state, leading))) as client:
+        status = await (await client.get("/statusz")).json()
+    assert on_loop == [] and status["topology_stale"] is False
+    assert status["trees"] == [""] and status["quotas"] == 1 and status["problems"] == 0

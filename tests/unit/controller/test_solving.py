@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from elasticquota.controller import solving
-from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop, solved_snapshot
+from elasticquota.controller.solving import (
+    published_snapshot,
+    rebuild_off_loop,
+    solve_tree_off_loop,
+    solved_snapshot,
+)
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
@@ -99,3 +104,53 @@ async def test_pods_seen_while_a_rebuild_computes_count_and_callers_share_it(
     snapshot = await solved_snapshot(state.engine)
     assert snapshot.quotas["a"].used == {"cpu": 3000}
     assert snapshot.quotas["b"].used == {"cpu": 2000}
+
+
+def count_rebuilds_on_the_loop(
+    state: ControllerState, monkeypatch: pytest.MonkeyPatch
+) -> list[int]:
+    """The engine's synchronous rebuilds (``_rebuild``: on the caller's thread, the loop's here)."""
+    calls: list[int] = []
+    original = state.engine._rebuild
+
+    def recorded() -> None:
+        calls.append(threading.get_ident())
+        original()
+
+    monkeypatch.setattr(state.engine, "_rebuild", recorded)
+    return calls
+
+
+async def test_a_quota_change_during_the_solves_is_rebuilt_off_the_loop_too(
+    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = world(k8s)
+    on_loop = count_rebuilds_on_the_loop(state, monkeypatch)
+    solving_now, resume = threading.Event(), threading.Event()
+
+    def slow(job: SolveJob, solver: Solver) -> SolveOutcome:
+        solving_now.set()
+        resume.wait(10)
+        return compute(job, solver)
+
+    monkeypatch.setattr(solving, "compute", slow)
+    snapshot = asyncio.create_task(solved_snapshot(state.engine))
+    while not solving_now.is_set():
+        await asyncio.sleep(0.001)
+    state.on_quota(k8s.quota("late", max={"cpu": "4"}))  # arrives while a tree is solved
+    resume.set()
+    assert "late" in (await snapshot).quotas
+    assert on_loop == [] and not state.engine.topology_stale
+
+
+async def test_the_published_snapshot_rebuilds_off_the_loop_when_a_quota_changed(
+    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = world(k8s)
+    await solved_snapshot(state.engine)
+    on_loop = count_rebuilds_on_the_loop(state, monkeypatch)
+    state.on_quota(k8s.quota("b", max={"cpu": "4"}))
+    assert "b" in (await published_snapshot(state.engine)).quotas
+    assert on_loop == []
+    state.on_pod(k8s.pod("q", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+    assert (await published_snapshot(state.engine)).quotas["a"].used == {"cpu": 1000}  # last solve

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.cowmap import CowMap
+from elasticquota.core.cowmap import LOAD, MIN_BUCKETS, SPLITS_PER_WRITE, CowMap
 from elasticquota.core.models import PodInfo
 from elasticquota.core.podindex import PodIndex
 
@@ -24,6 +24,7 @@ OPERATIONS = st.lists(
         st.tuples(st.just("delete"), KEYS, st.none()),
         st.tuples(st.just("pop"), KEYS, st.none()),
         st.tuples(st.just("freeze"), st.none(), st.none()),
+        st.tuples(st.just("fork"), st.none(), st.none()),
     ),
     max_size=400,
 )
@@ -48,6 +49,9 @@ def test_a_cow_map_reads_like_a_dict_and_its_frozen_views_never_change(
             assert live.pop(key) == model.pop(key, None)
         elif verb == "freeze":
             views.append((live.freeze(), dict(model)))
+        elif verb == "fork":  # the fork carries on as the map; the origin must stay as it was
+            views.append((live, dict(model)))
+            live = live.fork()
     assert dict(live) == model and len(live) == len(model)
     assert dict(live.items()) == model and sorted(live.values()) == sorted(model.values())
     for view, content in views:
@@ -82,6 +86,44 @@ def test_the_buckets_grow_with_the_map() -> None:
         live[str(index)] = index
     assert len(live._buckets) >= 20_000 // 16
     assert max(len(bucket) for bucket in live._buckets) < 64
+
+
+def test_the_buckets_double_a_few_buckets_per_write() -> None:
+    """No write re-spreads the map: between two frozen views, at most the written bucket and the
+    ``SPLITS_PER_WRITE`` split ones (two buckets each) differ; lookups stay right meanwhile."""
+    live: CowMap[int] = CowMap()
+    before = live.freeze()
+    changed_most = 0
+    for index in range(5_000):
+        live[str(index)] = index
+        after = live.freeze()
+        old, new = before._buckets, after._buckets
+        changed = sum(
+            1
+            for position, bucket in enumerate(new)
+            if position >= len(old) or bucket is not old[position]
+        )
+        changed_most = max(changed_most, changed - (len(new) - len(old)))
+        assert live.get(str(index // 2)) == index // 2 and str(index + 1) not in live
+        before = after
+    assert changed_most <= 1 + 2 * SPLITS_PER_WRITE
+    assert len(live._buckets) >= 5_000 // LOAD and dict(live) == {str(i): i for i in range(5_000)}
+
+
+def test_a_view_frozen_while_the_buckets_double_keeps_reading_right() -> None:
+    live: CowMap[int] = CowMap()
+    count = 0
+    while not live._split:  # add until the buckets are in the middle of a doubling
+        live[f"k{count}"] = count
+        count += 1
+    view = live.freeze()
+    forked = live.fork()
+    for index in range(count):
+        live[f"k{index}"] = -index
+        forked.pop(f"k{index}")
+    assert count > LOAD * MIN_BUCKETS and len(view) == count
+    assert all(view[f"k{index}"] == index for index in range(count))
+    assert len(forked) == 0 and live["k5"] == -5 and len(live) == count
 
 
 def pod(name: str) -> PodInfo:
