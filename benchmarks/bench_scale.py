@@ -64,11 +64,11 @@ from typing import Any
 import aiohttp
 
 from elasticquota.core.diff import quota_write
-from elasticquota.devcluster import LocalCluster, apply_crds_sync, default_crd_dir
-from elasticquota.devcluster.cluster import free_ports
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.loader import Manifests
+from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
+from eqdev.cluster.cluster import free_ports
 from scale_cluster import (
     LEAF_MAX,
     NAMESPACE,

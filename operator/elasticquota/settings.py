@@ -160,10 +160,6 @@ class Settings(BaseSettings):
     long a connection that silently stopped carrying traffic can hold a write. At most 30 s, the
     bound of one attempt of ``kube.errors.with_retries``."""
 
-    simulate_nodes: bool = False
-    """DEMO ONLY: bind pending pods that fit to nodes and mark them Running (there is no scheduler
-    or kubelet in the local control plane). Never on a real cluster."""
-
     webhook_port: Port = 0
     """Port of the HTTPS admission webhook server; 0 (the default) disables the webhooks."""
 

@@ -3,7 +3,7 @@
 The binaries are built (about five minutes on 2 cores, once per machine; cached afterwards) before
 the first test runs, right after collection, so that no test's timeout includes the build (``make
 test`` builds them in a step of its own before pytest: ``make cluster-binaries``). The session
-fixture ``local_cluster`` starts a :class:`~elasticquota.devcluster.LocalCluster`, applies the CRDs
+fixture ``local_cluster`` starts a :class:`~eqdev.cluster.LocalCluster`, applies the CRDs
 of ``crds/`` and exports ``KUBECONFIG`` for the whole session. It is autouse here, so every
 test in this directory runs against it. If the cluster cannot start, the tests fail with the
 reason: a missing control plane must never turn into silently skipped tests.
@@ -21,9 +21,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
-from elasticquota.devcluster import BuildError, LocalCluster, apply_crds_sync, ensure_binaries
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.quotas import PROFILES, QUOTAS
+from eqdev.cluster import BuildError, LocalCluster, apply_crds_sync, ensure_binaries
 
 HERE = Path(__file__).resolve().parent
 CRD_DIR = HERE.parents[1] / "crds"

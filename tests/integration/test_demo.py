@@ -1,4 +1,4 @@
-"""`make run` (``elastic-quota demo``): the examples live on a local control plane, then a clean
+"""`make run` (``python -m eqdev.demo``): the examples live on a local control plane, then a clean
 stop.
 
 Each run starts its own control plane (the binaries are cached by then) and the operator in
@@ -11,6 +11,7 @@ the plain live view. Ctrl-C ends the demo cleanly at any moment.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -22,11 +23,20 @@ import pytest
 from elasticquota.cli.tree_command import CLEAR_SCREEN
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = [sys.executable, "-m", "elasticquota", "demo"]
+DEMO = [sys.executable, "-m", "eqdev.demo"]
+#: The development tooling's source root on the demo's path, as ``make run`` puts it.
+ENVIRONMENT = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT / "devtools"), os.environ.get("PYTHONPATH")])
+    ),
+}
 
 
 def run_demo(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*DEMO, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*DEMO, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=ENVIRONMENT
+    )
 
 
 def last_frame(stdout: str) -> str:
@@ -89,7 +99,7 @@ def test_without_the_story_the_demo_shows_the_live_tree_of_the_examples() -> Non
 @pytest.mark.timeout(300)
 def test_ctrl_c_ends_the_demo_cleanly() -> None:
     demo = subprocess.Popen(
-        DEMO, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        DEMO, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENVIRONMENT
     )
     assert demo.stdout is not None
     output = ""

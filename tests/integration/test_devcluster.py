@@ -1,6 +1,6 @@
 """The local control plane behaves like a real one where the operator depends on it.
 
-Against the session's :class:`~elasticquota.devcluster.LocalCluster`: it answers ``/readyz`` and
+Against the session's :class:`~eqdev.cluster.LocalCluster`: it answers ``/readyz`` and
 ``/version``; both CRDs are Established; an ElasticQuota is validated by its schema, takes merge
 patches and has a status subresource; a Pod can be bound to a Node and marked Running (there is no
 scheduler or kubelet); the controller-manager deletes namespaces and collects garbage. A second,
@@ -25,7 +25,7 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
-from elasticquota.devcluster import Binaries, ClusterError, LocalCluster
+from eqdev.cluster import Binaries, ClusterError, LocalCluster
 
 MERGE_PATCH = "application/merge-patch+json"
 EQ = ("scheduling.sigs.k8s.io", "v1alpha1")

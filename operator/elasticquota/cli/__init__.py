@@ -1,4 +1,8 @@
-"""The `elastic-quota` command: `plan`, `run`, `tree`, `explain`, `demo`."""
+"""The `elastic-quota` command: `plan`, `run`, `tree`, `explain`.
+
+The demo on a local control plane is development tooling (``make run``, ``devtools/eqdev/demo``),
+not a command of the installed package.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import sys
 from collections.abc import Sequence
 
 from elasticquota import __version__
-from elasticquota.cli.demo_command import add_demo_parser
 from elasticquota.cli.explain_command import add_explain_parser
 from elasticquota.cli.plan_command import add_plan_parser
 from elasticquota.cli.run_command import add_run_parser
@@ -25,7 +28,6 @@ def parser() -> argparse.ArgumentParser:
     add_run_parser(commands)
     add_tree_parser(commands)
     add_explain_parser(commands)
-    add_demo_parser(commands)
     return top
 
 

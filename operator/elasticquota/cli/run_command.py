@@ -13,12 +13,16 @@ import argparse
 import asyncio
 import functools
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from elasticquota.settings import Settings, invalid_settings_message, missing_files
+
+if TYPE_CHECKING:
+    from elasticquota.controller.runner import ExtraLoop
 
 EXIT_BAD_SETTINGS = 2
 
@@ -76,12 +80,6 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         "--lease-retry-period", type=float, help="seconds between a standby's looks at the Lease"
     )
     run.add_argument("--identity", help="this replica's identity in the Lease")
-    run.add_argument(
-        "--simulate-nodes",
-        action="store_true",
-        default=None,
-        help="DEMO ONLY: bind pods that fit and mark them Running (no scheduler/kubelet locally)",
-    )
     add_webhook_arguments(run)
     run.set_defaults(handler=run_cli, flags=flags_of(run))
     # a flag argparse refuses itself (a choice): one line too, not the usage and the error
@@ -149,7 +147,9 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
     }
 
 
-def run_cli(args: argparse.Namespace) -> int:
+def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> int:
+    """The settings from ``args`` and the environment, then the operator (with ``extra_loops``:
+    what development tooling plugs in, e.g. the demo's node simulation)."""
     overrides = {
         key: getattr(args, key)
         for key in (
@@ -169,7 +169,6 @@ def run_cli(args: argparse.Namespace) -> int:
             "lease_renew_deadline",
             "lease_retry_period",
             "identity",
-            "simulate_nodes",
             *WEBHOOK_SETTINGS,
         )
     }
@@ -185,5 +184,5 @@ def run_cli(args: argparse.Namespace) -> int:
         return EXIT_BAD_SETTINGS
     from elasticquota.controller.runner import run_operator  # Kopf is imported only here
 
-    asyncio.run(run_operator(settings))
+    asyncio.run(run_operator(settings, extra_loops))
     return 0

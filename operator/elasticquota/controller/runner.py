@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import kopf
@@ -35,7 +35,6 @@ from elasticquota.controller.profiles import ProfileController
 from elasticquota.controller.reconcile import Reconciler
 from elasticquota.controller.reserved import ensure_reserved_quotas
 from elasticquota.controller.revocation import RateLimiter, RevocationController
-from elasticquota.controller.simulator import NodeSimulator
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
 from elasticquota.core.engine import EngineSettings
@@ -52,6 +51,11 @@ logger = logging.getLogger(__name__)
 
 #: Seconds between two updates of the webhooks' quota catalog between requests.
 CATALOG_FOLLOW_INTERVAL = 1.0
+
+#: A loop plugged in from outside the package (the development tooling's node simulation, for the
+#: demo on a local control plane that has no scheduler and no kubelets): made from the operator
+#: once it runs, named, and guarded as the operator's own loops are.
+ExtraLoop = Callable[["Operator"], tuple[str, Awaitable[None]]]
 
 
 def kopf_settings(settings: Settings) -> kopf.OperatorSettings:
@@ -110,10 +114,12 @@ class Operator:
         metrics: Metrics | None = None,
         lease_api: client.ApiClient | None = None,
         fence: Fence | None = None,
+        extra_loops: Sequence[ExtraLoop] = (),
     ) -> None:
         """``api``: the writers' client, fenced by ``fence`` (``make_api_client``);
-        ``lease_api``: the elector's own (default: ``api``)."""
+        ``lease_api``: the elector's own (default: ``api``); ``extra_loops``: see ``ExtraLoop``."""
         self.settings = settings
+        self.extra_loops = tuple(extra_loops)
         self.api = api
         self.lease_api = lease_api or api
         self.metrics = metrics or Metrics()
@@ -172,9 +178,7 @@ class Operator:
             loops.append(("revocation", revocation.run()))
         if admission is not None:
             loops.append(("webhook catalog", self._index_for_webhooks(admission)))
-        if self.settings.simulate_nodes:
-            simulator = NodeSimulator(self.state, self.api, self.leader.leading)
-            loops.append(("node simulation", simulator.run()))
+        loops.extend(make(self) for make in self.extra_loops)
         background = [
             asyncio.create_task(self._guarded(coro, name), name=name) for name, coro in loops
         ]
@@ -318,7 +322,7 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-async def run_operator(settings: Settings) -> None:
+async def run_operator(settings: Settings, extra_loops: Sequence[ExtraLoop] = ()) -> None:
     """The whole operator, until stopped."""
     configure_logging(settings.log_level)
     heap.limit_malloc_arenas()  # before any worker thread allocates
@@ -337,7 +341,7 @@ async def run_operator(settings: Settings) -> None:
         settings.kubeconfig, metrics.api_error, settings.effective_lease_renew_deadline
     )
     try:
-        await Operator(settings, api, metrics, lease_api, fence).run()
+        await Operator(settings, api, metrics, lease_api, fence, extra_loops).run()
     finally:
         for each in (api, lease_api):
             with contextlib.suppress(Exception):

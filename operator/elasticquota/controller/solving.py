@@ -1,14 +1,15 @@
 """Solves off the event loop: the kernel and the results of a dirty tree in a worker thread.
 
-The loops that need solved trees (the tree loops, revocation, gating, the node simulator) call these
-instead of the engine's synchronous ``solve``: ``QuotaEngine.prepare_solve`` copies the tree's
-inputs on the loop, ``core.solvejob.compute`` runs in a thread (a whole 10,000-quota tree takes
-hundreds of milliseconds when every row moved; the thread gives the interpreter back every few
-milliseconds, so event intake, the webhooks and the Lease go on meanwhile) and
-``QuotaEngine.finish_solve`` publishes on the loop. Pod events that arrive during the computation
-leave the tree dirty for the next solve. A topology rebuild (a quota added, moved or deleted: half
-a second at 10,000 quotas and 100,000 pods) runs the same way (``core.rebuild``), one at a time per
-engine, before the solves that need it; the reconciler runs it before it looks at the trees.
+The loops that need solved trees (the tree loops, revocation, gating; the demo's node simulator,
+plugged in by the development tooling) call these instead of the engine's synchronous ``solve``:
+``QuotaEngine.prepare_solve`` copies the tree's inputs on the loop, ``core.solvejob.compute`` runs
+in a thread (a whole 10,000-quota tree takes hundreds of milliseconds when every row moved; the
+thread gives the interpreter back every few milliseconds, so event intake, the webhooks and the
+Lease go on meanwhile) and ``QuotaEngine.finish_solve`` publishes on the loop. Pod events that
+arrive during the computation leave the tree dirty for the next solve. A topology rebuild (a quota
+added, moved or deleted: half a second at 10,000 quotas and 100,000 pods) runs the same way
+(``core.rebuild``), one at a time per engine, before the solves that need it; the reconciler runs it
+before it looks at the trees.
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ _ADAPTERS = {
     "elasticquota.controller.reserved": ("create_quota", "ensure_namespace"),
     "elasticquota.controller.names": ("patch_quota",),
     "elasticquota.controller.problems": ("post_event",),
-    "elasticquota.controller.simulator": (
+    "eqdev.simulator": (
         "bind_pod",
         "mark_running",
         "post_event",

@@ -46,7 +46,7 @@ def test_defaults() -> None:
     assert settings.scale_min_quota is True
     assert (settings.reconcile_interval, settings.profile_debounce) == (1.0, 1.0)
     assert settings.revocation_delay == 120.0
-    assert (settings.dry_run, settings.simulate_nodes) == (False, False)
+    assert settings.dry_run is False
     assert settings.metrics_port == 8080
     assert settings.log_level == "INFO"
     assert settings.ignore_namespaces == []

@@ -1,6 +1,6 @@
 """The demo's node simulation: a stand-in for the scheduler (binding) and the kubelets (Running).
 
-Rules (controller/simulator.py): a node's usage is what its bound, unfinished pods request; a
+Rules (devtools/eqdev/simulator.py): a node's usage is what its bound, unfinished pods request; a
 profile tree's pods go to the profile's nodes, other pods to nodes no profile selects; a pod goes
 to the first node (by name) with room for its whole request, never to a cordoned or NotReady node
 (the scheduler would not); pending pods are considered highest priority first, then oldest; in one
@@ -20,16 +20,16 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.simulator import (
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.gating import admission_order
+from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
+from elasticquota.core.profiles import profile_tree_id
+from eqdev.simulator import (
     NodeSimulator,
     choose_node,
     eligible_nodes,
     node_usage,
 )
-from elasticquota.controller.state import ControllerState
-from elasticquota.core.gating import admission_order
-from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
-from elasticquota.core.profiles import profile_tree_id
 
 if TYPE_CHECKING:
     from conftest import Bodies, FakeCluster

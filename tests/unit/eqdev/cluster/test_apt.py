@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster.apt import (
+from eqdev.cluster.apt import (
     AptSource,
     AptSourceError,
     PrivateApt,

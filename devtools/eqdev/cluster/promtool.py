@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from elasticquota.devcluster.apt import PrivateApt, machine_debian_sources
-from elasticquota.devcluster.build import say
+from eqdev.cluster.apt import PrivateApt, machine_debian_sources
+from eqdev.cluster.build import say
 
 PACKAGE = "prometheus"
 MEMBER = "usr/bin/promtool"

@@ -1,14 +1,14 @@
-"""``elastic-quota demo``: the product live on this machine (what ``make run`` does).
+"""``python -m eqdev.demo``: the product live on this machine (what ``make run`` does).
 
 Builds (once, cached) and starts a local kube-apiserver + etcd, installs the CRDs, starts the
-operator with ``--simulate-nodes`` (there is no scheduler or kubelet locally: the operator binds
-pods that fit, marks them Running and removes deleted ones after their grace period itself, clearly
-labelled SIMULATION) and a short revocation delay, then tells the story of
-:mod:`~elasticquota.cli.demo_story` on the example manifests: borrowers run while ``analytics`` is
-idle, ``analytics`` asks for its min, the borrower's runtime shrinks and, after the delay, its least
-important pods are evicted. The screen shows the live trees and a pane of recent events until
-Ctrl-C (or ``--seconds``); ``--no-story`` applies everything at once and only shows the live view.
-Then it stops everything it started.
+operator with the node simulation plugged in (``python -m eqdev.demo.operator``: there is no
+scheduler or kubelet locally, so the operator binds pods that fit, marks them Running and removes
+deleted ones after their grace period itself, clearly labelled SIMULATION) and a short revocation
+delay, then tells the story of :mod:`~eqdev.demo.story` on the example manifests: borrowers run
+while ``analytics`` is idle, ``analytics`` asks for its min, the borrower's runtime shrinks and,
+after the delay, its least important pods are evicted. The screen shows the live trees and a pane
+of recent events until Ctrl-C (or ``--seconds``); ``--no-story`` applies everything at once and
+only shows the live view. Then it stops everything it started.
 """
 
 from __future__ import annotations
@@ -23,16 +23,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
 
-from elasticquota.cli.demo_story import DEFAULT_RECLAIMER, Narrator, Story, plan_story
-from elasticquota.cli.demo_view import PaneEntry, operator_events, render_frame, render_pane
+import eqdev
 from elasticquota.cli.tree_command import CLEAR_SCREEN
 from elasticquota.kube.errors import describe
 from elasticquota.plan.loader import Manifests, load_paths
+from eqdev.demo.story import DEFAULT_RECLAIMER, Narrator, Story, plan_story
+from eqdev.demo.view import PaneEntry, operator_events, render_frame, render_pane
 
 #: The demo's own pane lines kept (the pane shows the newest of these and of the Events).
 KEPT_LINES = 100
@@ -41,18 +43,17 @@ KEPT_LINES = 100
 def banner(revocation_delay: float) -> str:
     return (
         "SIMULATION: this local cluster has no scheduler and no kubelets. The operator runs\n"
-        "with --simulate-nodes: it binds the pods that fit their quota to the example nodes,\n"
-        "marks them Running, and removes deleted pods after their grace period, as kubelets\n"
-        "would. Against a real cluster, `elastic-quota run` needs none of that.\n"
+        "with the demo's node simulation: it binds the pods that fit their quota to the example\n"
+        "nodes, marks them Running, and removes deleted pods after their grace period, as\n"
+        "kubelets would. Against a real cluster, `elastic-quota run` needs none of that.\n"
         f"Revocation delay: {revocation_delay:g} s (a quota above its runtime this long loses its "
         "least important pods)."
     )
 
 
-def add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = commands.add_parser(
-        "demo",
-        help="run the product live on a local control plane with the example manifests",
+def parser() -> argparse.ArgumentParser:
+    demo = argparse.ArgumentParser(
+        prog="python -m eqdev.demo",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -79,7 +80,11 @@ def add_demo_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     demo.add_argument(
         "--no-story", action="store_true", help="apply everything at once; only the live view"
     )
-    demo.set_defaults(handler=run_demo)
+    return demo
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_demo(parser().parse_args(argv))
 
 
 async def _apply(api: client.ApiClient, manifests: list[dict[str, Any]]) -> int:
@@ -214,15 +219,24 @@ async def _live(args: argparse.Namespace, manifests: Manifests, story: Story | N
 
 
 def _start_operator(log: Path, revocation_delay: float) -> subprocess.Popen[bytes]:
+    """``elastic-quota run`` with the node simulation (:mod:`eqdev.demo.operator`), the
+    development tooling's source root on its path whoever started the demo."""
     command = [
-        sys.executable, "-m", "elasticquota", "run",
-        "--simulate-nodes", "--metrics-port", "0", "--reconcile-interval", "0.5",
+        sys.executable, "-m", "eqdev.demo.operator",
+        "--metrics-port", "0", "--reconcile-interval", "0.5",
         "--revocation-delay", f"{revocation_delay:g}",
     ]  # fmt: skip
+    source_root = str(Path(eqdev.__file__).resolve().parents[1])
+    path = [source_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     with log.open("wb") as sink:
         # Its own process group: the terminal's Ctrl-C reaches the demo, which stops it in order.
         return subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=environment,
         )
 
 
@@ -236,7 +250,7 @@ def _stop(operator: subprocess.Popen[bytes]) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from elasticquota.devcluster import LocalCluster, apply_crds_sync, default_crd_dir
+    from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
 
     paths = args.paths or ["examples"]
     manifests = load_paths(paths)

@@ -1,4 +1,4 @@
-"""The demo's story (cli/demo_story.py) and its screen (cli/demo_view.py), without a cluster.
+"""The demo's story (eqdev/demo/story.py) and its screen (eqdev/demo/view.py), without a cluster.
 
 Rules: the reclaiming quota's pods (as ``plan`` accounts them) are held back and later created as
 new pending requests (no node, no status); everything else is applied first; without such pods
@@ -14,12 +14,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from elasticquota.cli.demo_story import Narrator, as_new_request, plan_story
-from elasticquota.cli.demo_view import PaneEntry, event_entry, render_frame, render_pane
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.kube.events import COMPONENT
 from elasticquota.plan.loader import load_paths
 from elasticquota.plan.table import WIDTH, cell
+from eqdev.demo.story import Narrator, as_new_request, plan_story
+from eqdev.demo.view import PaneEntry, event_entry, render_frame, render_pane
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 GI = 2**30

@@ -1,6 +1,6 @@
 """Throwaway certificates and a bearer token for a local control plane.
 
-Each :class:`~elasticquota.devcluster.cluster.LocalCluster` gets its own CA, a serving certificate
+Each :class:`~eqdev.cluster.cluster.LocalCluster` gets its own CA, a serving certificate
 for kube-apiserver (SANs ``127.0.0.1``, ``localhost``, ``kubernetes``, ``kubernetes.default``),
 a service-account signing key pair and a static token file that maps a random token to
 ``system:masters``. Everything is made with the ``openssl`` command (no Python crypto dependency),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster.pki import (
+from eqdev.cluster.pki import (
     ADMIN_USER,
     create_pki,
     subject_alt_names,

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from elasticquota.devcluster.apt import PrivateApt, machine_debian_sources
+from eqdev.cluster.apt import PrivateApt, machine_debian_sources
 
 SOURCE_PACKAGE = "kubernetes"
 TOOL_PACKAGES = (

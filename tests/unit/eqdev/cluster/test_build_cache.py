@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster.build import (
+from eqdev.cluster.build import (
     BINARY_NAMES,
     MANIFEST_NAME,
     BuildError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster.cluster import (
+from eqdev.cluster.cluster import (
     ClusterError,
     LocalCluster,
     apiserver_args,
@@ -19,7 +19,7 @@ from elasticquota.devcluster.cluster import (
     kubeconfig_document,
     load_crds,
 )
-from elasticquota.devcluster.pki import Pki
+from eqdev.cluster.pki import Pki
 
 PKI = Pki(
     directory=Path("/run/pki"),

@@ -43,8 +43,8 @@ from typing import Any, Self, TypeVar
 
 import yaml
 
-from elasticquota.devcluster.build import Binaries, ensure_binaries, say
-from elasticquota.devcluster.pki import Pki, create_pki
+from eqdev.cluster.build import Binaries, ensure_binaries, say
+from eqdev.cluster.pki import Pki, create_pki
 
 LOOPBACK = "127.0.0.1"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"

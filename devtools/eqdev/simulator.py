@@ -1,7 +1,8 @@
 """SIMULATION for the local demo only: a stand-in for the scheduler and the kubelets.
 
 The local control plane has neither, so pods would stay Pending forever and deleted pods would stay
-Terminating forever. With ``--simulate-nodes`` the active replica, once per interval:
+Terminating forever. Plugged into the operator as an extra loop (:func:`simulation`, started by
+``python -m eqdev.demo.operator``), the active replica, once per interval:
 
 - binds every pending pod that fits its quota now (``core.admission``, highest priority first,
   then oldest) to a node with room for it (a profile tree's pods to the profile's nodes, the others
@@ -11,8 +12,8 @@ Terminating forever. With ``--simulate-nodes`` the active replica, once per inte
 - removes a deleted (e.g. evicted) bound pod at the end of its grace period, as a kubelet does
   once the containers have stopped, so that it stops counting in ``used``.
 
-Every action is logged and posted as an Event with the word SIMULATION. Against a real cluster this
-mode must stay off.
+Every action is logged and posted as an Event with the word SIMULATION. It is development tooling,
+not part of the installed operator: a real cluster never runs it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kubernetes_asyncio import client
 
@@ -35,6 +37,9 @@ from elasticquota.core.results import Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.events import post_event
 from elasticquota.kube.pods import bind_pod, mark_running, remove_stopped_pod
+
+if TYPE_CHECKING:
+    from elasticquota.controller.runner import Operator
 
 logger = logging.getLogger(__name__)
 
@@ -197,3 +202,10 @@ class NodeSimulator:
             await post_event(self._api, involved, reason, f"SIMULATION: {message}", "Normal")
         except Exception as error:
             logger.warning("SIMULATION: could not post an Event (%s): %s", reason, describe(error))
+
+
+def simulation(operator: Operator) -> tuple[str, Awaitable[None]]:
+    """The node simulation as an extra loop of ``operator`` (``controller.runner.ExtraLoop``): on
+    its memory, its writers' client and its Lease."""
+    simulator = NodeSimulator(operator.state, operator.api, operator.leader.leading)
+    return "node simulation", simulator.run()

@@ -1,7 +1,7 @@
-"""``python -m elasticquota.devcluster build|up|promtool``: the local control plane and dev tools.
+"""``python -m eqdev.cluster build|up|promtool``: the local control plane and dev tools.
 
 ``build`` makes sure the binaries are cached (building them takes about three minutes once).
-``up`` starts a :class:`~elasticquota.devcluster.cluster.LocalCluster`, installs the CRDs, prints
+``up`` starts a :class:`~eqdev.cluster.cluster.LocalCluster`, installs the CRDs, prints
 ``export KUBECONFIG=...`` on stdout (progress goes to stderr) and keeps the cluster up until
 Ctrl-C or SIGTERM, then stops it and removes its run directory. It exits non-zero if a component
 dies on its own. ``promtool --dest DIR`` installs ``DIR/promtool`` from Debian's ``prometheus``
@@ -18,22 +18,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from elasticquota.devcluster.build import BuildError, ensure_binaries, say
-from elasticquota.devcluster.cluster import (
+from eqdev.cluster.build import BuildError, ensure_binaries, say
+from eqdev.cluster.cluster import (
     ClusterError,
     LocalCluster,
     apply_crds_sync,
     default_crd_dir,
 )
-from elasticquota.devcluster.pki import PkiError
-from elasticquota.devcluster.promtool import ToolError, install_promtool
+from eqdev.cluster.pki import PkiError
+from eqdev.cluster.promtool import ToolError, install_promtool
 
 WATCH_INTERVAL = 1.0
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m elasticquota.devcluster",
+        prog="python -m eqdev.cluster",
         description="A local kube-apiserver + etcd (+ kube-controller-manager) on loopback.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from elasticquota.devcluster import promtool as module
-from elasticquota.devcluster.apt import AptSource, AptSourceError, PrivateApt
-from elasticquota.devcluster.promtool import (
+from eqdev.cluster import promtool as module
+from eqdev.cluster.apt import AptSource, AptSourceError, PrivateApt
+from eqdev.cluster.promtool import (
     MEMBER,
     ToolError,
     deb_fields,
