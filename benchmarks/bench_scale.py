@@ -48,6 +48,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -974,6 +975,42 @@ async def scenario(cluster: LocalCluster, options: Options, log_dir: Path) -> di
     return bench.timings
 
 
+STALL_REPORT = re.compile(r"the event loop has been held for ([0-9.]+) s, in:")
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def stall_reports(log: Path) -> list[tuple[float, str]]:
+    """The operator's stall watchdog reports in ``log``: how long the loop had been held when
+    reported, and the innermost frame of the project's own code in the stack it logged."""
+    reports: list[tuple[float, str]] = []
+    held: float | None = None
+    where = "(no frame of the project's own code)"
+    for line in [*log.read_text(errors="replace").splitlines(), "end"]:
+        frame = FRAME.search(line)
+        if held is not None and frame is not None:
+            path, number, function = frame.groups()
+            if "/elasticquota/" in path:
+                where = f"{path.split('/elasticquota/')[-1]}:{number} {function}"
+            continue
+        if held is not None and not line.startswith(" "):
+            reports.append((held, where))
+            held, where = None, "(no frame of the project's own code)"
+        if (match := STALL_REPORT.search(line)) is not None:
+            held = float(match.group(1))
+    return reports
+
+
+def print_stalls(log_dir: Path) -> None:
+    """One line per operator: its watchdog's reports (the loop held for 0.5 s or more)."""
+    for log in sorted(log_dir.glob("operator-*.log")):
+        reports = stall_reports(log)
+        print(
+            f"scale stalls operator={log.stem.removeprefix('operator-')} count={len(reports)}"
+            f"{''.join(f' | {held:.2f}s {where}' for held, where in reports)}",
+            flush=True,
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse_options(argv)
     log_dir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
@@ -994,6 +1031,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"FAILED: {error}")
         say(f"operator logs: {log_dir}")
         return 1
+    print_stalls(log_dir)
     phases = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in timings.items())
     say(f"done in {time.monotonic() - started:.0f} s ({phases}); operator logs: {log_dir}")
     return 0
