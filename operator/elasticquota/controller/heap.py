@@ -98,10 +98,12 @@ async def thaw_when_grown(
     quiet_for: float = QUIET_FOR,
     patience: float = QUIET_PATIENCE,
     clock: Callable[[], float] = time.monotonic,
+    collect: Callable[[], int] = thaw,
 ) -> None:
     """For ever: every ``check_every`` seconds, when ``frozen_count()`` grew by ``growth`` since
     the start or the last thaw, wait until ``last_activity()`` (monotonic) is ``quiet_for``
-    seconds old (at most ``patience`` seconds), then ``thaw``."""
+    seconds old (at most ``patience`` seconds), then ``collect`` (``thaw``: the number of
+    unreachable objects found)."""
     baseline = frozen_count()
     while True:
         await asyncio.sleep(check_every)
@@ -111,7 +113,7 @@ async def thaw_when_grown(
         while clock() - last_activity() < quiet_for and clock() < deadline:
             await asyncio.sleep(quiet_for)
         started = clock()
-        found = thaw()
+        found = collect()
         baseline = frozen_count()
         logger.info(
             "garbage collector: full collection of everything in %.2f s, %d unreachable "

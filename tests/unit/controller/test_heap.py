@@ -112,11 +112,10 @@ async def run_briefly(task: asyncio.Task[None], seconds: float) -> None:
         await task
 
 
-async def test_a_thaw_waits_for_a_quiet_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_thaw_waits_for_a_quiet_moment() -> None:
     """Due at the first look (0.1 s: the frozen count grew); the watches are busy until 0.15 s;
     quiet needs 0.02 s."""
     thawed: list[float] = []
-    monkeypatch.setattr(heap, "thaw", lambda: thawed.append(time.monotonic()) or 0)
     quiet_from = time.monotonic() + 0.15
     counts = iter([100, 200, 100])
 
@@ -124,24 +123,31 @@ async def test_a_thaw_waits_for_a_quiet_moment(monkeypatch: pytest.MonkeyPatch) 
         return min(time.monotonic(), quiet_from)
 
     thawing = heap.thaw_when_grown(
-        last_activity, lambda: next(counts, 100), check_every=0.1, quiet_for=0.02
+        last_activity,
+        lambda: next(counts, 100),
+        check_every=0.1,
+        quiet_for=0.02,
+        collect=lambda: thawed.append(time.monotonic()) or 0,
     )
     await run_briefly(asyncio.create_task(thawing), 0.3)
     assert len(thawed) == 1 and thawed[0] >= quiet_from + 0.02
 
 
-async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter() -> None:
     """Looks every 10 ms: 124 and 125 frozen objects after 100 are no reason; 126 is, and the
     next thaw needs a quarter more than what the thaw left frozen (110: above 137)."""
     thawed: list[int] = []
-    monkeypatch.setattr(heap, "thaw", lambda: thawed.append(len(thawed)) or 0)
     counts = iter([100, 124, 125, 126, 110, 130, 137, 138, 90])
 
     def frozen() -> int:
         return next(counts, 90)
 
-    thawing = heap.thaw_when_grown(lambda: 0.0, frozen, check_every=0.01, quiet_for=0.0)
+    thawing = heap.thaw_when_grown(
+        lambda: 0.0,
+        frozen,
+        check_every=0.01,
+        quiet_for=0.0,
+        collect=lambda: thawed.append(len(thawed)) or 0,
+    )
     await run_briefly(asyncio.create_task(thawing), 0.2)
     assert thawed == [0, 1]
