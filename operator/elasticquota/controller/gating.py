@@ -84,7 +84,7 @@ class GateController:
 
     async def step(self) -> None:
         """One round over every gated pod."""
-        snapshot = await solved_snapshot(self._state.engine)
+        snapshot = await solved_snapshot(self._state.engine, self._metrics)
         decisions = gate_decisions(snapshot)
         preempting: set[str] = set()  # at most one preemption per quota per round
         for decision in decisions:
