@@ -1,4 +1,4 @@
-"""Raw objects to models (semantics §1): every key, the aliases, and a problem for every bad
+"""Raw objects to models: every key, the aliases, and a problem for every bad
 value, naming the object and the field."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The PreFilter admission check (semantics §3.1) on hand-made snapshots.
+"""The PreFilter admission check on hand-made snapshots.
 
 Numbers are in engine units: cpu in millicores, memory in bytes.
 """

@@ -1,4 +1,4 @@
-"""Over-use revocation victim selection (semantics §3.4, §7 quirk 8).
+"""Over-use revocation victim selection.
 
 Numbers are small engine units; cpu in millicores does not matter to the rules, so requests are
 written as plain integers.

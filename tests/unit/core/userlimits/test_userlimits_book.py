@@ -1,4 +1,4 @@
-"""A tree's limits: rules between levels (§2 11-14), the limit in force (§3), tracked groups (§4).
+"""A tree's limits: rules between levels, the limit in force, tracked groups.
 
 Trees are written as ``{quota: (parent, annotation)}``; paths run from the leaf to the root.
 """

@@ -1,4 +1,4 @@
-"""Accounting per user and tracked group, and admission (§5, §6), with YuniKorn's examples (§7).
+"""Accounting per user and tracked group, and admission, with YuniKorn's examples.
 
 cpu is in millicores, memory in bytes (engine units). Paths run from the pod's quota to the root.
 """
@@ -251,7 +251,7 @@ def test_seed_example_sue_development_test_and_the_catch_alls() -> None:
     assert ledger.check(pod(team, user="u7", memory=1)).group is None
 
 
-# -- rules of §5 and §6 ----------------------------------------------------------------------------
+# -- accounting and admission rules ----------------------------------------------------------------
 
 
 def test_usage_is_hierarchical_and_tracked_for_every_user_with_or_without_limits() -> None:
