@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine_factories import quota_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,24 +77,7 @@ def reference(
 
 
 def a_result(name: str, figures: Mapping[str, ResourceList]) -> QuotaResult:
-    return QuotaResult(
-        name=name,
-        namespace="team",
-        tree="",
-        parent=keys.ROOT_QUOTA,
-        is_parent=False,
-        min={},
-        max={},
-        effective_min={},
-        shared_weight={},
-        limited_request={},
-        runtime=dict(figures["runtime"]),
-        request=dict(figures["request"]),
-        child_request=dict(figures["child_request"]),
-        used=dict(figures["used"]),
-        non_preemptible_request=dict(figures["non_preemptible_request"]),
-        non_preemptible_used=dict(figures["non_preemptible_used"]),
-    )
+    return quota_result(name, namespace="team", **figures)
 
 
 @st.composite
