@@ -299,22 +299,21 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
 def _container_requests(container: ContainerView) -> dict[str, Fraction]:
     """Requests, defaulted from limits where unset (as the API server does on create)."""
     merged = {**container.resources.limits, **container.resources.requests}
-    result = {}
-    for name, value in merged.items():
-        try:
-            result[name] = parse_quantity(value)
-        except QuantityError as error:
-            raise QuantityError(f"container {container.name!r} {name}: {error}") from None
-    return result
+    return _quantities(merged, f"container {container.name!r}")
 
 
 def _overhead(raw: Mapping[str, Any]) -> dict[str, Fraction]:
+    return _quantities(raw, "spec.overhead")
+
+
+def _quantities(raw: Mapping[str, Any], where: str) -> dict[str, Fraction]:
+    """Every value parsed as a quantity; a bad one is an error naming ``where`` and its key."""
     result = {}
     for name, value in raw.items():
         try:
             result[name] = parse_quantity(value)
         except QuantityError as error:
-            raise QuantityError(f"spec.overhead {name}: {error}") from None
+            raise QuantityError(f"{where} {name}: {error}") from None
     return result
 
 
