@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
+from proxy import Proxy, target_of
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
 from elasticquota.kube.client import make_api_client
@@ -76,6 +77,14 @@ async def api() -> AsyncIterator[client.ApiClient]:
     api = await make_api_client()
     yield api
     await api.close()
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    """A TCP proxy to the session's API server, for fault tests (cut, freeze)."""
+    proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
+    yield proxy
+    await proxy.stop()
 
 
 # -- every test leaves the cluster as it found it --------------------------------------------------

@@ -8,6 +8,7 @@ the cluster holds right now.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,11 @@ from elasticquota.plan.compute import Plan, compute_plan
 from elasticquota.plan.loader import load_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def unique(prefix: str) -> str:
+    """A name no other test (nor an earlier run of this one) uses: ``prefix`` and six hex digits."""
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 def free_port() -> int:
@@ -174,6 +181,27 @@ async def eventually(
 
 
 # -- cluster reads --------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def active_operator(
+    identity: str, *extra: str, env: dict[str, str] | None = None
+) -> AsyncIterator[OperatorProcess]:
+    """An operator process started, ready and holding the Lease; stopped (SIGTERM) on exit."""
+    process = OperatorProcess(identity, *extra, env=env).start()
+    try:
+        await process.wait_ready()
+        await process.wait_active()
+        yield process
+    finally:
+        process.stop()
+
+
+async def until_converged(
+    api: client.ApiClient, timeout: float, operator: OperatorProcess, what: str
+) -> None:
+    """Wait until the cluster's figures are what ``plan`` computes (``converged``)."""
+    await eventually(lambda: converged(api), timeout, operator, what)
 
 
 async def cluster_plan(api: client.ApiClient) -> Plan:

@@ -19,51 +19,30 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
-from harness import (
-    OperatorProcess,
-    ensure_namespace,
-    eventually,
-    free_port,
-    get_quota,
-    pod_manifest,
-    quota_manifest,
-)
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.core import keys
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION, patch_quota
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
 
 
 class WebhookOperator:
     """An operator process serving the webhooks on loopback, and its configurations' name."""
 
     def __init__(self, *extra: str, env: dict[str, str] | None = None) -> None:
-        self.configuration = f"{unique('eq')}.elasticquota.dev"
-        self.process = OperatorProcess(
-            unique("webhooks"),
-            "--webhook-port", str(free_port()),
+        self.configuration = f"{harness.unique('eq')}.elasticquota.dev"
+        self.process = harness.OperatorProcess(
+            harness.unique("webhooks"),
+            "--webhook-port", str(harness.free_port()),
             "--webhook-address", "127.0.0.1",
             "--webhook-configuration", self.configuration,
             *extra,
@@ -149,7 +128,7 @@ async def refusal(call: Awaitable[Any]) -> str:
 async def wait_serving(api: client.ApiClient, webhooks: WebhookOperator) -> None:
     """Until the API server calls the operator: a dry-run create of a broken quota is refused."""
     await webhooks.process.wait_ready()
-    probe = quota_manifest("default", unique("probe"), {"cpu": "2"}, {"cpu": "1"})
+    probe = harness.quota_manifest("default", harness.unique("probe"), {"cpu": "2"}, {"cpu": "1"})
 
     async def refused() -> bool:
         try:
@@ -158,7 +137,7 @@ async def wait_serving(api: client.ApiClient, webhooks: WebhookOperator) -> None
             return "min 2 > max 1" in json.loads(error.body)["message"]
         return False
 
-    await eventually(refused, 60, webhooks.process, "the webhooks answer the API server")
+    await harness.eventually(refused, 60, webhooks.process, "the webhooks answer the API server")
 
 
 async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
@@ -170,13 +149,13 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
         [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
         [f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}"],
     ]
-    namespace = unique("admit")
-    await ensure_namespace(api, namespace)
-    dept, team, other = unique("dept"), unique("team"), unique("other")
-    tree = unique("tree")
+    namespace = harness.unique("admit")
+    await harness.ensure_namespace(api, namespace)
+    dept, team, other = harness.unique("dept"), harness.unique("team"), harness.unique("other")
+    tree = harness.unique("tree")
 
     # a broken quota is refused with the rule and the numbers
-    broken = quota_manifest(namespace, unique("broken"), {"cpu": "5"}, {"cpu": "4"})
+    broken = harness.quota_manifest(namespace, harness.unique("broken"), {"cpu": "5"}, {"cpu": "4"})
     message = await refusal(create_quota(api, broken))
     assert message == (
         f'admission webhook "validate-elasticquota.{suffix}" denied the request: '
@@ -184,37 +163,41 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
     )
 
     # a parent, and at once a child: the child inherits the tree id and gets its shared weight
-    parent = quota_manifest(namespace, dept, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+    parent = harness.quota_manifest(namespace, dept, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
     parent["metadata"]["labels"][keys.LABEL_TREE_ID] = tree
     await create_quota(api, parent)
     await create_quota(
-        api, quota_manifest(namespace, team, {"cpu": "3"}, {"cpu": "8"}, parent=dept)
+        api, harness.quota_manifest(namespace, team, {"cpu": "3"}, {"cpu": "8"}, parent=dept)
     )
-    child = await get_quota(api, namespace, team)
+    child = await harness.get_quota(api, namespace, team)
     assert child["metadata"]["labels"][keys.LABEL_TREE_ID] == tree
     assert child["metadata"]["annotations"][keys.ANNO_SHARED_WEIGHT] == '{"cpu":"8"}'
-    top = quota_manifest(namespace, other, {}, {"cpu": "2", "memory": "4Gi"})
+    top = harness.quota_manifest(namespace, other, {}, {"cpu": "2", "memory": "4Gi"})
     await create_quota(api, top)
-    created = await get_quota(api, namespace, other)
+    created = await harness.get_quota(api, namespace, other)
     assert created["metadata"]["labels"][keys.LABEL_PARENT] == keys.ROOT_QUOTA
     assert created["metadata"]["annotations"][keys.ANNO_SHARED_WEIGHT] == (
         '{"cpu":"2","memory":"4Gi"}'
     )
 
     # the children's min must fit in the parent's
-    greedy = quota_manifest(namespace, unique("greedy"), {"cpu": "2"}, {"cpu": "8"}, parent=dept)
+    greedy = harness.quota_manifest(
+        namespace, harness.unique("greedy"), {"cpu": "2"}, {"cpu": "8"}, parent=dept
+    )
     message = await refusal(create_quota(api, greedy))
     assert (
         f"checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: {dept} (sum of its "
         f"children's min with {greedy['metadata']['name']}: cpu 5; {dept}'s min: cpu 4)"
     ) in message
-    orphan = quota_manifest(namespace, unique("orphan"), {}, {"cpu": "1"}, parent="no-such-dept")
+    orphan = harness.quota_manifest(
+        namespace, harness.unique("orphan"), {}, {"cpu": "1"}, parent="no-such-dept"
+    )
     assert "parent not exist" in await refusal(create_quota(api, orphan))
 
     # quota names are global: the same name in another namespace is refused, naming both
-    elsewhere = unique("elsewhere")
-    await ensure_namespace(api, elsewhere)
-    squatter = quota_manifest(elsewhere, other, {}, {"cpu": "2", "memory": "4Gi"})
+    elsewhere = harness.unique("elsewhere")
+    await harness.ensure_namespace(api, elsewhere)
+    squatter = harness.quota_manifest(elsewhere, other, {}, {"cpu": "2", "memory": "4Gi"})
     message = await refusal(create_quota(api, squatter))
     assert (
         f"AddQuota quota already exist:{other} (quota {other} in namespace {elsewhere}: a quota "
@@ -224,13 +207,15 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
 
     # the message names the real rule: a max of -1 only (not the shared weight copied from it);
     # a parent label that is no label value as such (not as a parent that does not exist)
-    negative = quota_manifest(namespace, unique("negative"), {}, {"cpu": "-1"})
+    negative = harness.quota_manifest(namespace, harness.unique("negative"), {}, {"cpu": "-1"})
     assert await refusal(create_quota(api, negative)) == (
         f'admission webhook "validate-elasticquota.{suffix}" denied the request: '
         f"{negative['metadata']['name']} quota.Spec.Max's value < 0, in dimensions :[cpu] "
         "(cpu=-1)"
     )
-    accented = quota_manifest(namespace, unique("accented"), {}, {"cpu": "1"}, parent="d\u00e9pt")
+    accented = harness.quota_manifest(
+        namespace, harness.unique("accented"), {}, {"cpu": "1"}, parent="d\u00e9pt"
+    )
     message = await refusal(create_quota(api, accented))
     assert (
         f"quota {accented['metadata']['name']}: label {keys.LABEL_PARENT} has an invalid value "
@@ -258,12 +243,14 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
 
     # no pods in a parent quota; the preemptible label never changes
     core = client.CoreV1Api(api)
-    in_parent = pod_manifest(namespace, "in-parent", "1", labels={keys.POD_LABEL_QUOTA: dept})
+    in_parent = harness.pod_manifest(
+        namespace, "in-parent", "1", labels={keys.POD_LABEL_QUOTA: dept}
+    )
     message = await refusal(core.create_namespaced_pod(namespace, in_parent))
     assert f"pod can not be linked to a parentQuotaGroup,quota:{dept}, pod:in-parent" in message
     labels = {keys.POD_LABEL_QUOTA: team, keys.POD_LABEL_PREEMPTIBLE: "true"}
     await core.create_namespaced_pod(
-        namespace, pod_manifest(namespace, "worker", "1", labels=labels)
+        namespace, harness.pod_manifest(namespace, "worker", "1", labels=labels)
     )
     relabel = {"metadata": {"labels": {keys.POD_LABEL_PREEMPTIBLE: "false"}}}
     message = await refusal(core.patch_namespaced_pod("worker", namespace, relabel))
@@ -284,10 +271,12 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
 
     # the operator's own writes still pass (annotations and status of the quotas it computes)
     async def written() -> bool:
-        quota = await get_quota(api, namespace, team)
+        quota = await harness.get_quota(api, namespace, team)
         return keys.ANNO_RUNTIME in (quota["metadata"].get("annotations") or {})
 
-    await eventually(written, 30, webhooks.process, "the operator wrote the child's runtime")
+    await harness.eventually(
+        written, 30, webhooks.process, "the operator wrote the child's runtime"
+    )
 
     # a replica that stops cleanly takes its webhooks away
     webhooks.process.stop()
@@ -320,7 +309,7 @@ async def test_a_provided_certificate_is_served_and_is_the_ca_bundle(
 async def labelled_with_its_name(api: client.ApiClient, namespace: str) -> None:
     """The ``kubernetes.io/metadata.name`` label the pod webhooks' namespaceSelector reads: API
     servers set it since 1.21; on older ones (this suite's) the docs tell users to set it."""
-    await ensure_namespace(api, namespace)
+    await harness.ensure_namespace(api, namespace)
     label = {"metadata": {"labels": {"kubernetes.io/metadata.name": namespace}}}
     await client.CoreV1Api(api).patch_namespace(namespace, label)
 
@@ -339,8 +328,8 @@ async def crashed_with_configurations(api: client.ApiClient, operator: WebhookOp
 async def test_a_crashed_operator_blocks_no_pod_and_every_quota_write(
     api: client.ApiClient,
 ) -> None:
-    namespace = unique("managed")
-    await ensure_namespace(api, namespace)
+    namespace = harness.unique("managed")
+    await harness.ensure_namespace(api, namespace)
     operator = WebhookOperator()
     async with running(api, operator):
         await wait_serving(api, operator)
@@ -354,14 +343,18 @@ async def test_a_crashed_operator_blocks_no_pod_and_every_quota_write(
             f"validate-pod.{suffix}": "Ignore",
             f"mutate-pod.{suffix}": "Ignore",
         }
-        team = quota_manifest(namespace, unique("team"), {"cpu": "1"}, {"cpu": "2"})
+        team = harness.quota_manifest(namespace, harness.unique("team"), {"cpu": "1"}, {"cpu": "2"})
         await create_quota(api, team)
         await crashed_with_configurations(api, operator)
 
         core = client.CoreV1Api(api)
-        await core.create_namespaced_pod(namespace, pod_manifest(namespace, "admitted", "1"))
+        await core.create_namespaced_pod(
+            namespace, harness.pod_manifest(namespace, "admitted", "1")
+        )
         await core.read_namespaced_pod("admitted", namespace)
-        other = quota_manifest(namespace, unique("other"), {"cpu": "1"}, {"cpu": "2"})
+        other = harness.quota_manifest(
+            namespace, harness.unique("other"), {"cpu": "1"}, {"cpu": "2"}
+        )
         message = await refusal(create_quota(api, other))
         assert f'failed calling webhook "mutate-elasticquota.{suffix}"' in message
         raise_max = {"spec": {"max": {"cpu": "3"}}}
@@ -374,15 +367,15 @@ async def test_pod_webhooks_never_see_kube_system_nor_the_operators_namespace(
     api: client.ApiClient,
 ) -> None:
     """Even failing closed: a crashed operator then blocks the pods of a managed namespace only."""
-    managed, own = unique("managed"), unique("eq-system")
-    await ensure_namespace(api, managed)
+    managed, own = harness.unique("managed"), harness.unique("eq-system")
+    await harness.ensure_namespace(api, managed)
     for namespace in ("kube-system", own):
         await labelled_with_its_name(api, namespace)
     operator = WebhookOperator(
         "--pod-webhook-failure-policy", "Fail", env={"ELASTIC_QUOTA_LEASE_NAMESPACE": own}
     )
     core = client.CoreV1Api(api)
-    probe = unique("probe")
+    probe = harness.unique("probe")
     async with running(api, operator):
         await wait_serving(api, operator)
         suffix = operator.configuration
@@ -395,12 +388,14 @@ async def test_pod_webhooks_never_see_kube_system_nor_the_operators_namespace(
         await crashed_with_configurations(api, operator)
 
         message = await refusal(
-            core.create_namespaced_pod(managed, pod_manifest(managed, probe, "1"))
+            core.create_namespaced_pod(managed, harness.pod_manifest(managed, probe, "1"))
         )
         assert f'failed calling webhook "mutate-pod.{suffix}"' in message
         try:
             for namespace in ("kube-system", own):
-                await core.create_namespaced_pod(namespace, pod_manifest(namespace, probe, "1"))
+                await core.create_namespaced_pod(
+                    namespace, harness.pod_manifest(namespace, probe, "1")
+                )
         finally:
             with contextlib.suppress(ApiException):
                 await core.delete_namespaced_pod(probe, "kube-system", grace_period_seconds=0)

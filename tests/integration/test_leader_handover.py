@@ -24,20 +24,12 @@ import os
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
+import harness
 import pytest
-from harness import (
-    OperatorProcess,
-    ensure_namespace,
-    eventually,
-    node_manifest,
-    pod_manifest,
-    quota_manifest,
-)
 from kubernetes_asyncio import client
-from proxy import Proxy, proxied_kubeconfig, target_of
+from proxy import Proxy, proxied_kubeconfig
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
 from elasticquota.kube.apply import apply_manifest
@@ -50,13 +42,6 @@ DELAY = 1.0
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ ([\w.]+): (.*)$")
 
 
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
-    yield proxy
-    await proxy.stop()
-
-
 def replica(
     identity: str,
     lease: str,
@@ -66,8 +51,8 @@ def replica(
     *,
     as_pod: bool = False,
     debug: bool = False,
-) -> OperatorProcess:
-    return OperatorProcess(
+) -> harness.OperatorProcess:
+    return harness.OperatorProcess(
         identity,
         "--lease-name", lease,
         *(["--log-level", "DEBUG"] if debug else []),
@@ -81,7 +66,9 @@ def replica(
     )  # fmt: skip
 
 
-def log_lines(operator: OperatorProcess, logger: str, pattern: str) -> list[tuple[float, str]]:
+def log_lines(
+    operator: harness.OperatorProcess, logger: str, pattern: str
+) -> list[tuple[float, str]]:
     """(epoch seconds, message) of the operator's log lines of ``logger`` matching ``pattern``."""
     found = []
     for line in operator.log.read_text(errors="replace").splitlines():
@@ -92,7 +79,7 @@ def log_lines(operator: OperatorProcess, logger: str, pattern: str) -> list[tupl
     return found
 
 
-def writes(operator: OperatorProcess) -> list[tuple[float, float]]:
+def writes(operator: harness.OperatorProcess) -> list[tuple[float, float]]:
     """(when the write passed the fence, when that fence closed at the latest)."""
     return [
         (moment, moment + float(re.search(r"closes in ([\d.]+) s", message)[1]))  # type: ignore[index]
@@ -103,7 +90,9 @@ def writes(operator: OperatorProcess) -> list[tuple[float, float]]:
 async def churn(api: client.ApiClient, namespace: str, node: str) -> None:
     """A bound pod every 0.2 s: the quota's used changes all the time, so the leader writes."""
     for index in range(10_000):
-        await apply_manifest(api, pod_manifest(namespace, f"churn-{index}", "10m", node=node))
+        await apply_manifest(
+            api, harness.pod_manifest(namespace, f"churn-{index}", "10m", node=node)
+        )
         await asyncio.sleep(0.2)
 
 
@@ -113,9 +102,11 @@ async def test_a_leader_on_a_slow_link_stops_writing_before_the_new_leader_write
 ) -> None:
     suffix = uuid.uuid4().hex[:6]
     namespace, node, lease = f"slow-{suffix}", f"slow-node-{suffix}", f"slow-lease-{suffix}"
-    await ensure_namespace(api, namespace)
-    await apply_manifest(api, node_manifest(node, "1000", "4Ti"))
-    await apply_manifest(api, quota_manifest(namespace, namespace, {"cpu": "1"}, {"cpu": "900"}))
+    await harness.ensure_namespace(api, namespace)
+    await apply_manifest(api, harness.node_manifest(node, "1000", "4Ti"))
+    await apply_manifest(
+        api, harness.quota_manifest(namespace, namespace, {"cpu": "1"}, {"cpu": "900"})
+    )
     kubeconfig = proxied_kubeconfig(Path(os.environ["KUBECONFIG"]), proxy.port, tmp_path / "kc")
     # lease 4 s, renew deadline 2.5 s: the fence closes 1.5 s before a standby may take over
     old = replica(
@@ -131,7 +122,9 @@ async def test_a_leader_on_a_slow_link_stops_writing_before_the_new_leader_write
         assert not new.active
         started = len(writes(old))  # its first pass over every quota
         writer = asyncio.create_task(churn(api, namespace, node))
-        await eventually(lambda: len(writes(old)) > started + 10, 30, old, "it writes the churn")
+        await harness.eventually(
+            lambda: len(writes(old)) > started + 10, 30, old, "it writes the churn"
+        )
 
         proxy.slow(DELAY)
         slowed = time.time()

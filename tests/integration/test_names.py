@@ -12,20 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from typing import Any
 
+import harness
 import pytest
-from harness import (
-    OperatorProcess,
-    cluster_plan,
-    converged,
-    ensure_namespace,
-    eventually,
-    get_quota,
-    pod_manifest,
-    quota_manifest,
-)
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -34,10 +24,6 @@ from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
 def annotations(quota: dict[str, Any]) -> dict[str, str]:
@@ -56,7 +42,7 @@ async def delete_quota(api: client.ApiClient, namespace: str, name: str) -> None
 
 async def gone(api: client.ApiClient, namespace: str, name: str) -> bool:
     try:
-        await get_quota(api, namespace, name)
+        await harness.get_quota(api, namespace, name)
     except ApiException as error:
         return error.status == 404
     return False
@@ -75,7 +61,9 @@ async def warnings_on(api: client.ApiClient, namespace: str, name: str) -> list[
     ]
 
 
-async def soon(condition: Any, what: str, operator: OperatorProcess, timeout: float = 30) -> None:
+async def soon(
+    condition: Any, what: str, operator: harness.OperatorProcess, timeout: float = 30
+) -> None:
     """Poll every 20 ms: the owner must be seen well within its second of creation."""
     deadline = time.monotonic() + timeout
     while not await condition():
@@ -85,7 +73,11 @@ async def soon(condition: Any, what: str, operator: OperatorProcess, timeout: fl
 
 
 async def same_second_newcomer(
-    api: client.ApiClient, operator: OperatorProcess, name: str, owner_ns: str, newcomer_ns: str
+    api: client.ApiClient,
+    operator: harness.OperatorProcess,
+    name: str,
+    owner_ns: str,
+    newcomer_ns: str,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The owner, created and seen by the operator, then a newcomer created in the same second
     whose uid sorts first (its namespace does too): whatever forgets who came first picks it.
@@ -96,15 +88,15 @@ async def same_second_newcomer(
     while time.monotonic() < deadline:
         tries += 1
         await until_next_second()
-        await apply_manifest(api, quota_manifest(owner_ns, name, {}, {"cpu": "8"}))
+        await apply_manifest(api, harness.quota_manifest(owner_ns, name, {}, {"cpu": "8"}))
 
         async def seen() -> bool:  # the operator wrote its figures: it knows the owner
-            return keys.ANNO_RUNTIME in annotations(await get_quota(api, owner_ns, name))
+            return keys.ANNO_RUNTIME in annotations(await harness.get_quota(api, owner_ns, name))
 
         await soon(seen, "the owner's figures written", operator)
-        await apply_manifest(api, quota_manifest(newcomer_ns, name, {}, {"cpu": "2"}))
-        owner = await get_quota(api, owner_ns, name)
-        newcomer = await get_quota(api, newcomer_ns, name)
+        await apply_manifest(api, harness.quota_manifest(newcomer_ns, name, {}, {"cpu": "2"}))
+        owner = await harness.get_quota(api, owner_ns, name)
+        newcomer = await harness.get_quota(api, newcomer_ns, name)
         created = {q["metadata"]["creationTimestamp"] for q in (owner, newcomer)}
         if len(created) == 1 and newcomer["metadata"]["uid"] < owner["metadata"]["uid"]:
             return owner, newcomer
@@ -118,17 +110,14 @@ async def same_second_newcomer(
 async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
     api: client.ApiClient,
 ) -> None:
-    name = unique("l2")
-    owner_ns, newcomer_ns = unique("base"), unique("bad")  # "bad-..." sorts first
+    name = harness.unique("l2")
+    owner_ns, newcomer_ns = harness.unique("base"), harness.unique("bad")  # "bad-..." sorts first
     for namespace in (owner_ns, newcomer_ns):
-        await ensure_namespace(api, namespace)
+        await harness.ensure_namespace(api, namespace)
     labels = {keys.POD_LABEL_QUOTA: name}
-    await apply_manifest(api, pod_manifest(owner_ns, "worker", "3", labels=labels))
+    await apply_manifest(api, harness.pod_manifest(owner_ns, "worker", "3", labels=labels))
 
-    first = OperatorProcess(unique("first")).start()
-    try:
-        await first.wait_ready()
-        await first.wait_active()
+    async with harness.active_operator(harness.unique("first")) as first:
         owner, _ = await same_second_newcomer(api, first, name, owner_ns, newcomer_ns)
         uid = owner["metadata"]["uid"]
 
@@ -139,34 +128,27 @@ async def test_a_same_second_newcomer_never_takes_the_name_across_a_restart(
                 f"also used by ElasticQuota {newcomer_ns}/{name}" in m for m in on_owner
             ) and any(f"already used by ElasticQuota {owner_ns}/{name}" in m for m in on_newcomer)
 
-        await eventually(both_told, 30, first, "a Warning Event on each naming the other")
+        await harness.eventually(both_told, 30, first, "a Warning Event on each naming the other")
 
         async def recorded() -> bool:
-            stored = annotations(await get_quota(api, owner_ns, name))
+            stored = annotations(await harness.get_quota(api, owner_ns, name))
             return stored.get(keys.ANNO_NAME_OWNER) == uid
 
-        await eventually(recorded, 30, first, "the owner's name record")
+        await harness.eventually(recorded, 30, first, "the owner's name record")
 
-        await eventually(lambda: converged(api), 30, first, "plan agrees")
-        squatter = annotations(await get_quota(api, newcomer_ns, name))
+        await harness.until_converged(api, 30, first, "plan agrees")
+        squatter = annotations(await harness.get_quota(api, newcomer_ns, name))
         assert keys.ANNO_REQUEST not in squatter  # never computed: the worker is the owner's
-    finally:
-        first.stop()
 
-    second = OperatorProcess(unique("second")).start()
-    try:
-        await second.wait_ready()
-        await second.wait_active()
-        await eventually(lambda: converged(api), 30, second, "converged after the restart")
+    async with harness.active_operator(harness.unique("second")) as second:
+        await harness.until_converged(api, 30, second, "converged after the restart")
         await asyncio.sleep(2)  # several passes of the new operator
-        stored = await get_quota(api, owner_ns, name)
+        stored = await harness.get_quota(api, owner_ns, name)
         assert annotations(stored)[keys.ANNO_NAME_OWNER] == uid
         request = json.loads(annotations(stored)[keys.ANNO_REQUEST])
         assert request["cpu"] == "3"  # the worker still counts against the owner
-        squatter = annotations(await get_quota(api, newcomer_ns, name))
+        squatter = annotations(await harness.get_quota(api, newcomer_ns, name))
         assert keys.ANNO_REQUEST not in squatter
-    finally:
-        second.stop()
         for namespace in (newcomer_ns, owner_ns):
             await delete_quota(api, namespace, name)
         core = client.CoreV1Api(api)
@@ -179,22 +161,19 @@ async def test_a_parent_deleted_with_its_children_leaves_orphans_that_say_so(
 ) -> None:
     """Without the webhook nothing stops the delete: the child is not re-homed under the root,
     it is reported as an orphan (Event, plan) and its pods count against the default quota."""
-    namespace = unique("orphans")
-    dept, team = unique("dept"), unique("team")
-    await ensure_namespace(api, namespace)
+    namespace = harness.unique("orphans")
+    dept, team = harness.unique("dept"), harness.unique("team")
+    await harness.ensure_namespace(api, namespace)
     await apply_manifest(
-        api, quota_manifest(namespace, dept, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+        api, harness.quota_manifest(namespace, dept, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
     )
     await apply_manifest(
-        api, quota_manifest(namespace, team, {"cpu": "2"}, {"cpu": "8"}, parent=dept)
+        api, harness.quota_manifest(namespace, team, {"cpu": "2"}, {"cpu": "8"}, parent=dept)
     )
     labels = {keys.POD_LABEL_QUOTA: team}
-    await apply_manifest(api, pod_manifest(namespace, "worker", "1", labels=labels))
-    operator = OperatorProcess(unique("orphans")).start()
-    try:
-        await operator.wait_ready()
-        await operator.wait_active()
-        await eventually(lambda: converged(api), 60, operator, "converged with the parent")
+    await apply_manifest(api, harness.pod_manifest(namespace, "worker", "1", labels=labels))
+    async with harness.active_operator(harness.unique("orphans")) as operator:
+        await harness.until_converged(api, 60, operator, "converged with the parent")
 
         await delete_quota(api, namespace, dept)
         reason = f"orphaned: parent quota '{dept}' does not exist"
@@ -206,14 +185,12 @@ async def test_a_parent_deleted_with_its_children_leaves_orphans_that_say_so(
                 for message in await warnings_on(api, namespace, team)
             )
 
-        await eventually(reported, 30, operator, "a Warning Event on the orphan")
-        await eventually(lambda: converged(api), 30, operator, "converged without the parent")
-        plan = await cluster_plan(api)
+        await harness.eventually(reported, 30, operator, "a Warning Event on the orphan")
+        await harness.until_converged(api, 30, operator, "converged without the parent")
+        plan = await harness.cluster_plan(api)
         assert plan.snapshot.pod_quota[f"{namespace}/worker"] == keys.DEFAULT_QUOTA
         assert any(
             problem.object == f"ElasticQuota {namespace}/{team}" and reason in problem.message
             for problem in plan.problems
         )
-    finally:
-        operator.stop()
         await client.CoreV1Api(api).delete_namespace(namespace)

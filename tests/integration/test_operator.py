@@ -9,29 +9,16 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
+import harness
 import pytest
-from harness import (
-    OperatorProcess,
-    apply_examples,
-    converged,
-    ensure_namespace,
-    eventually,
-    get_quota,
-    mismatches,
-    node_manifest,
-    pod_manifest,
-    quota_manifest,
-    resource_versions,
-)
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.cli.tree_command import draw
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.pods import bind_pod, mark_running
 from elasticquota.kube.quotas import list_quotas, patch_quota
 
@@ -39,47 +26,38 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
-
-
-@pytest.fixture
-def operator() -> Iterator[OperatorProcess]:
-    process = OperatorProcess(f"op-{uuid.uuid4().hex[:6]}").start()
+def operator() -> Iterator[harness.OperatorProcess]:
+    process = harness.OperatorProcess(f"op-{uuid.uuid4().hex[:6]}").start()
     yield process
     process.stop()
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-async def small_tree(api: client.ApiClient, namespace: str) -> tuple[str, str, str]:
-    """A parent with two leaves in ``namespace`` (names made unique), plus one node."""
-    await ensure_namespace(api, namespace)
-    parent, left, right = unique("dept"), unique("team-a"), unique("team-b")
-    await apply_manifest(api, node_manifest(unique("node"), "8", "32Gi"))
+async def small_tree(api: client.ApiClient, prefix: str) -> tuple[str, str, str, str]:
+    """A parent with two leaves in a namespace of their own, plus one node (names made unique):
+    (namespace, parent, left, right)."""
+    namespace = harness.unique(prefix)
+    await harness.ensure_namespace(api, namespace)
+    parent, left, right = harness.unique("dept"), harness.unique("team-a"), harness.unique("team-b")
+    await apply_manifest(api, harness.node_manifest(harness.unique("node"), "8", "32Gi"))
     await apply_manifest(
-        api, quota_manifest(namespace, parent, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+        api, harness.quota_manifest(namespace, parent, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
     )
     for leaf in (left, right):
         await apply_manifest(
-            api, quota_manifest(namespace, leaf, {"cpu": "2"}, {"cpu": "8"}, parent=parent)
+            api, harness.quota_manifest(namespace, leaf, {"cpu": "2"}, {"cpu": "8"}, parent=parent)
         )
-    return parent, left, right
+    return namespace, parent, left, right
 
 
 async def test_examples_converge_to_plan_and_follow_pod_changes(
-    api: client.ApiClient, operator: OperatorProcess
+    api: client.ApiClient, operator: harness.OperatorProcess
 ) -> None:
     await operator.wait_ready()
-    await apply_examples(api)
-    await eventually(lambda: converged(api), 60, operator, "examples converged to plan")
+    await harness.apply_examples(api)
+    await harness.until_converged(api, 60, operator, "examples converged to plan")
 
     await assert_no_operator_bookkeeping(api)
-    ml = await get_quota(api, "ml-research", "ml-research")
+    ml = await harness.get_quota(api, "ml-research", "ml-research")
     assert ml["metadata"]["annotations"][keys.ANNO_RUNTIME] == '{"cpu":"28571m","memory":"80Gi"}'
     assert ml["status"]["used"] == {"cpu": "40", "memory": "80Gi"}
     assert_metrics_show_what_was_written(operator)
@@ -89,8 +67,8 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     await client.CoreV1Api(api).delete_namespaced_pod(
         "train-5", "ml-research", grace_period_seconds=0
     )
-    await eventually(lambda: converged(api), 30, operator, "converged after bind + delete")
-    analytics = await get_quota(api, "analytics", "analytics")
+    await harness.until_converged(api, 30, operator, "converged after bind + delete")
+    analytics = await harness.get_quota(api, "analytics", "analytics")
     assert analytics["status"]["used"]["cpu"] == "16"
 
     # `elastic-quota tree` draws what the operator wrote, in plan's layout
@@ -99,7 +77,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28.571"]  # over its runtime
 
 
-def scraped(operator: OperatorProcess, name: str, **labels: str) -> float | None:
+def scraped(operator: harness.OperatorProcess, name: str, **labels: str) -> float | None:
     """The first sample of ``name`` with these labels on the operator's ``/metrics``."""
     url = f"http://127.0.0.1:{operator.port}/metrics"
     with urllib.request.urlopen(url, timeout=5) as reply:
@@ -111,7 +89,7 @@ def scraped(operator: OperatorProcess, name: str, **labels: str) -> float | None
     return None
 
 
-def assert_metrics_show_what_was_written(operator: OperatorProcess) -> None:
+def assert_metrics_show_what_was_written(operator: harness.OperatorProcess) -> None:
     """The active replica's /metrics: its version, and the runtime it wrote (cores, bytes)."""
     assert scraped(operator, "elastic_quota_info") == 1.0
     assert scraped(operator, "elastic_quota_leader") == 1.0
@@ -140,34 +118,35 @@ async def assert_no_operator_bookkeeping(api: client.ApiClient) -> None:
 
 
 async def test_quota_moved_to_another_parent(
-    api: client.ApiClient, operator: OperatorProcess
+    api: client.ApiClient, operator: harness.OperatorProcess
 ) -> None:
-    namespace = unique("move")
-    _, left, _ = await small_tree(api, namespace)
-    other = unique("dept")
+    namespace, _, left, _ = await small_tree(api, "move")
+    other = harness.unique("dept")
     await apply_manifest(
-        api, quota_manifest(namespace, other, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
+        api, harness.quota_manifest(namespace, other, {"cpu": "4"}, {"cpu": "8"}, is_parent=True)
     )
     await apply_manifest(
-        api, pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
+        api, harness.pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
     )
     await operator.wait_ready()
-    await eventually(lambda: converged(api), 60, operator, "small tree converged")
-    before = await get_quota(api, namespace, other)
+    await harness.until_converged(api, 60, operator, "small tree converged")
+    before = await harness.get_quota(api, namespace, other)
     assert '"cpu":"0"' in before["metadata"]["annotations"][keys.ANNO_CHILD_REQUEST]
 
     await patch_quota(api, namespace, left, {"metadata": {"labels": {keys.LABEL_PARENT: other}}})
-    await eventually(lambda: converged(api), 30, operator, "converged after the move")
-    after = await get_quota(api, namespace, other)
+    await harness.until_converged(api, 30, operator, "converged after the move")
+    after = await harness.get_quota(api, namespace, other)
     assert after["metadata"]["annotations"][keys.ANNO_CHILD_REQUEST] == '{"cpu":"3"}'
 
 
 async def test_profile_tree_follows_its_nodes(
-    api: client.ApiClient, operator: OperatorProcess
+    api: client.ApiClient, operator: harness.OperatorProcess
 ) -> None:
-    namespace, pool = unique("pool"), unique("pool")
-    await ensure_namespace(api, namespace)
-    await apply_manifest(api, node_manifest(unique("gpu"), "16", "64Gi", {"pool": pool}))
+    namespace, pool = harness.unique("pool"), harness.unique("pool")
+    await harness.ensure_namespace(api, namespace)
+    await apply_manifest(
+        api, harness.node_manifest(harness.unique("gpu"), "16", "64Gi", {"pool": pool})
+    )
     await apply_manifest(
         api,
         {
@@ -181,33 +160,39 @@ async def test_profile_tree_follows_its_nodes(
 
     async def root_min_cpu(expected: str) -> bool:
         try:
-            root = await get_quota(api, namespace, "pool-root")
+            root = await harness.get_quota(api, namespace, "pool-root")
         except client.ApiException:
             return False
-        return root["spec"].get("min", {}).get("cpu") == expected and await converged(api)
+        return root["spec"].get("min", {}).get("cpu") == expected and await harness.converged(api)
 
-    await eventually(lambda: root_min_cpu("16"), 60, operator, "root quota created with 16 cpu")
-    second = unique("gpu")
-    await apply_manifest(api, node_manifest(second, "16", "64Gi", {"pool": pool}))
-    await eventually(lambda: root_min_cpu("32"), 30, operator, "root quota grew to 32 cpu")
+    await harness.eventually(
+        lambda: root_min_cpu("16"), 60, operator, "root quota created with 16 cpu"
+    )
+    second = harness.unique("gpu")
+    await apply_manifest(api, harness.node_manifest(second, "16", "64Gi", {"pool": pool}))
+    await harness.eventually(lambda: root_min_cpu("32"), 30, operator, "root quota grew to 32 cpu")
     await client.CoreV1Api(api).delete_node(second)
-    await eventually(lambda: root_min_cpu("16"), 30, operator, "root quota shrank to 16 cpu")
-    root = await get_quota(api, namespace, "pool-root")
+    await harness.eventually(
+        lambda: root_min_cpu("16"), 30, operator, "root quota shrank to 16 cpu"
+    )
+    root = await harness.get_quota(api, namespace, "pool-root")
     assert root["metadata"]["labels"][keys.LABEL_IS_ROOT] == "true"
     assert root["metadata"]["annotations"][keys.ANNO_TOTAL_RESOURCE].startswith('{"cpu":"16"')
 
 
 async def test_broken_quota_gets_an_event_and_the_others_are_still_written(
-    api: client.ApiClient, operator: OperatorProcess
+    api: client.ApiClient, operator: harness.OperatorProcess
 ) -> None:
-    namespace = unique("broken")
-    _, left, _ = await small_tree(api, namespace)
-    orphan = unique("orphan")
+    namespace, _, left, _ = await small_tree(api, "broken")
+    orphan = harness.unique("orphan")
     await apply_manifest(
-        api, quota_manifest(namespace, orphan, {"cpu": "1"}, {"cpu": "2"}, parent="no-such-parent")
+        api,
+        harness.quota_manifest(
+            namespace, orphan, {"cpu": "1"}, {"cpu": "2"}, parent="no-such-parent"
+        ),
     )
     await operator.wait_ready()
-    await eventually(lambda: converged(api), 60, operator, "valid quotas written")
+    await harness.until_converged(api, 60, operator, "valid quotas written")
 
     async def event_posted() -> bool:
         events = await client.CoreV1Api(api).list_namespaced_event(namespace)
@@ -218,63 +203,52 @@ async def test_broken_quota_gets_an_event_and_the_others_are_still_written(
             for event in events.items
         )
 
-    await eventually(event_posted, 30, operator, "Event on the broken quota")
-    leaf = await get_quota(api, namespace, left)
+    await harness.eventually(event_posted, 30, operator, "Event on the broken quota")
+    leaf = await harness.get_quota(api, namespace, left)
     assert keys.ANNO_RUNTIME in leaf["metadata"]["annotations"]
-    broken = await get_quota(api, namespace, orphan)
+    broken = await harness.get_quota(api, namespace, orphan)
     assert keys.ANNO_RUNTIME not in (broken["metadata"].get("annotations") or {})
 
 
 async def test_restart_converges_without_redundant_writes(api: client.ApiClient) -> None:
-    namespace = unique("restart")
-    _, left, right = await small_tree(api, namespace)
+    namespace, _, left, right = await small_tree(api, "restart")
     await apply_manifest(
-        api, pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
+        api, harness.pod_manifest(namespace, "p1", "3", labels={keys.POD_LABEL_QUOTA: left})
     )
-    first = OperatorProcess(unique("first")).start()
-    try:
-        await first.wait_ready()
-        await eventually(lambda: converged(api), 60, first, "converged before the restart")
-    finally:
-        first.stop()
-    versions = await resource_versions(api)
+    async with harness.active_operator(harness.unique("first")) as first:
+        await harness.until_converged(api, 60, first, "converged before the restart")
+    versions = await harness.resource_versions(api)
 
-    second = OperatorProcess(unique("second")).start()
-    try:
-        await second.wait_ready()
-        await second.wait_active()
-        await eventually(lambda: converged(api), 30, second, "converged after the restart")
+    async with harness.active_operator(harness.unique("second")) as second:
+        await harness.until_converged(api, 30, second, "converged after the restart")
         await asyncio.sleep(3)  # several reconcile intervals: any write would show by now
-        assert await resource_versions(api) == versions, await mismatches(api)
+        assert await harness.resource_versions(api) == versions, await harness.mismatches(api)
 
         # and it still follows changes
         await apply_manifest(
-            api, pod_manifest(namespace, "p2", "1", labels={keys.POD_LABEL_QUOTA: right})
+            api, harness.pod_manifest(namespace, "p2", "1", labels={keys.POD_LABEL_QUOTA: right})
         )
-        await eventually(lambda: converged(api), 30, second, "converged after a new pod")
-    finally:
-        second.stop()
+        await harness.until_converged(api, 30, second, "converged after a new pod")
 
 
 async def test_standby_replica_takes_over(api: client.ApiClient) -> None:
-    namespace = unique("standby")
-    _, left, _ = await small_tree(api, namespace)
-    one = OperatorProcess(unique("one")).start()
-    two = OperatorProcess(unique("two")).start()
+    namespace, _, left, _ = await small_tree(api, "standby")
+    one = harness.OperatorProcess(harness.unique("one")).start()
+    two = harness.OperatorProcess(harness.unique("two")).start()
     try:
         await one.wait_ready()
         await two.wait_ready()
-        await eventually(lambda: one.active or two.active, 30, one, "a replica is active")
+        await harness.eventually(lambda: one.active or two.active, 30, one, "a replica is active")
         assert not (one.active and two.active)
         active, standby = (one, two) if one.active else (two, one)
-        await eventually(lambda: converged(api), 60, active, "converged with the active replica")
+        await harness.until_converged(api, 60, active, "converged with the active replica")
 
         active.kill()  # a crash: the Lease is not released
         await standby.wait_active(timeout=30)
         await apply_manifest(
-            api, pod_manifest(namespace, "late", "2", labels={keys.POD_LABEL_QUOTA: left})
+            api, harness.pod_manifest(namespace, "late", "2", labels={keys.POD_LABEL_QUOTA: left})
         )
-        await eventually(lambda: converged(api), 30, standby, "the standby writes after take-over")
+        await harness.until_converged(api, 30, standby, "the standby writes after take-over")
     finally:
         one.stop()
         two.stop()

@@ -15,35 +15,16 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
+import harness
 import pytest
-from harness import (
-    READER_KINDS,
-    OperatorProcess,
-    converged,
-    ensure_namespace,
-    eventually,
-    get_quota,
-    node_manifest,
-    pod_manifest,
-    quota_manifest,
-    reader_outage_lines,
-)
 from kubernetes_asyncio import client
-from proxy import Proxy, proxied_kubeconfig, target_of
+from proxy import Proxy, proxied_kubeconfig
 
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
-
-
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
-    yield proxy
-    await proxy.stop()
 
 
 async def pod_names(api: client.ApiClient, namespace: str) -> set[str]:
@@ -58,24 +39,24 @@ async def test_objects_deleted_while_the_link_was_cut_leave_memory_and_nothing_i
     suffix = uuid.uuid4().hex[:6]
     team, other = f"ghost-team-{suffix}", f"ghost-other-{suffix}"
     for namespace in (team, other):
-        await ensure_namespace(api, namespace)
-    await apply_manifest(api, node_manifest(f"ghost-node-{suffix}", "64", "256Gi"))
-    await apply_manifest(api, quota_manifest(team, team, {"cpu": "2"}, {"cpu": "8"}))
-    await apply_manifest(api, quota_manifest(other, other, {"cpu": "1"}, {"cpu": "4"}))
+        await harness.ensure_namespace(api, namespace)
+    await apply_manifest(api, harness.node_manifest(f"ghost-node-{suffix}", "64", "256Gi"))
+    await apply_manifest(api, harness.quota_manifest(team, team, {"cpu": "2"}, {"cpu": "8"}))
+    await apply_manifest(api, harness.quota_manifest(other, other, {"cpu": "1"}, {"cpu": "4"}))
     node = f"ghost-node-{suffix}"
     for index in range(4):
-        await apply_manifest(api, pod_manifest(team, f"run-{index}", "2", node=node))
-    await apply_manifest(api, pod_manifest(other, "run-0", "1", node=node))
+        await apply_manifest(api, harness.pod_manifest(team, f"run-{index}", "2", node=node))
+    await apply_manifest(api, harness.pod_manifest(other, "run-0", "1", node=node))
 
     kubeconfig = proxied_kubeconfig(Path(os.environ["KUBECONFIG"]), proxy.port, tmp_path / "kc")
-    operator = OperatorProcess(
+    operator = harness.OperatorProcess(
         f"ghost-{suffix}", "--revocation-delay", "1", env={"KUBECONFIG": str(kubeconfig)}
     ).start()
     try:
         await operator.wait_ready()
         await operator.wait_active()
-        await eventually(lambda: converged(api), 60, operator, "converged before the cut")
-        assert (await get_quota(api, team, team))["status"]["used"] == {"cpu": "8"}
+        await harness.until_converged(api, 60, operator, "converged before the cut")
+        assert (await harness.get_quota(api, team, team))["status"]["used"] == {"cpu": "8"}
 
         proxy.cut()
         core = client.CoreV1Api(api)
@@ -84,7 +65,7 @@ async def test_objects_deleted_while_the_link_was_cut_leave_memory_and_nothing_i
         await client.CustomObjectsApi(api).delete_namespaced_custom_object(
             QUOTA_GROUP, QUOTA_VERSION, other, QUOTA_PLURAL, other
         )
-        await eventually(
+        await harness.eventually(
             lambda: (operator.probe("/readyz") or {}).get("ready") is False,
             30,
             operator,
@@ -93,17 +74,17 @@ async def test_objects_deleted_while_the_link_was_cut_leave_memory_and_nothing_i
         proxy.restore()
 
         await operator.wait_ready(30)
-        await eventually(lambda: converged(api), 15, operator, "converged after the reconnect")
-        used = (await get_quota(api, team, team))["status"]["used"]
+        await harness.until_converged(api, 15, operator, "converged after the reconnect")
+        used = (await harness.get_quota(api, team, team))["status"]["used"]
         assert used == {"cpu": "2"}  # the three deleted pods no longer count
-        annotations = (await get_quota(api, team, team))["metadata"]["annotations"]
+        annotations = (await harness.get_quota(api, team, team))["metadata"]["annotations"]
         assert keys.ANNO_RUNTIME in annotations
         assert await pod_names(api, team) == {"run-3"}  # nothing evicted
         assert await pod_names(api, other) == {"run-0"}
     finally:
         await asyncio.to_thread(operator.stop)  # the proxy (on this loop) serves its last calls
     log = operator.log.read_text(errors="replace")
-    for kind in READER_KINDS:
-        assert reader_outage_lines(log, kind) == (1, 1), f"{kind}\n{log[-6000:]}"
+    for kind in harness.READER_KINDS:
+        assert harness.reader_outage_lines(log, kind) == (1, 1), f"{kind}\n{log[-6000:]}"
     assert log.count("quota writes failing") <= 1, log[-6000:]
     assert " ERROR " not in log and "Traceback" not in log, log[-6000:]

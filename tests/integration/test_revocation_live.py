@@ -16,24 +16,14 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 
+import harness
 import pytest
-from harness import (
-    OperatorProcess,
-    ensure_namespace,
-    eventually,
-    get_quota,
-    node_manifest,
-    pod_manifest,
-    quota_manifest,
-)
 from kubernetes_asyncio import client
 
 from elasticquota.core import keys
 from elasticquota.core.overuse import ANNO_OVER_USED_SINCE, parse_since
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.client import make_api_client
 from elasticquota.kube.errors import raise_for_status
 from elasticquota.kube.pods import mark_running
 
@@ -41,17 +31,12 @@ pytestmark = pytest.mark.timeout(300)
 DELAY = 8.0
 
 
-@pytest.fixture
-async def api() -> AsyncIterator[client.ApiClient]:
-    api = await make_api_client()
-    yield api
-    await api.close()
-
-
-async def pool_tree(api: client.ApiClient, namespace: str, pool: str) -> str:
-    """A profile over one 10-cpu node; returns the node name."""
-    node = f"node-{pool}"
-    await apply_manifest(api, node_manifest(node, "10", "40Gi", {"pool": pool}))
+async def pool_tree(api: client.ApiClient, prefix: str) -> tuple[str, str, str]:
+    """A profile over one 10-cpu node in a namespace of its own: (pool id, namespace, node)."""
+    pool = uuid.uuid4().hex[:6]
+    namespace, node = f"{prefix}-{pool}", f"node-{pool}"
+    await harness.ensure_namespace(api, namespace)
+    await apply_manifest(api, harness.node_manifest(node, "10", "40Gi", {"pool": pool}))
     await apply_manifest(
         api,
         {
@@ -68,11 +53,11 @@ async def pool_tree(api: client.ApiClient, namespace: str, pool: str) -> str:
     for name in ("lender", "borrower"):
         await apply_manifest(
             api,
-            quota_manifest(
+            harness.quota_manifest(
                 namespace, f"{name}-{pool}", {"cpu": "5"}, {"cpu": "10"}, parent=f"root-{pool}"
             ),
         )
-    return node
+    return pool, namespace, node
 
 
 async def priority_classes(api: client.ApiClient, pool: str) -> None:
@@ -94,7 +79,9 @@ async def running_pod(
     labels = {keys.POD_LABEL_QUOTA: quota, "app": name}
     await apply_manifest(
         api,
-        pod_manifest(namespace, name, "2", labels=labels, node=node, priority_class=priority),
+        harness.pod_manifest(
+            namespace, name, "2", labels=labels, node=node, priority_class=priority
+        ),
     )
     await mark_running(api, namespace, name)
     await asyncio.sleep(1.1)  # distinct start times (second resolution): later = less important
@@ -127,11 +114,8 @@ async def terminating(api: client.ApiClient, namespace: str) -> set[str]:
 async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_delay(
     api: client.ApiClient,
 ) -> None:
-    pool = uuid.uuid4().hex[:6]
-    namespace = f"revoke-{pool}"
-    await ensure_namespace(api, namespace)
+    pool, namespace, node = await pool_tree(api, "revoke")
     await priority_classes(api, pool)
-    node = await pool_tree(api, namespace, pool)
     borrower, lender = f"borrower-{pool}", f"lender-{pool}"
     for name, priority in (
         ("b-high", "high"),
@@ -143,31 +127,33 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
     # b-low-b started last: the first to try; a PodDisruptionBudget protects it
     await create_pdb(api, namespace, "b-low-b")
     args = ("--revocation-delay", str(DELAY))
-    first = OperatorProcess(f"rv-{pool}", *args).start()
-    second: OperatorProcess | None = None
+    first = harness.OperatorProcess(f"rv-{pool}", *args).start()
+    second: harness.OperatorProcess | None = None
     try:
         await first.wait_ready()
         await first.wait_active()
 
         async def borrower_runtime_is(cpu: str) -> bool:
-            annotations = (await get_quota(api, namespace, borrower))["metadata"].get(
+            annotations = (await harness.get_quota(api, namespace, borrower))["metadata"].get(
                 "annotations"
             ) or {}
             runtime = json.loads(annotations.get(keys.ANNO_RUNTIME, "{}"))
             return bool(runtime.get("cpu") == cpu)
 
-        await eventually(lambda: borrower_runtime_is("8"), 60, first, "the borrower holds 8 cpu")
+        await harness.eventually(
+            lambda: borrower_runtime_is("8"), 60, first, "the borrower holds 8 cpu"
+        )
 
         # the lender asks for its min: the borrower's runtime drops to 5, it is over-used
         await apply_manifest(
-            api, pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
+            api, harness.pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
         )
-        await eventually(
+        await harness.eventually(
             lambda: borrower_runtime_is("5"), 30, first, "the borrower's runtime drops"
         )
 
         async def since() -> float | None:
-            quota = await get_quota(api, namespace, borrower)
+            quota = await harness.get_quota(api, namespace, borrower)
             return parse_since(
                 (quota["metadata"].get("annotations") or {}).get(ANNO_OVER_USED_SINCE)
             )
@@ -175,13 +161,13 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
         async def since_recorded() -> bool:
             return await since() is not None
 
-        await eventually(since_recorded, 30, first, "the over-use start is recorded")
+        await harness.eventually(since_recorded, 30, first, "the over-use start is recorded")
         started = await since()
         assert started is not None
         assert await terminating(api, namespace) == set()  # nothing before the delay
 
         first.stop()  # a restart during the delay
-        second = OperatorProcess(f"rv2-{pool}", *args).start()
+        second = harness.OperatorProcess(f"rv2-{pool}", *args).start()
         await second.wait_ready()
         await second.wait_active()
         active_at = time.time()
@@ -189,7 +175,9 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
         async def evicted() -> bool:
             return "b-low-a" in await terminating(api, namespace)
 
-        await eventually(evicted, 60, second, "the least important evictable pod is evicted")
+        await harness.eventually(
+            evicted, 60, second, "the least important evictable pod is evicted"
+        )
         evicted_at = time.time()
         assert evicted_at >= started + DELAY  # not before the delay...
         # ...and the restart did not start it over (that would take a full delay from the new
@@ -216,23 +204,19 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
 async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(
     api: client.ApiClient,
 ) -> None:
-    pool = uuid.uuid4().hex[:6]
-    namespace = f"stuck-{pool}"
-    await ensure_namespace(api, namespace)
-    node = await pool_tree(api, namespace, pool)
+    pool, namespace, node = await pool_tree(api, "stuck")
     borrower, lender = f"borrower-{pool}", f"lender-{pool}"
     for name in ("np-a", "np-b"):
         labels = {keys.POD_LABEL_QUOTA: borrower, keys.POD_LABEL_PREEMPTIBLE: "false"}
-        await apply_manifest(api, pod_manifest(namespace, name, "4", labels=labels, node=node))
+        await apply_manifest(
+            api, harness.pod_manifest(namespace, name, "4", labels=labels, node=node)
+        )
         await mark_running(api, namespace, name)
     delay = 2.0
-    operator = OperatorProcess(f"st-{pool}", "--revocation-delay", str(delay)).start()
-    try:
-        await operator.wait_ready()
-        await operator.wait_active()
+    async with harness.active_operator(f"st-{pool}", "--revocation-delay", str(delay)) as operator:
         # the lender asks for its min: the borrower (used 8) drops to a runtime of 5
         await apply_manifest(
-            api, pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
+            api, harness.pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
         )
 
         async def over_use_events() -> list[client.CoreV1Event]:
@@ -246,8 +230,8 @@ async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(
         async def rounds_repeated() -> bool:
             return sum(event.count or 1 for event in await over_use_events()) >= 2
 
-        await eventually(rounds_repeated, 60, operator, "a second round on the borrower")
-        started = (await get_quota(api, namespace, borrower))["metadata"]["annotations"][
+        await harness.eventually(rounds_repeated, 60, operator, "a second round on the borrower")
+        started = (await harness.get_quota(api, namespace, borrower))["metadata"]["annotations"][
             ANNO_OVER_USED_SINCE
         ]
         await asyncio.sleep(3 * delay + 1)  # three more delays: three more rounds
@@ -256,8 +240,6 @@ async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(
         assert event.count >= 4, event  # ...counting every round
         assert "none evictable" in event.message
         assert event.last_timestamp > event.first_timestamp
-        quota = await get_quota(api, namespace, borrower)
+        quota = await harness.get_quota(api, namespace, borrower)
         assert quota["metadata"]["annotations"][ANNO_OVER_USED_SINCE] == started
         assert await terminating(api, namespace) == set()
-    finally:
-        operator.stop()

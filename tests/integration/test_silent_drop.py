@@ -25,24 +25,13 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import pytest
-from harness import (
-    READER_KINDS,
-    OperatorProcess,
-    converged,
-    ensure_namespace,
-    eventually,
-    get_quota,
-    node_manifest,
-    pod_manifest,
-    quota_manifest,
-    reader_outage_lines,
-)
 from kubernetes_asyncio import client
-from proxy import Proxy, proxied_kubeconfig, target_of
+from proxy import Proxy, proxied_kubeconfig
 from test_reflector import MemorySink, pods_of
 
 from elasticquota.core import keys
@@ -56,13 +45,6 @@ TARGET = 45.0
 
 
 @pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
-    yield proxy
-    await proxy.stop()
-
-
-@pytest.fixture
 def proxied(proxy: Proxy, tmp_path: Path) -> Path:
     """A kubeconfig of the session's cluster through the proxy."""
     return proxied_kubeconfig(Path(os.environ["KUBECONFIG"]), proxy.port, tmp_path / "kc")
@@ -71,7 +53,7 @@ def proxied(proxy: Proxy, tmp_path: Path) -> Path:
 @pytest.fixture
 async def namespace(api: client.ApiClient) -> str:
     name = f"drop-{uuid.uuid4().hex[:6]}"
-    await ensure_namespace(api, name)
+    await harness.ensure_namespace(api, name)
     return name
 
 
@@ -134,7 +116,9 @@ async def test_freeze_silences_the_established_connections_only() -> None:
 async def test_a_write_retried_after_a_timeout_uses_a_fresh_connection(
     api: client.ApiClient, proxy: Proxy, proxied: Path, namespace: str
 ) -> None:
-    await apply_manifest(api, quota_manifest(namespace, namespace, {"cpu": "1"}, {"cpu": "2"}))
+    await apply_manifest(
+        api, harness.quota_manifest(namespace, namespace, {"cpu": "1"}, {"cpu": "2"})
+    )
     failures: list[tuple[str, str]] = []
     timeout = 2.0
     operator_api = await make_api_client(
@@ -142,7 +126,9 @@ async def test_a_write_retried_after_a_timeout_uses_a_fresh_connection(
     )
     try:
         # Six requests at once leave six idle connections in the pool; all of them freeze.
-        await asyncio.gather(*(get_quota(operator_api, namespace, namespace) for _ in range(6)))
+        await asyncio.gather(
+            *(harness.get_quota(operator_api, namespace, namespace) for _ in range(6))
+        )
         assert proxy.freeze() >= 6
 
         start = time.monotonic()
@@ -153,7 +139,7 @@ async def test_a_write_retried_after_a_timeout_uses_a_fresh_connection(
     finally:
         await operator_api.close()
 
-    annotations = (await get_quota(api, namespace, namespace))["metadata"]["annotations"]
+    annotations = (await harness.get_quota(api, namespace, namespace))["metadata"]["annotations"]
     assert annotations["x"] == "written"
     assert failures == [("patch", "timeout")]  # one attempt lost, the retry went through
     assert took < 2 * timeout + 1
@@ -170,7 +156,7 @@ async def test_a_frozen_watch_is_known_dead_given_up_and_resumed_with_what_chang
     namespace: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    await apply_manifest(api, pod_manifest(namespace, "old", "10m"))
+    await apply_manifest(api, harness.pod_manifest(namespace, "old", "10m"))
     sink = MemorySink()
     reader_api = await make_api_client(str(proxied))
     reader = Reflector(reader_api, pods_of(namespace), sink, server_timeout=4, client_margin=4)
@@ -182,7 +168,7 @@ async def test_a_frozen_watch_is_known_dead_given_up_and_resumed_with_what_chang
             assert proxy.freeze() >= 1
             frozen_at = time.monotonic()
             core = client.CoreV1Api(api)  # directly on the API server
-            await apply_manifest(api, pod_manifest(namespace, "new", "10m"))
+            await apply_manifest(api, harness.pod_manifest(namespace, "new", "10m"))
             await core.delete_namespaced_pod("old", namespace, grace_period_seconds=0)
 
             # Known dead once the server should have ended the watch (4-4.8 s, plus 2 s).
@@ -213,22 +199,26 @@ async def test_changes_made_during_a_silent_drop_are_reflected_within_45_s(
     api: client.ApiClient, proxy: Proxy, proxied: Path, namespace: str
 ) -> None:
     node = f"{namespace}-node"
-    await apply_manifest(api, node_manifest(node, "64", "256Gi"))
-    await apply_manifest(api, quota_manifest(namespace, namespace, {"cpu": "2"}, {"cpu": "8"}))
+    await apply_manifest(api, harness.node_manifest(node, "64", "256Gi"))
+    await apply_manifest(
+        api, harness.quota_manifest(namespace, namespace, {"cpu": "2"}, {"cpu": "8"})
+    )
     for index in range(3):
-        await apply_manifest(api, pod_manifest(namespace, f"run-{index}", "1", node=node))
+        await apply_manifest(api, harness.pod_manifest(namespace, f"run-{index}", "1", node=node))
 
-    operator = OperatorProcess(f"drop-{namespace}", env={"KUBECONFIG": str(proxied)}).start()
+    operator = harness.OperatorProcess(
+        f"drop-{namespace}", env={"KUBECONFIG": str(proxied)}
+    ).start()
     try:
         await operator.wait_ready()
         await operator.wait_active()
-        await eventually(lambda: converged(api), 60, operator, "converged before the drop")
-        assert (await get_quota(api, namespace, namespace))["status"]["used"]["cpu"] == "3"
+        await harness.until_converged(api, 60, operator, "converged before the drop")
+        assert (await harness.get_quota(api, namespace, namespace))["status"]["used"]["cpu"] == "3"
 
         assert proxy.freeze() >= 4  # at least the four watches
         frozen_at = time.monotonic()
         core = client.CoreV1Api(api)  # directly on the API server, not through the proxy
-        await apply_manifest(api, pod_manifest(namespace, "new", "2", node=node))
+        await apply_manifest(api, harness.pod_manifest(namespace, "new", "2", node=node))
         await core.delete_namespaced_pod("run-0", namespace, grace_period_seconds=0)
         await patch_quota(api, namespace, namespace, {"spec": {"max": {"cpu": "12"}}})
 
@@ -237,7 +227,7 @@ async def test_changes_made_during_a_silent_drop_are_reflected_within_45_s(
         while time.monotonic() - frozen_at < TARGET + 15:
             ready = (operator.probe("/readyz") or {}).get("ready")
             not_ready_seen = not_ready_seen or ready is False
-            if reflected_at is None and await converged(api):
+            if reflected_at is None and await harness.converged(api):
                 reflected_at = time.monotonic()
             if reflected_at is not None and not_ready_seen and ready:
                 break
@@ -245,7 +235,7 @@ async def test_changes_made_during_a_silent_drop_are_reflected_within_45_s(
 
         assert reflected_at is not None, operator.output()
         assert reflected_at - frozen_at <= TARGET, operator.output()
-        quota = await get_quota(api, namespace, namespace)
+        quota = await harness.get_quota(api, namespace, namespace)
         assert quota["status"]["used"]["cpu"] == "4"  # run-1, run-2 and new
         assert keys.ANNO_RUNTIME in quota["metadata"]["annotations"]
         assert not_ready_seen, "readiness never said the replica was blind"
@@ -253,6 +243,6 @@ async def test_changes_made_during_a_silent_drop_are_reflected_within_45_s(
     finally:
         await asyncio.to_thread(operator.stop)  # the proxy (on this loop) serves its last calls
     log = operator.log.read_text(errors="replace")
-    for kind in READER_KINDS:  # each watch froze once: one WARNING, one INFO
-        assert reader_outage_lines(log, kind) == (1, 1), f"{kind}\n{log[-6000:]}"
+    for kind in harness.READER_KINDS:  # each watch froze once: one WARNING, one INFO
+        assert harness.reader_outage_lines(log, kind) == (1, 1), f"{kind}\n{log[-6000:]}"
     assert " ERROR " not in log and "Traceback" not in log, log[-6000:]

@@ -29,6 +29,7 @@ import asyncio
 import copy
 import os
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,6 +45,37 @@ LEASES = "coordination.k8s.io/v1/leases"
 def pytest_configure(config: pytest.Config) -> None:
     """No implicit event loop (see tests/unit/controller/conftest.py for why)."""
     asyncio.set_event_loop(None)
+
+
+@dataclass(frozen=True)
+class SilentServer:
+    """A local server that accepts connections and never answers (an API server gone silent)."""
+
+    configuration: client.Configuration
+    connections: list[asyncio.StreamWriter]
+
+
+@pytest.fixture
+async def silent_server() -> AsyncIterator[SilentServer]:
+    """A ``SilentServer`` for the test; its connections are closed at the end."""
+    answer = asyncio.Event()
+    connections: list[asyncio.StreamWriter] = []
+
+    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        await answer.wait()
+
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield SilentServer(client.Configuration(host=f"http://127.0.0.1:{port}"), connections)
+    finally:
+        answer.set()
+        for writer in connections:
+            writer.close()
+            await writer.wait_closed()
+        server.close()
+        await server.wait_closed()
 
 
 def status(code: int, reason: str) -> dict[str, Any]:

@@ -7,10 +7,9 @@ client's request timeout, ``connection`` when the server cannot be reached; succ
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kmock
 import pytest
@@ -26,6 +25,9 @@ from elasticquota.kube.quotas import (
     list_quotas,
     patch_quota,
 )
+
+if TYPE_CHECKING:
+    from conftest import SilentServer
 
 QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
 StatusBody = Callable[[int, str], dict[str, Any]]
@@ -94,28 +96,11 @@ async def test_an_unreachable_server_is_a_connection_failure(seen: Seen) -> None
     assert seen == [("list", "connection")]
 
 
-async def test_a_request_that_hangs_is_a_timeout(seen: Seen) -> None:
-    answer = asyncio.Event()
-    connections: list[asyncio.StreamWriter] = []
-
-    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(writer)
-        await answer.wait()
-
-    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
-    try:
-        async with ObservedApiClient(
-            configuration, lambda *failure: seen.append(failure), request_timeout=0.2
-        ) as api:
-            with pytest.raises(TimeoutError):
-                await list_quotas(api)
-    finally:
-        answer.set()
-        for writer in connections:
-            writer.close()
-            await writer.wait_closed()
-        server.close()
-        await server.wait_closed()
+async def test_a_request_that_hangs_is_a_timeout(seen: Seen, silent_server: SilentServer) -> None:
+    configuration = silent_server.configuration
+    async with ObservedApiClient(
+        configuration, lambda *failure: seen.append(failure), request_timeout=0.2
+    ) as api:
+        with pytest.raises(TimeoutError):
+            await list_quotas(api)
     assert seen == [("list", "timeout")]

@@ -9,9 +9,9 @@ for the renew deadline from the start of the renewal that succeeded and closes b
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import kmock
 import pytest
@@ -23,6 +23,9 @@ from elasticquota.kube.evictions import Evictor
 from elasticquota.kube.lease import Fence, NotLeadingError
 from elasticquota.kube.pods import set_scheduling_gates
 from elasticquota.kube.quotas import list_quotas, patch_quota
+
+if TYPE_CHECKING:
+    from conftest import SilentServer
 
 QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
 REQUEST_TIMEOUT = 25.0
@@ -81,32 +84,16 @@ async def test_an_open_fence_lets_writes_through(
     assert [request.method for request in kmock] == [kmock.method.PATCH]
 
 
-async def test_a_write_in_flight_is_abandoned_when_the_fence_closes() -> None:
+async def test_a_write_in_flight_is_abandoned_when_the_fence_closes(
+    silent_server: SilentServer,
+) -> None:
     """The link went silent (the server never answers): the write ends when the fence closes."""
-    answer = asyncio.Event()
-    connections: list[asyncio.StreamWriter] = []
-
-    async def never_answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(writer)
-        await answer.wait()
-
-    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
-    configuration = client.Configuration(
-        host=f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    )
     fence = Fence(renew_deadline=10.0)
     fence.renewed(time.monotonic() - 9.7)  # 0.3 s left
     started = time.monotonic()
-    try:
-        async with ObservedApiClient(configuration, lambda *_: None, REQUEST_TIMEOUT, fence) as api:
-            with pytest.raises(NotLeadingError):  # abandoned at 0.3 s; its retry never sent
-                await patch_quota(api, "team", "a", {"metadata": {"labels": {"x": "y"}}})
-    finally:
-        answer.set()
-        for writer in connections:
-            writer.close()
-            await writer.wait_closed()
-        server.close()
-        await server.wait_closed()
-    assert len(connections) == 1
+    configuration = silent_server.configuration
+    async with ObservedApiClient(configuration, lambda *_: None, REQUEST_TIMEOUT, fence) as api:
+        with pytest.raises(NotLeadingError):  # abandoned at 0.3 s; its retry never sent
+            await patch_quota(api, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+    assert len(silent_server.connections) == 1
     assert time.monotonic() - started < 1.0  # not the 25-s request timeout

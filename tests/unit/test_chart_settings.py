@@ -12,14 +12,13 @@ failing without it).
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from repo_tools import find_helm
 
 from elasticquota.settings import Settings
 
@@ -84,14 +83,6 @@ def check_within(path: str, chart: dict[str, Any], setting: dict[str, Any]) -> N
 @pytest.mark.parametrize("path", sorted(CHART_VALUES))
 def test_each_values_range_is_within_its_settings(path: str) -> None:
     check_within(path, value_schema(path), setting_schema(CHART_VALUES[path]))
-
-
-def find_helm() -> str | None:
-    pinned = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
-    for candidate in (os.environ.get("HELM"), str(pinned) if pinned.exists() else None):
-        if candidate:
-            return candidate
-    return shutil.which("helm")
 
 
 NUMBERS = sorted(

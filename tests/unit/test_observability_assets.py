@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import pytest
 import yaml
+from repo_tools import find_helm
 
 from elasticquota.controller.metrics import METRIC_NAMES
 
@@ -362,14 +361,6 @@ def test_docs_name_only_exported_metrics(doc: Path) -> None:
 
 
 # -- rendered by helm ----------------------------------------------------------------------------
-
-
-def find_helm() -> str | None:
-    pinned = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
-    for candidate in (os.environ.get("HELM"), str(pinned) if pinned.exists() else None):
-        if candidate:
-            return candidate
-    return shutil.which("helm")
 
 
 HELM = find_helm()

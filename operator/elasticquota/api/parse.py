@@ -53,15 +53,18 @@ def object_ref(kind: str, raw: Mapping[str, Any]) -> str:
 
 def _view(
     model: type[ViewT], kind: str, raw: Mapping[str, Any]
-) -> tuple[ViewT | None, list[Problem]]:
+) -> tuple[ViewT | None, str, list[Problem]]:
+    """The object read through its view (None when it does not fit), the reference problems
+    about it name (``object_ref``), and the problem that says why it does not fit."""
+    ref = object_ref(kind, raw)
     try:
-        return model.model_validate(raw), []
+        return model.model_validate(raw), ref, []
     except ValidationError as error:
         details = "; ".join(
             f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
             for item in error.errors()
         )
-        return None, [Problem(object_ref(kind, raw), f"invalid object: {details}", left_out=True)]
+        return None, ref, [Problem(ref, f"invalid object: {details}", left_out=True)]
 
 
 def _resources(
@@ -119,11 +122,10 @@ def _string_list(text: str) -> tuple[str, ...]:
 
 def parse_quota(raw: Mapping[str, Any]) -> Parsed:
     """An ElasticQuota (scheduling.sigs.k8s.io or scheduling.x-k8s.io) to a ``QuotaSpec``."""
-    view, problems = _view(ElasticQuotaView, keys.QUOTA_KIND, raw)
+    view, ref, problems = _view(ElasticQuotaView, keys.QUOTA_KIND, raw)
     if view is None:
         return None, problems
     meta = view.metadata
-    ref = f"{keys.QUOTA_KIND} {meta.namespace}/{meta.name}"
     minimum = _resources(ref, "spec.min", view.spec.min, problems)
     maximum = _resources(ref, "spec.max", view.spec.max, problems)
     if minimum is None or maximum is None:
@@ -257,11 +259,10 @@ def parse_pod(raw: Mapping[str, Any]) -> Parsed:
 def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     """``parse_pod`` through the pydantic views: the reference the fast reader is checked against,
     and the path that reports every problem."""
-    view, problems = _view(PodView, "Pod", raw)
+    view, ref, problems = _view(PodView, "Pod", raw)
     if view is None:
         return None, problems
     meta = view.metadata
-    ref = f"Pod {meta.namespace}/{meta.name}"
     try:
         requests = effective_request(
             [_container_requests(container) for container in view.spec.containers],
@@ -298,22 +299,21 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
 def _container_requests(container: ContainerView) -> dict[str, Fraction]:
     """Requests, defaulted from limits where unset (as the API server does on create)."""
     merged = {**container.resources.limits, **container.resources.requests}
-    result = {}
-    for name, value in merged.items():
-        try:
-            result[name] = parse_quantity(value)
-        except QuantityError as error:
-            raise QuantityError(f"container {container.name!r} {name}: {error}") from None
-    return result
+    return _quantities(merged, f"container {container.name!r}")
 
 
 def _overhead(raw: Mapping[str, Any]) -> dict[str, Fraction]:
+    return _quantities(raw, "spec.overhead")
+
+
+def _quantities(raw: Mapping[str, Any], where: str) -> dict[str, Fraction]:
+    """Every value parsed as a quantity; a bad one is an error naming ``where`` and its key."""
     result = {}
     for name, value in raw.items():
         try:
             result[name] = parse_quantity(value)
         except QuantityError as error:
-            raise QuantityError(f"spec.overhead {name}: {error}") from None
+            raise QuantityError(f"{where} {name}: {error}") from None
     return result
 
 
@@ -322,10 +322,9 @@ def _overhead(raw: Mapping[str, Any]) -> dict[str, Fraction]:
 
 def parse_node(raw: Mapping[str, Any]) -> Parsed:
     """A Node to a ``NodeInfo`` (allocatable, or capacity when allocatable is unset)."""
-    view, problems = _view(NodeView, "Node", raw)
+    view, ref, problems = _view(NodeView, "Node", raw)
     if view is None:
         return None, problems
-    ref = f"Node /{view.metadata.name}"
     if view.metadata.deletion_timestamp:
         problems.append(Problem(ref, "node is being deleted; not counted"))
         return None, problems
@@ -353,11 +352,10 @@ def parse_node(raw: Mapping[str, Any]) -> Parsed:
 
 def parse_profile(raw: Mapping[str, Any]) -> Parsed:
     """An ElasticQuotaProfile to a ``ProfileSpec``."""
-    view, problems = _view(ProfileView, keys.PROFILE_KIND, raw)
+    view, ref, problems = _view(ProfileView, keys.PROFILE_KIND, raw)
     if view is None:
         return None, problems
     meta = view.metadata
-    ref = f"{keys.PROFILE_KIND} {meta.namespace}/{meta.name}"
     resource_keys = _annotation(
         ref,
         meta.annotations,

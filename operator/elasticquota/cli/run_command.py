@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 EXIT_BAD_SETTINGS = 2
 
 
+def _off_switch(run: argparse.ArgumentParser, flag: str, dest: str, help: str) -> None:
+    """A ``--no-...`` flag that turns a setting off (absent: the setting from the environment)."""
+    run.add_argument(flag, dest=dest, action="store_false", default=None, help=help)
+
+
 def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Flags override ``ELASTIC_QUOTA_*`` environment variables (see README, Configuration)."""
     run = commands.add_parser(
@@ -37,22 +42,15 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, in-cluster)")
     run.add_argument("--reserved-namespace", help="namespace of the reserved quotas")
-    run.add_argument(
+    _off_switch(
+        run,
         "--no-min-quota-scale",
-        dest="scale_min_quota",
-        action="store_false",
-        default=None,
-        help="do not scale mins down when they do not fit",
+        "scale_min_quota",
+        "do not scale mins down when they do not fit",
     )
     run.add_argument("--reconcile-interval", help="seconds between writes per tree")
     run.add_argument("--revocation-delay", help="seconds of over-use before revoking")
-    run.add_argument(
-        "--no-revocation",
-        dest="revocation",
-        action="store_false",
-        default=None,
-        help="never evict pods of over-used quotas",
-    )
+    _off_switch(run, "--no-revocation", "revocation", "never evict pods of over-used quotas")
     run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
     )

@@ -84,7 +84,7 @@ class GateController:
 
     async def step(self) -> None:
         """One round over every gated pod."""
-        snapshot = await solved_snapshot(self._state.engine)
+        snapshot = await solved_snapshot(self._state.engine, self._metrics)
         decisions = gate_decisions(snapshot)
         preempting: set[str] = set()  # at most one preemption per quota per round
         for decision in decisions:
@@ -120,7 +120,7 @@ class GateController:
         self._metrics.admitted(quota)
 
     async def _preempt(self, snapshot: Snapshot, decision: GateDecision, quota: str) -> bool:
-        """In-quota preemption (§3.3): evict the fewest lower-priority pods that make room."""
+        """In-quota preemption: evict the fewest lower-priority pods that make room."""
         victims = preemption_victims(snapshot, decision.pod)
         if not victims:
             return False

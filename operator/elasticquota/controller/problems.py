@@ -92,11 +92,8 @@ class ProblemReporter:
         kind, _, path = ref.partition(" ")
         namespace, _, name = path.partition("/")
         quota = self._state.quotas.get((namespace, name))
-        if kind != "ElasticQuota" or quota is None:
-            logger.warning("%s: %s", ref, message)
-            return True
         logger.warning("%s: %s", ref, message)
-        if self._dry_run:
+        if kind != "ElasticQuota" or quota is None or self._dry_run:
             return True
         try:
             await post_event(self._api, quota.involved(), REASON, message)

@@ -301,9 +301,7 @@ class TreeLoop:
         """The tree's results, solved off the event loop when out of date (and then timed), kept
         for the metrics. Events during the solve leave the tree dirty for the next pass."""
         engine = self._state.engine
-        started = time.monotonic()
-        if await solve_tree_off_loop(engine, self.tree_id):
-            self._metrics.solved(self.tree_id, time.monotonic() - started)
+        await solve_tree_off_loop(engine, self.tree_id, self._metrics)
         results = engine.published(self.tree_id)
         self._writer.stats.solves += 1
         self._state.results[self.tree_id] = results

@@ -179,7 +179,8 @@ class RevocationController:
             due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
-                fresh = await solved_snapshot(self._state.engine)  # the victims: of now
+                # the victims: of now
+                fresh = await solved_snapshot(self._state.engine, self._metrics)
                 if name in fresh.quotas and quota_is_over_used(fresh, name):
                     await self._revoke(fresh.quotas[name], victims_of(fresh, name))
 
@@ -187,8 +188,8 @@ class RevocationController:
         """A solve every ``SOLVE_EVERY`` seconds; what the tree loops last solved in between."""
         if self._solved_at is None or abs(now - self._solved_at) >= SOLVE_EVERY:
             self._solved_at = now
-            return await solved_snapshot(self._state.engine)
-        return await published_snapshot(self._state.engine)
+            return await solved_snapshot(self._state.engine, self._metrics)
+        return await published_snapshot(self._state.engine, self._metrics)
 
     def _candidates(self, snapshot: Snapshot) -> list[str]:
         """The monitored quotas a check can change anything for, sorted: those whose used exceeds

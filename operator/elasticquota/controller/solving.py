@@ -15,8 +15,10 @@ before it looks at the trees.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 
+from elasticquota.controller.metrics import Metrics
 from elasticquota.core.engine import QuotaEngine
 from elasticquota.core.rebuild import compute_rebuild
 from elasticquota.core.results import Snapshot
@@ -43,14 +45,24 @@ async def rebuild_off_loop(engine: QuotaEngine) -> None:
             engine.finish_rebuild(job, outcome)
 
 
-async def solve_tree_off_loop(engine: QuotaEngine, tree_id: str) -> bool:
-    """Solve the tree in a worker thread if it is dirty; True when new results were published."""
+async def solve_tree_off_loop(
+    engine: QuotaEngine, tree_id: str, metrics: Metrics | None = None
+) -> bool:
+    """Solve the tree in a worker thread if it is dirty; True when new results were published.
+
+    Whoever asks for the solve (a tree loop, revocation, gating), ``metrics`` times it from the
+    rebuild it waits for to the publication of its results (``elastic_quota_solve_seconds``).
+    """
+    started = time.monotonic()
     await rebuild_off_loop(engine)
     job = engine.prepare_solve(tree_id)
     if job is None:
         return False
     outcome = await asyncio.to_thread(compute, job, engine.solver)
-    return engine.finish_solve(job, outcome)
+    published = engine.finish_solve(job, outcome)
+    if metrics is not None:
+        metrics.solved(tree_id, time.monotonic() - started)
+    return published
 
 
 #: Rounds of rebuild-and-solve before ``solved_snapshot`` gives up on a stream of quota changes
@@ -58,7 +70,7 @@ async def solve_tree_off_loop(engine: QuotaEngine, tree_id: str) -> bool:
 MAX_SNAPSHOT_ROUNDS = 3
 
 
-async def solved_snapshot(engine: QuotaEngine) -> Snapshot:
+async def solved_snapshot(engine: QuotaEngine, metrics: Metrics | None = None) -> Snapshot:
     """Every dirty tree solved off the loop, then the published state (``QuotaEngine.latest``).
 
     A quota change that arrives while a tree is solved makes the topology stale again, and
@@ -66,15 +78,15 @@ async def solved_snapshot(engine: QuotaEngine) -> Snapshot:
     for _ in range(MAX_SNAPSHOT_ROUNDS):
         await rebuild_off_loop(engine)
         for tree_id in engine.tree_ids():
-            await solve_tree_off_loop(engine, tree_id)
+            await solve_tree_off_loop(engine, tree_id, metrics)
         if not engine.topology_stale:
             break
     return engine.latest()
 
 
-async def published_snapshot(engine: QuotaEngine) -> Snapshot:
+async def published_snapshot(engine: QuotaEngine, metrics: Metrics | None = None) -> Snapshot:
     """The state as of each tree's last solve (``QuotaEngine.latest``), with the topology brought
     up to date off the loop first when a quota change made it stale."""
     if engine.topology_stale:
-        return await solved_snapshot(engine)
+        return await solved_snapshot(engine, metrics)
     return engine.latest()

@@ -1,7 +1,7 @@
 """Admission webhooks: Kopf validating / mutating handlers over the operator's memory, and their
 HTTPS server.
 
-Three webhooks, as the reference's (§4): ``validate-elasticquota`` (CREATE, UPDATE, DELETE),
+Three webhooks, as the reference's: ``validate-elasticquota`` (CREATE, UPDATE, DELETE),
 ``mutate-elasticquota`` (CREATE) and ``validate-pod`` (CREATE, UPDATE). The handlers only parse,
 call the pure rules of ``elasticquota.core.validation`` / ``core.mutation`` and turn violations
 into ``kopf.AdmissionError`` (HTTP 403, every violation's message joined by ``; ``). The rules read
@@ -336,7 +336,7 @@ class Admission:
             patch.metadata.annotations[key] = value
 
     def mutate_pod(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
-        """New pods: the profile's node affinity (§4.8) and the admission gate (1.27+ servers)."""
+        """New pods: the profile's node affinity and the admission gate (1.27+ servers)."""
         if not self.state.synced.is_set():
             return  # fail open: the pod is still accounted, and limited by revocation
         if _key(body)[0] in self.unjudged_pod_namespaces:

@@ -18,9 +18,10 @@ from enum import IntEnum
 import numpy as np
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.layout import MAX_UNITS, Int64Array
+from elasticquota.core.layout import MAX_UNITS
 from elasticquota.core.models import PodInfo, Problem, QuotaSpec
 from elasticquota.core.resources import ResourceList, add, mask
+from elasticquota.kernels.arrays import Int64Array
 
 
 class Account(IntEnum):

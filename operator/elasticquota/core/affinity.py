@@ -1,4 +1,4 @@
-"""Node affinity for pods of profile trees (semantics §4.8): a profile's pods run on its nodes.
+"""Node affinity for pods of profile trees: a profile's pods run on its nodes.
 
 The profile's ``nodeSelector`` becomes node-selector requirements (each matchLabels ``k: v`` as
 ``k In [v]``, each matchExpressions entry as it is) appended to every required node-affinity term of

@@ -277,11 +277,6 @@ class QuotaEngine:
             self._solve_tree(tree_id, state)
         return state.results
 
-    def tree_total(self, tree_id: str) -> ResourceList:
-        """What the tree's virtual root distributed at its last solve."""
-        state = self._trees.get(tree_id)
-        return dict(state.total) if state is not None else {}
-
     def solve(self) -> Snapshot:
         """Recompute every dirty tree and return the state of all of them."""
         self._ensure_topology()

@@ -20,12 +20,10 @@ from elasticquota.core.keys import ROOT_QUOTA
 from elasticquota.core.models import QuotaSpec
 from elasticquota.core.resources import ResourceList
 from elasticquota.core.topology import Topology
+from elasticquota.kernels.arrays import BoolArray, Int64Array
 
 #: Values beyond this are clamped: 2**62 - 1 units (4 EiB of memory, 4.6e15 cpu cores).
 MAX_UNITS = 2**62 - 1
-
-Int64Array = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 def clamp(value: int) -> int:

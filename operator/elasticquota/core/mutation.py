@@ -1,4 +1,4 @@
-"""Defaults filled into a new ElasticQuota (the reference's mutating webhook, §4.7), purely.
+"""Defaults filled into a new ElasticQuota (the reference's mutating webhook), purely.
 
 On CREATE, except for ``koordinator-root-quota``: an empty parent label becomes the virtual root
 (or the older ``parent-quota-name`` label's value, written under the current key); an empty tree
@@ -86,7 +86,7 @@ def _shared_weight(name: str, text: str, maximum: Mapping[str, Any]) -> tuple[st
 
 
 def quota_defaults(new: Mapping[str, Any], view: ClusterView) -> QuotaDefaults:
-    """The labels and annotations to fill into a quota being created (§4.7)."""
+    """The labels and annotations to fill into a quota being created."""
     name = object_name(new)
     if name == keys.ROOT_QUOTA:
         return QuotaDefaults()

@@ -1,4 +1,4 @@
-"""How long each quota has used more than its runtime: the revocation timer (semantics §3.4).
+"""How long each quota has used more than its runtime: the revocation timer.
 
 A quota is due for revocation when its over-use has lasted strictly longer than the delay; the
 round clock then restarts, so that another full delay of continuous over-use is needed for the next

@@ -1,4 +1,4 @@
-"""In-quota preemption (§3.3): room for a waiting pod from lower-priority pods of its own quota.
+"""In-quota preemption: room for a waiting pod from lower-priority pods of its own quota.
 
 A pod that does not fit its quota may take the place of pods of the *same* quota with strictly lower
 priority (never across quotas: priorities of different groups are not comparable). Candidates are

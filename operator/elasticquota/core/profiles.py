@@ -1,6 +1,6 @@
 """ElasticQuotaProfile: a node pool cut out of the cluster, with one quota tree of its own.
 
-The reference's profile controller (semantics §5) writes the tree's root quota: min = Σ allocatable
+The reference's profile controller writes the tree's root quota: min = Σ allocatable
 of the selected nodes × resourceRatio for the profile's resource keys, a huge max, the tree-id /
 is-root / profile labels and the ``total-resource`` annotation. ``root_quota_manifest`` computes
 that object as a plain manifest, so ``plan`` and the operator produce exactly the same thing.

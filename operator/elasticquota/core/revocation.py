@@ -1,4 +1,4 @@
-"""Which pods a quota that uses more than its runtime must give back (semantics §3.4).
+"""Which pods a quota that uses more than its runtime must give back.
 
 Only the quota's own assigned pods are candidates. They are tried from least to most important,
 non-preemptible pods skipped, until used fits the runtime. Then the tentatively removed pods are

@@ -8,6 +8,7 @@ sums carry the quota's max keys plus any other non-zero entry; ``effectiveMin`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -175,24 +176,15 @@ def reserved_results(
         used = add(used, own[Account.USED])
         np_request = add(np_request, own[Account.NP_REQUEST])
         np_used = add(np_used, own[Account.NP_USED])
-    results[ROOT_QUOTA] = QuotaResult(
-        name=ROOT_QUOTA,
+    results[ROOT_QUOTA] = replace(
+        root,
         namespace=specs[SYSTEM_QUOTA].namespace,
-        tree=root.tree,
-        parent="",
-        is_parent=True,
-        min={},
-        max={},
-        effective_min={},
-        shared_weight={},
         request=request,
-        child_request=root.child_request,
         limited_request=request,
         used=used,
         runtime=dict(total),
         non_preemptible_request=add(root.non_preemptible_request, np_request),
         non_preemptible_used=add(root.non_preemptible_used, np_used),
-        reserved=True,
     )
     return results
 

@@ -1,4 +1,4 @@
-"""Raw objects to models (semantics §1): every key, the aliases, and a problem for every bad
+"""Raw objects to models: every key, the aliases, and a problem for every bad
 value, naming the object and the field."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from raw_objects import raw_pod
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
 from elasticquota.core import keys
@@ -306,24 +307,6 @@ def test_bad_lending_and_borrowing_limits_are_problems_and_ignored(key: str, tex
 # -- Pod --------------------------------------------------------------------------------------
 
 
-def pod_raw(
-    *,
-    labels: dict[str, Any] | None = None,
-    spec: dict[str, Any] | None = None,
-    status: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "ns", "labels": labels or {}},
-        "spec": {
-            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
-            **(spec or {}),
-        },
-        "status": status or {},
-    }
-
-
 def clean_pod(raw: dict[str, Any]) -> PodInfo:
     pod, problems = parse_pod(raw)
     assert problems == []
@@ -332,7 +315,7 @@ def clean_pod(raw: dict[str, Any]) -> PodInfo:
 
 
 def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label() -> None:
-    pod = clean_pod(pod_raw())
+    pod = clean_pod(raw_pod())
     assert pod.key == "ns/p"
     assert pod.requests == {"cpu": 1000}
     assert (pod.quota_label, pod.preemptible, pod.priority) == ("", True, 0)
@@ -341,16 +324,16 @@ def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label(
 
 
 def test_the_pod_quota_label_names_its_quota() -> None:
-    assert clean_pod(pod_raw(labels={keys.POD_LABEL_QUOTA: "team"})).quota_label == "team"
+    assert clean_pod(raw_pod(labels={keys.POD_LABEL_QUOTA: "team"})).quota_label == "team"
 
 
 def test_the_older_quota_name_pod_label_is_an_alias() -> None:
-    raw = pod_raw(labels={f"{keys.PREFIX}/quota-name": "team"})
+    raw = raw_pod(labels={f"{keys.PREFIX}/quota-name": "team"})
     assert clean_pod(raw).quota_label == "team"
 
 
 def test_the_pod_name_label_wins_over_its_alias() -> None:
-    raw = pod_raw(labels={keys.POD_LABEL_QUOTA: "new", f"{keys.PREFIX}/quota-name": "old"})
+    raw = raw_pod(labels={keys.POD_LABEL_QUOTA: "new", f"{keys.PREFIX}/quota-name": "old"})
     assert clean_pod(raw).quota_label == "new"
 
 
@@ -358,13 +341,13 @@ def test_the_pod_name_label_wins_over_its_alias() -> None:
     ("value", "expected"), [("false", False), ("False", True), ("true", True), ("no", True)]
 )
 def test_only_preemptible_false_makes_a_pod_non_preemptible(value: str, expected: bool) -> None:
-    raw = pod_raw(labels={keys.POD_LABEL_PREEMPTIBLE: value})
+    raw = raw_pod(labels={keys.POD_LABEL_PREEMPTIBLE: value})
     assert clean_pod(raw).preemptible is expected
 
 
 def test_priority_phase_node_and_start_time_are_read() -> None:
     pod = clean_pod(
-        pod_raw(
+        raw_pod(
             spec={"priority": 100, "nodeName": "node-1"},
             status={"phase": "Running", "startTime": "2026-11-20T08:00:00Z"},
         )
@@ -383,25 +366,25 @@ def test_start_time_does_not_depend_on_the_local_time_zone(
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     try:
-        assert clean_pod(pod_raw(status={"startTime": text})).start_time == 1_795_161_600.0
+        assert clean_pod(raw_pod(status={"startTime": text})).start_time == 1_795_161_600.0
     finally:
         monkeypatch.undo()
         time.tzset()
 
 
 def test_an_unreadable_start_time_counts_as_none() -> None:
-    assert clean_pod(pod_raw(status={"startTime": "yesterday"})).start_time is None
+    assert clean_pod(raw_pod(status={"startTime": "yesterday"})).start_time is None
 
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_terminal_pods_hold_nothing_even_on_a_node(phase: str) -> None:
-    pod = clean_pod(pod_raw(spec={"nodeName": "node-1"}, status={"phase": phase}))
+    pod = clean_pod(raw_pod(spec={"nodeName": "node-1"}, status={"phase": phase}))
     assert not pod.is_assigned
     assert not pod.counts_in_request
 
 
 def test_a_container_bad_quantity_leaves_the_pod_out_naming_container_and_resource() -> None:
-    raw = pod_raw(spec={"containers": [{"name": "web", "resources": {"limits": {"memory": "x"}}}]})
+    raw = raw_pod(spec={"containers": [{"name": "web", "resources": {"limits": {"memory": "x"}}}]})
     pod, problems = parse_pod(raw)
     assert pod is None
     assert len(problems) == 1
@@ -411,14 +394,14 @@ def test_a_container_bad_quantity_leaves_the_pod_out_naming_container_and_resour
 
 
 def test_a_bad_overhead_leaves_the_pod_out_naming_the_overhead() -> None:
-    pod, problems = parse_pod(pod_raw(spec={"overhead": {"cpu": "fast"}}))
+    pod, problems = parse_pod(raw_pod(spec={"overhead": {"cpu": "fast"}}))
     assert pod is None
     assert problems[0].object == "Pod ns/p"
     assert "spec.overhead cpu" in problems[0].message
 
 
 def test_a_priority_that_is_not_a_number_is_an_invalid_object() -> None:
-    pod, problems = parse_pod(pod_raw(spec={"priority": "high"}))
+    pod, problems = parse_pod(raw_pod(spec={"priority": "high"}))
     assert pod is None
     assert problems[0].object == "Pod ns/p"
     assert problems[0].message.startswith("invalid object: spec.priority")

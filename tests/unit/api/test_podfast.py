@@ -13,6 +13,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from raw_objects import raw_pod
 
 from elasticquota.api.parse import Parsed, parse_pod, parse_pod_validated
 from elasticquota.api.podfast import read_pod
@@ -80,17 +81,7 @@ def container(name: str, restart_policy: str | None = None, **requests: str) -> 
 def pod(
     spec: Raw | None = None, labels: dict[Any, Any] | None = None, status: Raw | None = None
 ) -> Raw:
-    """As ``test_parse.pod_raw`` builds pods."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "ns", "labels": labels or {}},
-        "spec": {
-            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
-            **(spec or {}),
-        },
-        "status": status or {},
-    }
+    return raw_pod(labels=labels, spec=spec, status=status)
 
 
 def pod_with(*containers: Raw, **spec: Any) -> Raw:

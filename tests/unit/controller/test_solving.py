@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from elasticquota.controller import solving
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import (
     published_snapshot,
     rebuild_off_loop,
@@ -19,6 +20,7 @@ from elasticquota.controller.solving import (
 )
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
+from elasticquota.core.keys import DEFAULT_TREE
 from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
 from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 
@@ -56,6 +58,23 @@ async def test_a_solved_snapshot_has_every_tree_up_to_date(k8s: Bodies) -> None:
     snapshot = await solved_snapshot(state.engine)
     assert state.engine.dirty_trees() == []
     assert snapshot.quotas["a"].used == {"cpu": 1000}
+
+
+async def test_a_solve_is_timed_for_its_tree_whoever_asks_for_it(k8s: Bodies) -> None:
+    """Revocation and gating solve through ``solved_snapshot``: the tree loop then finds the tree
+    up to date, so a solve left untimed there would be missing from the histogram."""
+    state, metrics = world(k8s), Metrics()
+
+    def solves() -> float:
+        labels = {"tree": DEFAULT_TREE}
+        return metrics.registry.get_sample_value("elastic_quota_solve_seconds_count", labels) or 0
+
+    await solved_snapshot(state.engine, metrics)
+    assert solves() == 1
+    await solved_snapshot(state.engine, metrics)  # up to date: no solve
+    state.on_pod(k8s.pod("q", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+    assert await solve_tree_off_loop(state.engine, DEFAULT_TREE, metrics)
+    assert solves() == 2
 
 
 async def test_a_rebuild_runs_in_a_worker_thread(

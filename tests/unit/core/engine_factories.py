@@ -7,12 +7,13 @@ the water-filling rules do not care about units, so most tests use small cpu num
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from elasticquota.core.engine import QuotaEngine
 from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
 from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import Snapshot
+from elasticquota.core.results import QuotaResult, Snapshot
 
 #: ``make_engine(**EngineSettings fields)`` and ``solve(quotas, pods, nodes, **settings)`` fixtures.
 EngineFactory = Callable[..., QuotaEngine]
@@ -101,6 +102,44 @@ def node(
         labels=dict(labels or {}),
         unschedulable=unschedulable,
         ready=ready,
+    )
+
+
+#: Every resource-list figure of a ``QuotaResult``.
+RESULT_FIGURES = (
+    "min",
+    "max",
+    "effective_min",
+    "shared_weight",
+    "request",
+    "child_request",
+    "limited_request",
+    "used",
+    "runtime",
+    "non_preemptible_request",
+    "non_preemptible_used",
+)
+
+
+def quota_result(
+    name: str,
+    *,
+    namespace: str | None = None,
+    parent: str = ROOT_QUOTA,
+    reserved: bool = False,
+    **figures: Mapping[str, int],
+) -> QuotaResult:
+    """A solved leaf of the default tree, as hand-made input for the decisions: every figure
+    (``RESULT_FIGURES``) empty unless given; the namespace is the name unless given."""
+    values: dict[str, Any] = {field: dict(figures.get(field, {})) for field in RESULT_FIGURES}
+    return QuotaResult(
+        name=name,
+        namespace=name if namespace is None else namespace,
+        tree=DEFAULT_TREE,
+        parent=parent,
+        is_parent=False,
+        reserved=reserved,
+        **values,
     )
 
 

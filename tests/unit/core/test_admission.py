@@ -1,4 +1,4 @@
-"""The PreFilter admission check (semantics §3.1) on hand-made snapshots.
+"""The PreFilter admission check on hand-made snapshots.
 
 Numbers are in engine units: cpu in millicores, memory in bytes.
 """
@@ -6,6 +6,8 @@ Numbers are in engine units: cpu in millicores, memory in bytes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from engine_factories import quota_result
 
 from elasticquota.core.admission import Verdict, check_pod, pending_verdicts
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
@@ -28,24 +30,34 @@ def quota(
     np_used: ResourceList | None = None,
     reserved: bool = False,
 ) -> QuotaResult:
-    return QuotaResult(
-        name=name,
-        namespace=name,
-        tree="",
+    """The figures admission reads; the effective min is the min unless given."""
+    return quota_result(
+        name,
         parent=parent,
-        is_parent=False,
-        min=dict(min or {}),
-        max=dict(max or {}),
-        effective_min=dict(effective_min if effective_min is not None else (min or {})),
-        shared_weight=dict(max or {}),
-        request={},
-        child_request={},
-        limited_request={},
-        used=dict(used or {}),
-        runtime=dict(runtime or {}),
-        non_preemptible_request={},
-        non_preemptible_used=dict(np_used or {}),
         reserved=reserved,
+        min=min or {},
+        max=max or {},
+        effective_min=effective_min if effective_min is not None else (min or {}),
+        shared_weight=max or {},
+        used=used or {},
+        runtime=runtime or {},
+        non_preemptible_used=np_used or {},
+    )
+
+
+def cpu_team(
+    *, min: int, used: int = 0, np_used: int = 0, effective_min: int | None = None
+) -> QuotaResult:
+    """Quota ``team`` with cpu only: max and runtime 8 cores, ``used`` of which ``np_used`` by
+    non-preemptible pods."""
+    return quota(
+        "team",
+        min={"cpu": min},
+        effective_min=None if effective_min is None else {"cpu": effective_min},
+        max={"cpu": 8000},
+        used={"cpu": used},
+        runtime={"cpu": 8000},
+        np_used={"cpu": np_used},
     )
 
 
@@ -160,53 +172,24 @@ def test_an_over_used_resource_the_pod_does_not_request_still_blocks_it() -> Non
 
 
 def test_a_non_preemptible_pod_must_fit_within_min() -> None:
-    team = quota(
-        "team",
-        min={"cpu": 2000},
-        max={"cpu": 8000},
-        used={"cpu": 1000},
-        runtime={"cpu": 8000},
-        np_used={"cpu": 1000},
-    )
+    team = cpu_team(min=2000, used=1000, np_used=1000)
     verdict = verdict_for(team, pod("p", preemptible=False, cpu=1500))
     assert not verdict.admitted
     assert verdict.reason == "quota team: cpu used 1 + request 1500m > min (non-preemptible) 2"
 
 
 def test_the_same_pod_preemptible_only_needs_the_runtime() -> None:
-    team = quota(
-        "team",
-        min={"cpu": 2000},
-        max={"cpu": 8000},
-        used={"cpu": 1000},
-        runtime={"cpu": 8000},
-        np_used={"cpu": 1000},
-    )
+    team = cpu_team(min=2000, used=1000, np_used=1000)
     assert verdict_for(team, pod("p", cpu=1500)).admitted
 
 
 def test_a_non_preemptible_pod_within_min_fits() -> None:
-    team = quota(
-        "team",
-        min={"cpu": 2000},
-        max={"cpu": 8000},
-        used={"cpu": 1000},
-        runtime={"cpu": 8000},
-        np_used={"cpu": 1000},
-    )
+    team = cpu_team(min=2000, used=1000, np_used=1000)
     assert verdict_for(team, pod("p", preemptible=False, cpu=1000)).admitted
 
 
 def test_the_non_preemptible_check_uses_the_spec_min_not_the_scaled_min() -> None:
-    team = quota(
-        "team",
-        min={"cpu": 4000},
-        effective_min={"cpu": 1000},
-        max={"cpu": 8000},
-        used={"cpu": 0},
-        runtime={"cpu": 8000},
-        np_used={"cpu": 0},
-    )
+    team = cpu_team(min=4000, effective_min=1000)
     assert verdict_for(team, pod("p", preemptible=False, cpu=3000)).admitted
 
 

@@ -1,4 +1,4 @@
-"""§4.8: a profile tree's pods get the profile's node selector as required node affinity."""
+"""A profile tree's pods get the profile's node selector as required node affinity."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from engine_factories import quota_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,22 +30,10 @@ FIELDS = ("runtime", "request", "child_request", "non_preemptible_request", "non
 def result(name: str = "a", namespace: str = "team", **figures: ResourceList) -> QuotaResult:
     """A result whose written figures default to cpu 1 / memory 1Gi (used: cpu 2)."""
     base = {"cpu": 1000, "memory": GIB}
-    values: dict[str, Any] = {field: dict(base) for field in FIELDS}
+    values: dict[str, ResourceList] = {field: dict(base) for field in FIELDS}
     values["used"] = {"cpu": 2000, "memory": 0}
     values.update(figures)
-    return QuotaResult(
-        name=name,
-        namespace=namespace,
-        tree="",
-        parent=keys.ROOT_QUOTA,
-        is_parent=False,
-        min={},
-        max={},
-        effective_min={},
-        shared_weight={},
-        limited_request={},
-        **values,
-    )
+    return quota_result(name, namespace=namespace, **values)
 
 
 def written(res: QuotaResult) -> tuple[dict[str, str], dict[str, Any]]:

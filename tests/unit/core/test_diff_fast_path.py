@@ -11,20 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine_factories import quota_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core import keys
+from elasticquota.core import keys, resources
 from elasticquota.core.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
 from elasticquota.core.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.resources import (
-    ResourceList,
-    drop_zeros,
-    format_resource_list,
-    parse_resource_list,
-    parse_resource_list_json,
-    to_annotation,
-)
 from elasticquota.core.results import QuotaResult
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -44,13 +37,15 @@ def reference(
 ) -> QuotaWrite:
     """``quota_write`` before the fast path: every current value parsed."""
 
-    def same(current: ResourceList | None, desired: Mapping[str, int]) -> bool:
-        return current is not None and drop_zeros(current) == drop_zeros(desired)
+    def same(current: resources.ResourceList | None, desired: Mapping[str, int]) -> bool:
+        return current is not None and resources.drop_zeros(current) == resources.drop_zeros(
+            desired
+        )
 
-    def current_annotation(key: str) -> ResourceList | None:
+    def current_annotation(key: str) -> resources.ResourceList | None:
         text = annotations.get(key)
         try:
-            return None if text is None else parse_resource_list_json(text)
+            return None if text is None else resources.parse_resource_list_json(text)
         except QuantityError:
             return None
 
@@ -60,10 +55,10 @@ def reference(
             continue
         desired = getattr(result, field)
         if not same(current_annotation(key), desired):
-            changes[key] = to_annotation(desired)
+            changes[key] = resources.to_annotation(desired)
     used_now = (status or {}).get("used")
     try:
-        parsed = parse_resource_list(used_now) if isinstance(used_now, Mapping) else None
+        parsed = resources.parse_resource_list(used_now) if isinstance(used_now, Mapping) else None
     except QuantityError:
         parsed = None
     used = None
@@ -71,49 +66,32 @@ def reference(
         stale = (
             [k for k in used_now if k not in result.used] if isinstance(used_now, Mapping) else []
         )
-        used = {**dict.fromkeys(stale), **format_resource_list(result.used)}
+        used = {**dict.fromkeys(stale), **resources.format_resource_list(result.used)}
     return QuotaWrite(result.namespace, result.name, changes, used)
 
 
-def a_result(name: str, figures: Mapping[str, ResourceList]) -> QuotaResult:
-    return QuotaResult(
-        name=name,
-        namespace="team",
-        tree="",
-        parent=keys.ROOT_QUOTA,
-        is_parent=False,
-        min={},
-        max={},
-        effective_min={},
-        shared_weight={},
-        limited_request={},
-        runtime=dict(figures["runtime"]),
-        request=dict(figures["request"]),
-        child_request=dict(figures["child_request"]),
-        used=dict(figures["used"]),
-        non_preemptible_request=dict(figures["non_preemptible_request"]),
-        non_preemptible_used=dict(figures["non_preemptible_used"]),
-    )
+def a_result(name: str, figures: Mapping[str, resources.ResourceList]) -> QuotaResult:
+    return quota_result(name, namespace="team", **figures)
 
 
 @st.composite
-def current_text(draw: st.DrawFn, desired: ResourceList) -> str | None:
+def current_text(draw: st.DrawFn, desired: resources.ResourceList) -> str | None:
     """What an object may hold: nothing, our text, another spelling, other values, garbage."""
     choice = draw(st.integers(0, 5))
     if choice == 0:
         return None
     if choice == 1:
-        return to_annotation(desired)
+        return resources.to_annotation(desired)
     if choice == 2:  # the same values, spelled differently (no suffixes), zeros added
         spelled = {
             k: str(parse_units(k, format_units(k, v))) + ("m" if k == "cpu" else "")
             for k, v in desired.items()
         }
-        return to_annotation({}) if not spelled else str(spelled).replace("'", '"')
+        return resources.to_annotation({}) if not spelled else str(spelled).replace("'", '"')
     if choice == 3:
-        return to_annotation(draw(LISTS))
+        return resources.to_annotation(draw(LISTS))
     if choice == 4:
-        return to_annotation({**desired, "memory": 0})
+        return resources.to_annotation({**desired, "memory": 0})
     return '{"cpu": "lots"}'
 
 
@@ -127,7 +105,7 @@ FIELDS = ("runtime", "request", "child_request", "used", "non_preemptible_reques
     data=st.data(),
 )
 def test_the_fast_path_decides_exactly_as_parsing_every_value(
-    name: str, figures: dict[str, ResourceList], data: st.DataObject
+    name: str, figures: dict[str, resources.ResourceList], data: st.DataObject
 ) -> None:
     result = a_result(name, figures)
     annotations = {}
@@ -139,9 +117,9 @@ def test_the_fast_path_decides_exactly_as_parsing_every_value(
     status: dict[str, Any] | None = (
         None
         if used_choice == 0
-        else {"used": format_resource_list(result.used)}
+        else {"used": resources.format_resource_list(result.used)}
         if used_choice == 1
-        else {"used": format_resource_list(data.draw(LISTS))}
+        else {"used": resources.format_resource_list(data.draw(LISTS))}
         if used_choice == 2
         else {"used": {"cpu": "nope"}}
     )
@@ -155,8 +133,8 @@ def test_a_value_beyond_max_int64_is_rewritten_as_before() -> None:
     huge = {"memory": MAX_INT64 + 1}
     figures = {field: huge for field in (*FIELDS, "non_preemptible_used")}
     result = a_result("a", figures)
-    annotations = {key: to_annotation(huge) for key in WRITTEN_ANNOTATIONS}
-    status = {"used": format_resource_list(huge)}
+    annotations = {key: resources.to_annotation(huge) for key in WRITTEN_ANNOTATIONS}
+    status = {"used": resources.format_resource_list(huge)}
     change = quota_write(result, annotations, status)
     assert change == reference(result, annotations, status)
     assert set(change.annotations) == set(WRITTEN_ANNOTATIONS) and change.used is not None

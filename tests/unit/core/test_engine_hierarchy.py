@@ -1,4 +1,4 @@
-"""§2.5 hierarchy: each parent's runtime is water-filled among its children, top-down."""
+"""Hierarchy: each parent's runtime is water-filled among its children, top-down."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§2.8 which pods count and how much, §1.3 which quota a pod belongs to."""
+"""Which pods count and how much, and which quota a pod belongs to."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_preemptible_label_false_makes_the_pod_non_preemptible(solve: SolveFunct
     assert result.non_preemptible_used == {"cpu": 1000}
 
 
-# -- pod → quota resolution (§1.3) ----------------------------------------------------------------
+# -- pod → quota resolution -----------------------------------------------------------------------
 
 
 def resolve(solve: SolveFunction, pods: list[PodInfo]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""§2.1 request aggregation, bottom-up: self request, child request, request, limited request."""
+"""Request aggregation, bottom-up: self request, child request, request, limited request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§2.6 min scale-down when Σ min exceeds what a level has, and §2.7 the special totals."""
+"""Min scale-down when Σ min exceeds what a level has, and the special totals."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_with_scaling_the_same_quotas_fit_the_total(solve: SolveFunction) -> Non
 def test_resource_absent_from_the_cluster_gives_request_or_min(
     solve: SolveFunction, resource: str, scale_min_quota: bool
 ) -> None:
-    """§2.7: no node has the resource: its total is 0 and it is never scaled, so a lending quota
+    """No node has the resource: its total is 0 and it is never scaled, so a lending quota
     at or under its min gets its request and a borrower its min."""
     quotas = [
         quota("lender", min={"cpu": 10, resource: 4}, max={"cpu": BIG, resource: 8}),

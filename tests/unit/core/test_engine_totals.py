@@ -1,4 +1,4 @@
-"""§2.2 the distributable total at the root: nodes, reserved quotas' usage and profile trees."""
+"""The distributable total at the root: nodes, reserved quotas' usage and profile trees."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§2.3 water-filling, §2.4 largest-remainder rounding and the shared weight, at engine level.
+"""Water-filling, largest-remainder rounding and the shared weight, at engine level.
 
 Every test builds real quotas fed by pods and nodes and reads the solved snapshot; ``solve`` runs
 each test once with the numba kernel and once with the reference twin.
@@ -14,7 +14,7 @@ from elasticquota.api.parse import parse_quota
 from elasticquota.core.keys import ANNO_SHARED_WEIGHT
 from elasticquota.core.resources import ResourceList
 
-# -- §2.3 water-filling --------------------------------------------------------------------------
+# -- water-filling -------------------------------------------------------------------------------
 
 
 def test_design_document_example_gives_5_20_35_40(solve: SolveFunction) -> None:
@@ -169,7 +169,7 @@ def test_runtimes_never_exceed_total_when_mins_fit(solve: SolveFunction) -> None
     assert sum(snapshot.quotas[name].runtime["cpu"] for name in "abc") == 101
 
 
-# -- §2.4 largest-remainder rounding ---------------------------------------------------------------
+# -- largest-remainder rounding --------------------------------------------------------------------
 
 
 def test_three_gpus_over_ten_equal_borrowers_go_to_the_first_three_names(

@@ -1,4 +1,4 @@
-"""The revocation timer (§3.4) and what revocation counts as already given back."""
+"""The revocation timer and what revocation counts as already given back."""
 
 from __future__ import annotations
 

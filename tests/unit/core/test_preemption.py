@@ -1,4 +1,4 @@
-"""In-quota preemption (§3.3): the fewest strictly lower-priority pods of the same quota."""
+"""In-quota preemption: the fewest strictly lower-priority pods of the same quota."""
 
 from __future__ import annotations
 

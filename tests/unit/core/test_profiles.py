@@ -1,4 +1,4 @@
-"""§5 ElasticQuotaProfile: tree id, node selection and the root quota the controller writes."""
+"""ElasticQuotaProfile: tree id, node selection and the root quota the controller writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Over-use revocation victim selection (semantics §3.4, §7 quirk 8).
+"""Over-use revocation victim selection.
 
 Numbers are small engine units; cpu in millicores does not matter to the rules, so requests are
 written as plain integers.
@@ -7,6 +7,8 @@ written as plain integers.
 from __future__ import annotations
 
 from dataclasses import replace
+
+from engine_factories import quota_result
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.models import PodInfo
@@ -166,25 +168,9 @@ def test_quirk_a_pod_without_the_over_used_resource_hides_the_over_use() -> None
 def result(
     name: str, used: ResourceList, runtime: ResourceList, *, reserved: bool = False
 ) -> QuotaResult:
-    return QuotaResult(
-        name=name,
-        namespace=name,
-        tree="",
-        parent=ROOT_QUOTA,
-        is_parent=False,
-        min={},
-        max={"cpu": 100},
-        effective_min={},
-        shared_weight={"cpu": 100},
-        request=dict(used),
-        child_request=dict(used),
-        limited_request=dict(used),
-        used=dict(used),
-        runtime=dict(runtime),
-        non_preemptible_request={},
-        non_preemptible_used={},
-        reserved=reserved,
-    )
+    requested = {field: used for field in ("request", "child_request", "limited_request", "used")}
+    limits = {"max": {"cpu": 100}, "shared_weight": {"cpu": 100}}
+    return quota_result(name, reserved=reserved, runtime=runtime, **requested, **limits)
 
 
 def snapshot(results: list[QuotaResult], pods_by_quota: dict[str, list[PodInfo]]) -> Snapshot:

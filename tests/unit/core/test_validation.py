@@ -1,4 +1,4 @@
-"""The admission rules (semantics §4) and the create defaults (§4.7), one rule at a time.
+"""The admission rules and the create defaults, one rule at a time.
 
 Each rule is shown refused, with the quota, the rule and the numbers in the message, and accepted
 at its boundary. Objects are raw dicts as the API server sends them; the cluster is a
@@ -113,7 +113,7 @@ DEPT = quota("dept", min={"cpu": "10"}, max={"cpu": "20"}, is_parent=True)
 TEAM_A = quota("team-a", min={"cpu": "6"}, max={"cpu": "20"}, parent="dept")
 
 
-# -- self-item checks (§4.3) ----------------------------------------------------------------------
+# -- self-item checks -----------------------------------------------------------------------------
 
 
 def test_negative_max_is_refused_with_the_dimensions_and_values() -> None:
@@ -235,7 +235,7 @@ def test_every_independent_violation_is_reported() -> None:
     assert rules(found) == ["negative-min", "min-le-max"]
 
 
-# -- names and namespaces (§4.1, §4.2) ------------------------------------------------------------
+# -- names and namespaces -------------------------------------------------------------------------
 
 
 def test_quota_names_are_unique_across_namespaces() -> None:
@@ -311,7 +311,7 @@ def test_a_malformed_namespaces_annotation_is_refused() -> None:
     ]
 
 
-# -- topology checks (§4.4) -----------------------------------------------------------------------
+# -- topology checks ------------------------------------------------------------------------------
 
 
 def test_the_parent_must_exist() -> None:
@@ -469,7 +469,7 @@ def test_is_parent_cannot_turn_true_while_pods_are_bound(bound: PodInfo) -> None
     assert validate_quota_update(leaf, promoted, view(leaf, pods=[unrelated])) == []
 
 
-# -- UPDATE specifics (§4.2) ----------------------------------------------------------------------
+# -- UPDATE specifics -----------------------------------------------------------------------------
 
 
 def test_an_update_that_changes_nothing_watched_is_allowed_at_once() -> None:
@@ -525,7 +525,7 @@ def test_a_child_can_move_to_another_parent_with_room() -> None:
     assert rules(validate_quota_update(TEAM_A, moved, view(DEPT, TEAM_A, small))) == ["min-sum"]
 
 
-# -- DELETE (§4.5) --------------------------------------------------------------------------------
+# -- DELETE ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", keys.RESERVED_QUOTAS)
@@ -555,7 +555,7 @@ def test_a_quota_with_labelled_pods_cannot_be_deleted() -> None:
     assert validate_quota_delete(TEAM_A, view(DEPT, TEAM_A, pods=in_its_namespace)) == []
 
 
-# -- pods (§4.6) ----------------------------------------------------------------------------------
+# -- pods -----------------------------------------------------------------------------------------
 
 
 def test_pods_cannot_go_to_a_parent_quota() -> None:
@@ -601,7 +601,7 @@ def test_the_preemptible_label_cannot_change() -> None:
     assert validate_pod(new, None, view(DEPT, TEAM_A)) == []  # set at creation: fine
 
 
-# -- defaults on CREATE (§4.7) --------------------------------------------------------------------
+# -- defaults on CREATE ---------------------------------------------------------------------------
 
 
 def test_the_parent_defaults_to_the_root() -> None:

@@ -271,8 +271,23 @@ def test_inputs_are_left_untouched_and_lists_accepted() -> None:
         assert np.array_equal(original, now)
 
 
-def test_warm_up_runs() -> None:
-    warm_up()
+def test_the_warm_up_compiles_the_only_signature_real_solves_use() -> None:
+    """Solves after the warm-up, of other shapes, from lists or read-only arrays, compile nothing
+    more: the first real solve finds the kernel ready."""
+    warmed = warm_up()
+    kernel: Any = waterfill._solve_tree_kernel
+    if not hasattr(kernel, "signatures"):  # NUMBA_DISABLE_JIT=1: a plain function
+        assert not warmed.jitted
+        return
+    assert warmed.jitted
+    assert len(kernel.signatures) == 1
+    wide = family([100, 7, 3], [{"min": [10, 1, 1], "request": [50, 9, 2]}] * 5)
+    waterfill.solve_tree(wide, False)
+    waterfill.solve_tree(TreeArrays(*(array.tolist() for array in wide)), True)
+    for array in wide:
+        array.setflags(write=False)
+    waterfill.solve_tree(wide, True)
+    assert len(kernel.signatures) == 1
 
 
 def test_read_only_inputs_are_accepted() -> None:

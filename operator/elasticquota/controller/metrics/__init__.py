@@ -28,7 +28,8 @@ exposed: counters with ``_total``, histograms by their base name). Families and 
 * ``elastic_quota_leader``, ``elastic_quota_ready``, ``elastic_quota_invalid_quotas`` (quotas left
   out of their tree because they are broken), ``elastic_quota_info{version}`` (1).
 * histograms ``elastic_quota_solve_seconds{tree}`` (a tree's engine solve, when it was out of
-  date), ``elastic_quota_reconcile_seconds`` (one tree pass: solve, diff, writes) and
+  date, whoever asked for it: tree loop, revocation, gating),
+  ``elastic_quota_reconcile_seconds`` (one tree pass: solve, diff, writes) and
   ``elastic_quota_pod_event_to_write_seconds`` (from the first pod event that made a tree out of
   date to the end of the writes that show it; passes that had nothing to write are not timed).
 """

@@ -1,4 +1,4 @@
-"""Admission rules for ElasticQuotas and Pods: the reference's webhooks (§4), as pure functions.
+"""Admission rules for ElasticQuotas and Pods: the reference's webhooks, as pure functions.
 
 Each ``validate_*`` takes the object under review as the API server sends it (a raw dict: it may be
 broken in ways the typed models cannot even hold, such as a negative min) and a read-only

@@ -13,7 +13,7 @@ from elasticquota.core.resources import ResourceList
 
 LABEL_ALLOW_FORCE_UPDATE: Final = f"{keys.PREFIX}/allow-force-update"
 ANNO_MAX_STRICT_CHECK_KEYS: Final = f"{keys.PREFIX}/max-strict-check-resource-keys"
-#: What an UPDATE must change for the rules to run at all (§4.2 step 0, plus our limits).
+#: What an UPDATE must change for the rules to run at all (plus our own limits).
 _WATCHED_LABELS: Final = (*keys.LABEL_PARENT_ALIASES, keys.LABEL_IS_PARENT, keys.LABEL_TREE_ID)
 _WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_NAMESPACES,

@@ -1,4 +1,4 @@
-"""Pod admission (§4.6): no pods in parent quotas, the preemptible label cannot change."""
+"""Pod admission: no pods in parent quotas, the preemptible label cannot change."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def pod_quota(pod: Mapping[str, Any], view: ClusterView) -> str:
 def validate_pod(
     new: Mapping[str, Any], old: Mapping[str, Any] | None, view: ClusterView
 ) -> list[Violation]:
-    """No pods in parent quotas; the ``preemptible`` label never changes (§4.6).
+    """No pods in parent quotas; the ``preemptible`` label never changes.
 
     Deviation: an UPDATE that leaves the pod in the same quota is not refused for being in a
     parent quota (the reference re-checks every update): a pod admitted before the webhooks, or

@@ -1,4 +1,4 @@
-"""ElasticQuota CREATE / UPDATE / DELETE (§4.1, §4.2, §4.5): the order in which the rules run."""
+"""ElasticQuota CREATE / UPDATE / DELETE: the order in which the rules run."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _namespaces_free(quota: QuotaFacts, view: ClusterView, operation: str) -> li
 
 
 def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Violation]:
-    """§4.1: a new name, free namespaces, then the self-item and topology checks."""
+    """CREATE: a new name, free namespaces, then the self-item and topology checks."""
     quota, found = read_quota(new)
     existing = view.quota(quota.name)
     if existing is not None:
@@ -66,7 +66,7 @@ def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Vio
 
 
 def quota_unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """§4.2 step 0: nothing the rules look at changed (annotation and status writes pass)."""
+    """UPDATE, first: nothing the rules look at changed (annotation and status writes pass)."""
 
     def watched(raw: Mapping[str, Any]) -> tuple[Any, ...]:
         metadata = _mapping(raw.get("metadata"))
@@ -84,7 +84,7 @@ def quota_unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 def validate_quota_update(
     old: Mapping[str, Any], new: Mapping[str, Any], view: ClusterView
 ) -> list[Violation]:
-    """§4.2: reserved quotas are frozen, namespaces stay unique, then the checks against the
+    """UPDATE: reserved quotas are frozen, namespaces stay unique, then the checks against the
     stored copy."""
     if quota_unchanged(old, new):
         return []
@@ -111,7 +111,7 @@ def validate_quota_update(
 
 
 def validate_quota_delete(old: Mapping[str, Any], view: ClusterView) -> list[Violation]:
-    """§4.5: reserved quotas stay; a quota with child quotas or labelled pods stays."""
+    """DELETE: reserved quotas stay; a quota with child quotas or labelled pods stays."""
     quota = read_quota(old)[0]
     name = quota.name
     if name in keys.RESERVED_QUOTAS:

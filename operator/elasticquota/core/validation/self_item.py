@@ -1,4 +1,4 @@
-"""Self-item checks (§4.3) and the lending / borrowing limit annotations."""
+"""Self-item checks and the lending / borrowing limit annotations."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ def _limits(quota: QuotaFacts) -> list[Violation]:
 
 
 def self_item_violations(quota: QuotaFacts) -> list[Violation]:
-    """Every rule about the quota alone (§4.3), plus the lending / borrowing limits."""
+    """Every rule about the quota alone, plus the lending / borrowing limits."""
     return [
         *_negatives(quota, "max", "Max"),
         *_negatives(quota, "min", "Min"),

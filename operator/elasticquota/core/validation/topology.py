@@ -1,4 +1,4 @@
-"""Topology checks (§4.4): is-parent changes, tree ids, parents, cycles, resource keys, min sums."""
+"""Topology checks: is-parent changes, tree ids, parents, cycles, resource keys, min sums."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def topology_violations(
     view: ClusterView,
     old_namespaces: Iterable[str] = (),
 ) -> list[Violation]:
-    """§4.4 in order; ``stored`` is the operator's copy on UPDATE, None on CREATE."""
+    """The topology checks in order; ``stored`` is the operator's copy on UPDATE, None on CREATE."""
     if quota.name == keys.ROOT_QUOTA:
         return []
     found = [

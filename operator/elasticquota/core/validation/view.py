@@ -170,7 +170,7 @@ class ClusterView:
         return self._pods
 
     def pods_labelled(self, quota: str) -> list[PodInfo]:
-        """Pods whose quota label names ``quota`` (the only pods DELETE looks at, §4.5)."""
+        """Pods whose quota label names ``quota`` (the only pods DELETE looks at)."""
         return [pod for pod in self.pods if pod.quota_label == quota]
 
     def pods_bound(self, quota: str, namespaces: Iterable[str]) -> list[PodInfo]:

@@ -1,9 +1,11 @@
-"""A tree's limits: rules between levels (§2 11-14), the limit in force (§3), tracked groups (§4).
+"""A tree's limits: rules between levels, the limit in force, tracked groups.
 
 Trees are written as ``{quota: (parent, annotation)}``; paths run from the leaf to the root.
 """
 
 from __future__ import annotations
+
+from userlimits_examples import SEED
 
 from elasticquota.core.userlimits import (
     WILDCARD,
@@ -27,22 +29,6 @@ def book_of(tree: Tree, maxes: dict[str, dict[str, int]] | None = None) -> tuple
 def rules_of(tree: Tree) -> list[tuple[str, str, str]]:
     _, problems = book_of(tree)
     return [(problem.quota, problem.limit, problem.rule) for problem in problems]
-
-
-SEED = """
-- limit: "specific user"
-  users: ["sue"]
-  maxresources: {memory: 25G, vcore: 5}
-- limit: "specific groups"
-  groups: ["development", "test"]
-  maxresources: {memory: 100G, vcore: 10}
-- limit: "user catch all"
-  users: ["*"]
-  maxresources: {memory: 10G, vcore: 1}
-- limit: "group catch all"
-  groups: ["*"]
-  maxresources: {memory: 50G, vcore: 10}
-"""
 
 
 def test_seed_example_sue_development_test_and_the_catch_alls() -> None:

@@ -1,4 +1,4 @@
-"""The user-limits annotation of one quota: reading it and YuniKorn's per-quota rules (§1, §2 1-10).
+"""The user-limits annotation of one quota: reading it and YuniKorn's per-quota rules.
 
 Each rule has a worked example; rule ids are asserted so that a message may be reworded freely.
 """

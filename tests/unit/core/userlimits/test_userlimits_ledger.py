@@ -1,4 +1,4 @@
-"""Accounting per user and tracked group, and admission (§5, §6), with YuniKorn's examples (§7).
+"""Accounting per user and tracked group, and admission, with YuniKorn's examples.
 
 cpu is in millicores, memory in bytes (engine units). Paths run from the pod's quota to the root.
 """
@@ -6,6 +6,8 @@ cpu is in millicores, memory in bytes (engine units). Paths run from the pod's q
 from __future__ import annotations
 
 import itertools
+
+from userlimits_examples import SEED
 
 from elasticquota.core.userlimits import (
     APPLICATIONS,
@@ -204,21 +206,7 @@ def test_multiple_group_limit_change_moves_a_groups_members_to_the_catch_all() -
 
 
 def test_seed_example_sue_development_test_and_the_catch_alls() -> None:
-    seed = """
-    - limit: "specific user"
-      users: ["sue"]
-      maxresources: {memory: 25G, vcore: 5}
-    - limit: "specific groups"
-      groups: ["development", "test"]
-      maxresources: {memory: 100G, vcore: 10}
-    - limit: "user catch all"
-      users: ["*"]
-      maxresources: {memory: 10G, vcore: 1}
-    - limit: "group catch all"
-      groups: ["*"]
-      maxresources: {memory: 50G, vcore: 10}
-    """
-    ledger = UserLimitLedger(book_of({"team": (None, seed)}))
+    ledger = UserLimitLedger(book_of({"team": (None, SEED)}))
     team = ("team",)
     # sue may use 5 cpu; every other user 1.
     start(ledger, pod(team, user="sue", groups=("development",), cpu=5_000))
@@ -251,7 +239,7 @@ def test_seed_example_sue_development_test_and_the_catch_alls() -> None:
     assert ledger.check(pod(team, user="u7", memory=1)).group is None
 
 
-# -- rules of §5 and §6 ----------------------------------------------------------------------------
+# -- accounting and admission rules ----------------------------------------------------------------
 
 
 def test_usage_is_hierarchical_and_tracked_for_every_user_with_or_without_limits() -> None:
@@ -407,60 +395,25 @@ def test_usage_document_follows_the_plan_contract() -> None:
         )
     )
     start(ledger, pod(("leaf", "root"), user="bob", groups=("ops",), app="x", cpu=1_000))
+    one_pod = {"used": {"cpu": "1", "pods": "1"}, "applications": 1}
+    unlimited = {"maxResources": None, "maxApplications": None, "limit": None}
+    unused = {"used": {}, "applications": 0}
+    four_cpu = {"cpu": "4"}
     assert ledger.usage_document() == {
         "users": {
-            "bob": {
-                "leaf": {
-                    "used": {"cpu": "1", "pods": "1"},
-                    "applications": 1,
-                    "maxResources": None,
-                    "maxApplications": None,
-                    "limit": None,
-                },
-                "root": {
-                    "used": {"cpu": "1", "pods": "1"},
-                    "applications": 1,
-                    "maxResources": None,
-                    "maxApplications": None,
-                    "limit": None,
-                },
-            },
+            "bob": {"leaf": one_pod | unlimited, "root": one_pod | unlimited},
             # A named limit shows even without usage (as YuniKorn's REST does).
             "sue": {
-                "root": {
-                    "used": {},
-                    "applications": 0,
-                    "maxResources": None,
-                    "maxApplications": 2,
-                    "limit": "#1",
-                },
+                "root": unused | {"maxResources": None, "maxApplications": 2, "limit": "#1"},
             },
         },
         "groups": {
             "*": {
-                "leaf": {
-                    "used": {"cpu": "1", "pods": "1"},
-                    "applications": 1,
-                    "maxResources": None,
-                    "maxApplications": None,
-                    "limit": None,
-                },
-                "root": {
-                    "used": {"cpu": "1", "pods": "1"},
-                    "applications": 1,
-                    "maxResources": {"cpu": "4"},
-                    "maxApplications": None,
-                    "limit": "*",
-                },
+                "leaf": one_pod | unlimited,
+                "root": one_pod | {"maxResources": four_cpu, "maxApplications": None, "limit": "*"},
             },
             "dev": {
-                "root": {
-                    "used": {},
-                    "applications": 0,
-                    "maxResources": {"cpu": "4"},
-                    "maxApplications": None,
-                    "limit": "#2",
-                },
+                "root": unused | {"maxResources": four_cpu, "maxApplications": None, "limit": "#2"},
             },
         },
     }
