@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
+from elasticquota.core.userlimits.stamping import DEFAULT_TRUSTED_USERS
 
 #: A DNS-1123 label: a namespace's name.
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -28,8 +29,12 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 #: A DNS-1123 subdomain with at least one dot, or empty (the webhook configurations' name).
 DOTTED_SUBDOMAIN_OR_EMPTY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)?$"
+#: A Kubernetes user or group name, or a pattern of them (``*`` matches any text): printable
+#: ASCII without spaces.
+IDENTITY_NAME = r"^[!-~]+$"
 #: The words of those patterns, for messages.
 PATTERN_WORDS = {
+    IDENTITY_NAME: "a user or group name without spaces ('*' matches any text)",
     DNS_LABEL: "a DNS label (lowercase letters, digits and '-', a letter or digit at both ends)",
     DNS_SUBDOMAIN: "a DNS subdomain (DNS labels joined by '.')",
     DOTTED_SUBDOMAIN_OR_EMPTY: "empty, or a DNS subdomain with at least one '.'",
@@ -48,6 +53,7 @@ NamespaceName = Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_LA
 FilePath = Annotated[str, Field(min_length=1, max_length=MAX_PATH)]
 HostName = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 Port = Annotated[int, Field(ge=0, le=65535)]
+IdentityPattern = Annotated[str, Field(min_length=1, max_length=MAX_NAME, pattern=IDENTITY_NAME)]
 
 
 def _default_identity() -> str:
@@ -104,6 +110,17 @@ class Settings(BaseSettings):
 
     gating_exclude_namespaces: list[NamespaceName] = Field(default_factory=lambda: ["kube-system"])
     """Pods of these namespaces are never gated."""
+
+    trusted_identity_users: list[IdentityPattern] = Field(
+        default_factory=lambda: list(DEFAULT_TRUSTED_USERS)
+    )
+    """Requesters (user names; ``*`` matches any text) whose pods and workloads keep the
+    ``elasticquota.dev/user-info`` identity they carry: the controllers that create pods from
+    templates, and external identity providers. Anyone else's pods and workloads get the
+    requester's own identity (user and group limits count it)."""
+
+    trusted_identity_groups: list[IdentityPattern] = Field(default_factory=list)
+    """The same by group: members of these groups may hand pods another identity."""
 
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""

@@ -50,6 +50,12 @@ import kopf
 from kopf._core.engines import admission as kopf_admission
 
 from elasticquota.controller.certs import self_signed_certificate
+from elasticquota.controller.identity import (
+    WORKLOAD_RESOURCES,
+    register_workload_webhooks,
+    stamp_request,
+    trust_rules,
+)
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
@@ -280,6 +286,7 @@ class Admission:
         self.gating_exclude = frozenset(settings.gating_exclude_namespaces) | self.ignore_namespaces
         self.recent = RecentAdmissions()
         self.quotas = QuotaMirror(state, self.recent)
+        self.trust = trust_rules(settings)
 
     def view(self) -> ClusterView:
         return cluster_view(self.quotas, self.state)
@@ -335,8 +342,15 @@ class Admission:
         for key, value in defaults.annotations.items():
             patch.metadata.annotations[key] = value
 
-    def mutate_pod(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
-        """New pods: the profile's node affinity and the admission gate (1.27+ servers)."""
+    def mutate_pod(
+        self,
+        body: Mapping[str, Any],
+        patch: kopf.Patch,
+        userinfo: Mapping[str, Any] | None = None,
+    ) -> None:
+        """New pods: who they run for (``controller.identity``, from the first request on), the
+        profile's node affinity and the admission gate (1.27+ servers)."""
+        stamp_request("Pod", "CREATE", body, None, userinfo, self.trust, patch)
         if not self.state.synced.is_set():
             return  # fail open: the pod is still accounted, and limited by revocation
         if _key(body)[0] in self.unjudged_pod_namespaces:
@@ -449,10 +463,14 @@ def register_webhooks(
         registry=registry,
     )
     async def mutate_pod(
-        body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
+        body: kopf.Body,
+        patch: kopf.Patch,
+        subresource: str | None,
+        userinfo: kopf.UserInfo | None = None,
+        **_: Any,
     ) -> None:
         await admission.quotas.follow()
-        admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch)
+        admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo)
 
     @kopf.on.validate(
         *PODS,
@@ -471,6 +489,7 @@ def register_webhooks(
         await admission.quotas.follow()
         admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
 
+    register_workload_webhooks(registry, admission, ignore_for_pods)
     return admission
 
 
@@ -543,11 +562,14 @@ def pod_namespace_selector(excluded: Iterable[str]) -> dict[str, Any]:
 
 
 def matches_pods(webhook: Mapping[str, Any]) -> bool:
-    """Whether a webhook of a configuration is called for pods (or a subresource of pods)."""
+    """Whether a webhook of a configuration is called for pods (or a subresource of pods), or
+    for the workloads that make them (``controller.identity``)."""
+    kinds = {("", "pods"), *WORKLOAD_RESOURCES}
     return any(
-        "" in (rule.get("apiGroups") or [])
-        and any(str(resource).split("/")[0] == "pods" for resource in rule.get("resources") or [])
+        (group, str(resource).split("/")[0]) in kinds
         for rule in webhook.get("rules") or []
+        for group in rule.get("apiGroups") or []
+        for resource in rule.get("resources") or []
     )
 
 

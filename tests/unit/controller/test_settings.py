@@ -33,6 +33,7 @@ from elasticquota.settings import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
     DOTTED_SUBDOMAIN_OR_EMPTY,
+    IDENTITY_NAME,
     Settings,
     allowed_values,
     invalid_settings_message,
@@ -183,7 +184,10 @@ LONGEST = {
     DNS_LABEL: lambda length: "a" * length,
     DNS_SUBDOMAIN: lambda length: ".".join(["a" * 63] * 3) + "." + "a" * (length - 3 * 64),
     DOTTED_SUBDOMAIN_OR_EMPTY: lambda length: LONGEST[DNS_SUBDOMAIN](length),
+    IDENTITY_NAME: lambda length: "system:serviceaccount:*" + "a" * (length - 23),
 }
+#: A value each pattern refuses (for names: not a DNS name).
+OFF_PATTERN = {IDENTITY_NAME: "two words"}
 
 
 def limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -225,7 +229,7 @@ def string_limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
     accepted = [LONGEST[pattern](longest) if pattern else "a" * longest]
     refused = ["a" * (longest + 1)]
     if pattern is not None:
-        refused.append("Not_A.name!")
+        refused.append(OFF_PATTERN.get(pattern, "Not_A.name!"))
     if schema.get("minLength", 0) >= 1:
         refused.append("")
     return accepted, refused

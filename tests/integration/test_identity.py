@@ -1,0 +1,121 @@
+"""Who a pod runs for, through the real API server (user and group limits count it).
+
+The operator serves its webhooks in Kopf's managed mode; the test sends requests as other users
+(``Impersonate-User``/``-Group``, which the API server puts in the admission request's
+``userInfo``). Then: a user's pod carries the user's identity; an identity the user wrote by hand,
+ours or YuniKorn's alias, is replaced by the user's own; a Deployment's pod template gets its
+creator's identity, and the pods the controllers make from it (ReplicaSet, then Pod, created by
+the kube-controller-manager, a trusted requester) carry it; an update of the Deployment that claims
+another identity is put back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import harness
+import pytest
+from kubernetes_asyncio import client
+from test_admission_webhooks import WebhookOperator, running, wait_serving
+
+from elasticquota.core.keys import ANNO_USER_INFO
+from elasticquota.core.userlimits.identity import Identity, read_identity
+from elasticquota.kube.client import make_api_client
+
+pytestmark = pytest.mark.timeout(300)
+
+ALIAS = "yunikorn.apache.org/user.info"
+SUE = Identity("sue", ("dev",))
+
+
+@pytest.fixture
+async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
+    """A namespace where user sue may create pods and Deployments (the ``edit`` role)."""
+    name = harness.unique("identity")
+    await harness.ensure_namespace(api, name)
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "sue-edits", "namespace": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "sue"}],
+    }
+    await client.RbacAuthorizationV1Api(api).create_namespaced_role_binding(name, binding)
+    yield name
+    await client.CoreV1Api(api).delete_namespace(name)
+
+
+@pytest.fixture
+async def as_sue() -> AsyncIterator[client.ApiClient]:
+    """An API client whose requests the API server takes as user sue of group dev."""
+    api = await make_api_client()
+    api.set_default_header("Impersonate-User", SUE.user)
+    api.set_default_header("Impersonate-Group", SUE.groups[0])
+    yield api
+    await api.close()
+
+
+def identity_of(metadata: Any) -> Identity:
+    return read_identity(metadata.annotations).identity
+
+
+def deployment(namespace: str, name: str, annotations: dict[str, str]) -> dict[str, Any]:
+    pod = harness.pod_manifest(namespace, name, "10m", "16Mi", labels={"app": name})
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}, "annotations": annotations},
+                "spec": pod["spec"],
+            },
+        },
+    }
+
+
+async def test_pods_and_deployments_run_for_whoever_created_them(
+    api: client.ApiClient, as_sue: client.ApiClient, namespace: str
+) -> None:
+    operator = WebhookOperator()
+    async with running(api, operator):
+        await wait_serving(api, operator)
+        mine = client.CoreV1Api(as_sue)
+        spoofed = '{"user": "admin", "groups": ["platform"]}'
+        for key in (ANNO_USER_INFO, ALIAS):
+            body = harness.pod_manifest(namespace, harness.unique("pod"), "10m", "16Mi")
+            body["metadata"]["annotations"] = {key: spoofed}
+            created = await mine.create_namespaced_pod(namespace, body)
+            assert identity_of(created.metadata) == SUE, created.metadata.annotations
+            print(f"\n{key} claimed admin: the pod runs for {identity_of(created.metadata)}")
+
+        apps = client.AppsV1Api(as_sue)
+        name = harness.unique("web")
+        made = await apps.create_namespaced_deployment(
+            namespace, deployment(namespace, name, {ANNO_USER_INFO: spoofed})
+        )
+        assert identity_of(made.spec.template.metadata) == SUE
+
+        async def pods_made() -> list[Any]:
+            listed = await client.CoreV1Api(api).list_namespaced_pod(
+                namespace, label_selector=f"app={name}"
+            )
+            return list(listed.items)
+
+        async def one_pod_made() -> bool:
+            return len(await pods_made()) == 1
+
+        await harness.eventually(one_pod_made, 60, operator.process, "the Deployment's pod")
+        (pod,) = await pods_made()
+        assert identity_of(pod.metadata) == SUE, pod.metadata.annotations
+        print(f"the Deployment's pod {pod.metadata.name} runs for {identity_of(pod.metadata)}")
+
+        claim = {"spec": {"template": {"metadata": {"annotations": {ANNO_USER_INFO: spoofed}}}}}
+        patched = await apps.patch_namespaced_deployment(name, namespace, claim)
+        assert identity_of(patched.spec.template.metadata) == SUE
+        stamped = json.loads(patched.spec.template.metadata.annotations[ANNO_USER_INFO])
+        assert stamped == {"user": "sue", "groups": ["dev"]}
