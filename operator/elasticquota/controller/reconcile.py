@@ -30,9 +30,9 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
@@ -41,7 +41,6 @@ from elasticquota.core.results import QuotaResult
 from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -68,12 +67,12 @@ class Writer:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        cluster: Cluster,
         state: ControllerState,
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._api = api
+        self._cluster = cluster
         self._state = state
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
@@ -82,9 +81,6 @@ class Writer:
 
     async def write(self, change: QuotaWrite) -> bool:
         """Apply one quota's changes; False when the API refused them (retried next pass)."""
-        if self._settings.dry_run:
-            logger.info("dry-run: would write %s/%s: %s", change.namespace, change.name, change)
-            return True
         async with self._slots:
             try:
                 await self._send(change)
@@ -114,21 +110,18 @@ class Writer:
         return outcomes
 
     async def _send(self, change: QuotaWrite) -> None:
-        key = (change.namespace, change.name)
+        cluster, namespace, name = self._cluster, change.namespace, change.name
         if change.annotations:
-            body = await patch_quota(
-                self._api,
-                change.namespace,
-                change.name,
-                {"metadata": {"annotations": change.annotations}},
-            )
-            self._state.on_quota(body)
+            patch = {"metadata": {"annotations": change.annotations}}
+            self._keep(await cluster.patch_quota(namespace, name, patch))
         if change.used is not None:
-            body = await patch_quota_status(
-                self._api, change.namespace, change.name, {"used": change.used}
-            )
+            self._keep(await cluster.patch_quota_status(namespace, name, {"used": change.used}))
+        logger.debug("wrote %s/%s", namespace, name)
+
+    def _keep(self, body: dict[str, Any] | None) -> None:
+        """The object as the cluster has it after a write (nothing when nothing was sent)."""
+        if body is not None:
             self._state.on_quota(body)
-        logger.debug("wrote %s", key)
 
 
 def pending_writes(
@@ -359,7 +352,7 @@ class Reconciler:
     def __init__(
         self,
         state: ControllerState,
-        api: client.ApiClient,
+        cluster: Cluster,
         settings: Settings,
         leading: asyncio.Event,
         metrics: Metrics | None = None,
@@ -368,7 +361,7 @@ class Reconciler:
         self._settings = settings
         self._leading = leading
         self._metrics = metrics or Metrics()
-        self.writer = Writer(api, state, settings)
+        self.writer = Writer(cluster, state, settings)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.passes = 0

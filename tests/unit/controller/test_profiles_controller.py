@@ -16,17 +16,18 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_profile
+from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.profiles import ProfileController, root_quota_patch
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 GPU_POOL = {"pool": "gpu"}
 TREE_ID = profile_tree_id(parse_profile(
@@ -66,11 +67,11 @@ def pool(state: ControllerState, k8s: Bodies, cluster: FakeCluster) -> Controlle
 
 
 def controller(
-    state: ControllerState, api: client.ApiClient, make_settings: Any, **overrides: Any
+    state: ControllerState, cluster: Cluster, make_settings: Any, **overrides: Any
 ) -> tuple[ProfileController, asyncio.Event]:
     leading = asyncio.Event()
     leading.set()
-    return ProfileController(state, api, make_settings(**overrides), leading), leading
+    return ProfileController(state, cluster, make_settings(**overrides), leading), leading
 
 
 def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
@@ -177,11 +178,11 @@ def test_a_spec_key_the_profile_no_longer_has_is_deleted_by_the_patch() -> None:
 
 @pytest.mark.looptime
 async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     expected = desired_root(pool)
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(5)
 
@@ -200,13 +201,12 @@ async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
 async def test_an_up_to_date_root_is_not_written(
     pool: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(10)
     assert cluster.calls == []
@@ -216,13 +216,12 @@ async def test_an_up_to_date_root_is_not_written(
 async def test_the_root_follows_its_node_pool(
     pool: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(5)
         pool.on_node(k8s.node("n4", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
@@ -241,13 +240,12 @@ async def test_the_root_follows_its_node_pool(
 async def test_changes_within_the_debounce_make_one_pass(
     pool: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings, profile_debounce=2.0)
+    ctl, _ = controller(pool, cluster, make_settings, profile_debounce=2.0)
     async with running(ctl.run()):
         await asyncio.sleep(5)
         for index in range(5):  # five nodes join within 1 s
@@ -264,7 +262,6 @@ async def test_changes_within_the_debounce_make_one_pass(
 async def test_a_patch_converges_when_the_profile_dropped_a_resource(
     pool: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
@@ -274,7 +271,7 @@ async def test_a_patch_converges_when_the_profile_dropped_a_resource(
     stale["spec"]["max"]["nvidia.com/gpu"] = "4611686018427387"
     pool.on_quota(stale)
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(30)
 
@@ -284,9 +281,9 @@ async def test_a_patch_converges_when_the_profile_dropped_a_resource(
 
 @pytest.mark.looptime
 async def test_nothing_is_written_before_the_initial_listing(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(30)
         assert cluster.calls == []
@@ -297,10 +294,10 @@ async def test_nothing_is_written_before_the_initial_listing(
 
 @pytest.mark.looptime
 async def test_a_standby_writes_nothing_until_it_leads(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     pool.mark_synced()
-    ctl, leading = controller(pool, api, make_settings)
+    ctl, leading = controller(pool, cluster, make_settings)
     leading.clear()
     async with running(ctl.run()):
         await asyncio.sleep(30)
@@ -312,22 +309,25 @@ async def test_a_standby_writes_nothing_until_it_leads(
 
 @pytest.mark.looptime
 async def test_dry_run_writes_nothing(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings, dry_run=True)
+    dry_run = DryRunCluster()
+    ctl, _ = controller(pool, dry_run, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(10)
     assert cluster.calls == []
+    assert ("team", "gpu-root") not in pool.quotas
+    assert {verb for verb, *_ in dry_run.calls} == {"create_quota", "patch_profile"}
 
 
 @pytest.mark.looptime
 async def test_a_failure_is_reported_on_the_profile_and_retried(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(10)
 
@@ -346,11 +346,11 @@ async def test_a_failure_is_reported_on_the_profile_and_retried(
 
 @pytest.mark.looptime
 async def test_a_root_created_meanwhile_by_someone_else_is_left_to_the_watch(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     cluster.store(desired_root(pool))  # in the cluster, not yet seen by the watch
     pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
+    ctl, _ = controller(pool, cluster, make_settings)
     async with running(ctl.run()):
         await asyncio.sleep(10)
 

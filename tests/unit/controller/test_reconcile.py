@@ -21,10 +21,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from yielding import yields_during
 
+from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.reconcile import (
     Reconciler,
     TreeLoop,
@@ -40,7 +40,8 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 DEFAULT = keys.DEFAULT_TREE
 SettingsFactory = Callable[..., Settings]
@@ -135,10 +136,10 @@ async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
 
 
 async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     assert await writer.write(change)
 
@@ -150,9 +151,9 @@ async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
 
 
 async def test_the_servers_object_becomes_the_current_one(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
 
@@ -167,11 +168,10 @@ async def test_the_servers_object_becomes_the_current_one(
 async def test_a_restarted_replica_writes_nothing(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
 
@@ -187,11 +187,10 @@ async def test_a_restarted_replica_writes_nothing(
 async def test_only_what_changed_is_sent(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
     cluster.calls.clear()
@@ -205,9 +204,9 @@ async def test_only_what_changed_is_sent(
 
 
 async def test_a_status_only_change_sends_no_annotation_patch(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
     for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
         await writer.write(change)
     cluster.calls.clear()
@@ -220,24 +219,25 @@ async def test_a_status_only_change_sends_no_annotation_patch(
 
 
 async def test_dry_run_writes_nothing(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    writer = Writer(api, world, make_settings(dry_run=True))
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+    writer = Writer(DryRunCluster(), world, make_settings())
+    changes = pending_writes(world, world.engine.solve_tree(DEFAULT))
+    for change in changes:
         assert await writer.write(change)
     assert cluster.calls == []
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == changes  # memory as it was
 
 
 async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     cluster.fail("patch_quota", TimeoutError(), ApiException(status=503), TimeoutError())
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.reconcile"):
         outcomes = [await writer.write(change) for _ in range(4)]
@@ -250,11 +250,11 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
 
 
 async def test_a_refused_write_is_counted_and_reported(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable Entity"))
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     assert not await writer.write(change)
 
@@ -267,14 +267,13 @@ async def test_a_refused_write_is_counted_and_reported(
 async def test_at_most_write_concurrency_writes_are_in_flight(
     state: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     for index in range(10):
         add_quota(state, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     cluster.latency = 1.0
-    writer = Writer(api, state, make_settings(write_concurrency=3))
+    writer = Writer(cluster, state, make_settings(write_concurrency=3))
 
     changes = pending_writes(state, state.engine.solve_tree(DEFAULT))
     assert all(await asyncio.gather(*(writer.write(change) for change in changes)))
@@ -288,7 +287,7 @@ async def test_at_most_write_concurrency_writes_are_in_flight(
 
 def tree_loop(
     state: ControllerState,
-    api: client.ApiClient,
+    cluster: FakeCluster,
     settings: Settings,
     leading: asyncio.Event,
     passes: list[float] | None = None,
@@ -297,14 +296,14 @@ def tree_loop(
         if passes is not None:
             passes.append(asyncio.get_running_loop().time())
 
-    writer = Writer(api, state, settings)
+    writer = Writer(cluster, state, settings)
     return TreeLoop(DEFAULT, state, writer, settings.reconcile_interval, leading, on_pass)
 
 
 async def test_one_pass_reports_whether_every_write_succeeded(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    loop = tree_loop(world, api, make_settings(), asyncio.Event())
+    loop = tree_loop(world, cluster, make_settings(), asyncio.Event())
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
     assert await loop.reconcile_once()  # the one refused is written now
@@ -314,10 +313,10 @@ async def test_one_pass_reports_whether_every_write_succeeded(
 
 @pytest.mark.looptime
 async def test_a_tree_loop_writes_only_when_woken_and_leading(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     leading = asyncio.Event()
-    loop = tree_loop(world, api, make_settings(), leading)
+    loop = tree_loop(world, cluster, make_settings(), leading)
     async with running(loop.run()):
         leading.set()
         await asyncio.sleep(10)
@@ -337,14 +336,13 @@ async def test_a_tree_loop_writes_only_when_woken_and_leading(
 async def test_a_quota_is_written_at_most_once_per_interval(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
     looptime: Any,
 ) -> None:
     leading = asyncio.Event()
     leading.set()
-    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(world, cluster, make_settings(reconcile_interval=5.0), leading)
     write_times: list[float] = []
 
     class TimedCalls(list[Any]):
@@ -371,14 +369,13 @@ async def test_a_quota_is_written_at_most_once_per_interval(
 async def test_a_quiet_quota_is_written_without_waiting(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
     looptime: Any,
 ) -> None:
     leading = asyncio.Event()
     leading.set()
-    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(world, cluster, make_settings(reconcile_interval=5.0), leading)
     async with running(loop.run()):
         loop.wake.set()
         await asyncio.sleep(10)  # initial writes done, interval long past
@@ -393,7 +390,6 @@ async def test_a_quiet_quota_is_written_without_waiting(
 async def test_a_refused_write_is_retried_one_interval_later(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     looptime: Any,
 ) -> None:
@@ -401,7 +397,7 @@ async def test_a_refused_write_is_retried_one_interval_later(
     leading = asyncio.Event()
     leading.set()
     passes: list[float] = []
-    loop = tree_loop(world, api, make_settings(reconcile_interval=3.0), leading, passes)
+    loop = tree_loop(world, cluster, make_settings(reconcile_interval=3.0), leading, passes)
     start = float(looptime)
     async with running(loop.run()):
         loop.wake.set()
@@ -416,11 +412,11 @@ async def test_a_refused_write_is_retried_one_interval_later(
 
 @pytest.mark.looptime
 async def test_nothing_is_written_before_the_initial_listing(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     leading = asyncio.Event()
     leading.set()
-    reconciler = Reconciler(world, api, make_settings(), leading)
+    reconciler = Reconciler(world, cluster, make_settings(), leading)
     async with running(reconciler.run()):
         await asyncio.sleep(30)
         assert cluster.calls == [] and reconciler.passes == 0
@@ -432,11 +428,11 @@ async def test_nothing_is_written_before_the_initial_listing(
 
 @pytest.mark.looptime
 async def test_a_standby_replica_writes_nothing_until_it_leads(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     leading = asyncio.Event()
     world.mark_synced()
-    reconciler = Reconciler(world, api, make_settings(), leading)
+    reconciler = Reconciler(world, cluster, make_settings(), leading)
     async with running(reconciler.run()):
         await asyncio.sleep(30)
         assert cluster.calls == []
@@ -450,14 +446,13 @@ async def test_a_standby_replica_writes_nothing_until_it_leads(
 async def test_writes_happen_only_on_change(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    reconciler = Reconciler(world, api, make_settings(), leading)
+    reconciler = Reconciler(world, cluster, make_settings(), leading)
     async with running(reconciler.run()):
         await asyncio.sleep(5)
         first = len(cluster.calls)
@@ -478,14 +473,13 @@ async def test_writes_happen_only_on_change(
 async def test_a_restarted_operator_writes_nothing(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
         await asyncio.sleep(5)
     cluster.calls.clear()
 
@@ -495,7 +489,7 @@ async def test_a_restarted_operator_writes_nothing(
         fresh.on_quota(body)
     fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
     fresh.mark_synced()
-    reconciler = Reconciler(fresh, api, make_settings(), leading)
+    reconciler = Reconciler(fresh, cluster, make_settings(), leading)
     async with running(reconciler.run()):
         await asyncio.sleep(10)
     assert reconciler.passes >= 1
@@ -506,7 +500,6 @@ async def test_a_restarted_operator_writes_nothing(
 async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
     state: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
@@ -520,7 +513,7 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
     def tree_tasks() -> set[str]:
         return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("tree ")}
 
-    async with running(Reconciler(state, api, make_settings(), leading).run()):
+    async with running(Reconciler(state, cluster, make_settings(), leading).run()):
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''", "tree '7'"}
         assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]
@@ -533,12 +526,12 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
 
 async def test_many_writes_go_through_a_few_workers_in_order(
     world: ControllerState,
-    api: client.ApiClient,
+    cluster: FakeCluster,
     make_settings: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Thousands of writes in a pass must not become thousands of tasks at once."""
-    writer = Writer(api, world, make_settings(write_concurrency=3))
+    writer = Writer(cluster, world, make_settings(write_concurrency=3))
     in_flight, most = 0, 0
 
     async def write(change: QuotaWrite) -> bool:

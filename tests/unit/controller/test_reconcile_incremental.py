@@ -25,7 +25,8 @@ from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 DEFAULT = keys.DEFAULT_TREE
 LEAVES = [f"leaf{index}" for index in range(8)]
@@ -62,9 +63,9 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
 
 
 def tree_loop(
-    state: ControllerState, api: Any, settings: Settings, tree_id: str = DEFAULT
+    state: ControllerState, cluster: Any, settings: Settings, tree_id: str = DEFAULT
 ) -> TreeLoop:
-    writer = Writer(api, state, settings)
+    writer = Writer(cluster, state, settings)
     return TreeLoop(tree_id, state, writer, 0.0, asyncio.Event(), lambda: None)
 
 
@@ -79,9 +80,9 @@ def route_echoes(state: ControllerState, loop: TreeLoop) -> None:
     loop.note_objects(state.take_changed_quotas())
 
 
-async def settled(state: ControllerState, api: Any, settings: Settings) -> TreeLoop:
+async def settled(state: ControllerState, cluster: Any, settings: Settings) -> TreeLoop:
     """A default-tree loop whose writes are all done and whose echoes were diffed."""
-    loop = tree_loop(state, api, settings)
+    loop = tree_loop(state, cluster, settings)
     await loop.reconcile_once()
     route_echoes(state, loop)
     await loop.reconcile_once()
@@ -96,12 +97,11 @@ def writes_of(cluster: FakeCluster, since: int) -> list[tuple[str, str, Any]]:
 async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_changed(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
     make_settings: Callable[..., Settings],
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, api, make_settings())
+    loop = await settled(world, cluster, make_settings())
     before = dict(world.results[DEFAULT])
     world.on_pod(k8s.pod("late", quota="leaf3", requests={"cpu": "2"}))  # pending: request only
     after = world.engine.solve_tree(DEFAULT)
@@ -130,12 +130,11 @@ async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_ch
 async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_undone(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
     make_settings: Callable[..., Settings],
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, api, make_settings())
+    loop = await settled(world, cluster, make_settings())
     diffed.clear()
     edited = cluster.quotas[("team", "leaf5")]
     edited["metadata"]["annotations"][keys.ANNO_REQUEST] = '{"cpu":"99"}'
@@ -158,14 +157,13 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
 async def test_a_refused_write_is_diffed_again_at_the_next_pass(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
     make_settings: Callable[..., Settings],
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    loop = await settled(world, api, make_settings())
+    loop = await settled(world, cluster, make_settings())
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
@@ -180,12 +178,12 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 
 async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
-    api: Any,
+    cluster: FakeCluster,
     make_settings: Callable[..., Settings],
     monkeypatch: pytest.MonkeyPatch,
     diffed: list[str],
 ) -> None:
-    loop = tree_loop(world, api, make_settings())
+    loop = tree_loop(world, cluster, make_settings())
     loop._leading.set()
     calls = 0
     original = reconcile.pending_writes_in_slices
@@ -226,7 +224,6 @@ async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
 async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
     make_settings: Callable[..., Settings],
     k8s: Bodies,
     monkeypatch: pytest.MonkeyPatch,
@@ -242,7 +239,7 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
         await asyncio.sleep(5)
         assert sorted(set(passes)) == [DEFAULT, "7"]
         passes.clear()
@@ -267,14 +264,14 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
 @pytest.mark.looptime
 async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     world: ControllerState,
-    api: Any,
+    cluster: FakeCluster,
     make_settings: Callable[..., Settings],
     diffed: list[str],
 ) -> None:
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
         await asyncio.sleep(5)
         leading.clear()
         await asyncio.sleep(5)
@@ -288,7 +285,6 @@ async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
 async def test_a_topology_change_makes_the_loops_diff_every_quota(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
     make_settings: Callable[..., Settings],
     k8s: Bodies,
     diffed: list[str],
@@ -296,7 +292,7 @@ async def test_a_topology_change_makes_the_loops_diff_every_quota(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
         await asyncio.sleep(5)
         diffed.clear()
         body = k8s.quota("newcomer", max={"cpu": "1"})
