@@ -20,11 +20,9 @@ import collections
 import logging
 from collections import Counter
 
-from elasticquota.controller.cluster import Cluster
-from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
-from elasticquota.controller.state import ControllerState
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.preemption import preemption_victims
@@ -32,7 +30,6 @@ from elasticquota.core.results import Snapshot
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -45,26 +42,14 @@ def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[st
     return dict(Counter(snapshot.pod_quota[d.pod.key] for d in decisions if not d.release))
 
 
-class GateController:
+class GateController(WritingLoop):
     """Releases gated pods that fit; tells the others why they wait."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        cluster: Cluster,
-        settings: Settings,
-        leading: asyncio.Event,
-        limiter: RateLimiter | None = None,
-        metrics: Metrics | None = None,
-    ) -> None:
+    def __init__(self, context: LoopContext, limiter: RateLimiter | None = None) -> None:
         """``limiter`` is shared with revocation (one eviction budget)."""
-        self._state = state
-        self._cluster = cluster
-        self._settings = settings
-        self._leading = leading
+        super().__init__(context)
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
-        self._limiter = limiter or RateLimiter(settings.eviction_rate)
-        self._metrics = metrics or Metrics()
+        self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "gate updates")
         #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
         self.released: collections.deque[str] = collections.deque(maxlen=RECENT)

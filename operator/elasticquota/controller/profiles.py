@@ -14,15 +14,14 @@ import asyncio
 import logging
 from typing import Any
 
-from elasticquota.controller.cluster import Cluster
-from elasticquota.controller.state import ControllerState, QuotaObject
+from elasticquota.controller.context import LoopContext, WritingLoop
+from elasticquota.controller.state import QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.models import ProfileSpec
 from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
 from elasticquota.core.quantity import QuantityError
 from elasticquota.core.resources import parse_resource_list
 from elasticquota.kube.outages import OutageLog
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -65,20 +64,11 @@ def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str,
     return patch or None
 
 
-class ProfileController:
+class ProfileController(WritingLoop):
     """Keeps every profile's root quota in line with its node pool."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        cluster: Cluster,
-        settings: Settings,
-        leading: asyncio.Event,
-    ) -> None:
-        self._state = state
-        self._cluster = cluster
-        self._settings = settings
-        self._leading = leading
+    def __init__(self, context: LoopContext) -> None:
+        super().__init__(context)
         self._outage = OutageLog(logger, "profile root quota updates")
 
     async def run(self) -> None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
@@ -346,22 +347,12 @@ class TreeLoop:
             self._metrics.pod_event_written(time.monotonic() - since)
 
 
-class Reconciler:
+class Reconciler(WritingLoop):
     """Runs one ``TreeLoop`` per tree and wakes them when their tree may need a write."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        cluster: Cluster,
-        settings: Settings,
-        leading: asyncio.Event,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self._state = state
-        self._settings = settings
-        self._leading = leading
-        self._metrics = metrics or Metrics()
-        self.writer = Writer(cluster, state, settings)
+    def __init__(self, context: LoopContext) -> None:
+        super().__init__(context)
+        self.writer = Writer(context.cluster, context.state, context.settings)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.passes = 0

@@ -33,10 +33,10 @@ import time
 from collections.abc import Callable
 
 from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
 from elasticquota.controller.solving import solved_snapshot
-from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
 from elasticquota.core.overuse import (
@@ -52,7 +52,6 @@ from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -119,28 +118,20 @@ class RateLimiter:
             await asyncio.sleep((1 - self._tokens) / self._rate)
 
 
-class RevocationController:
+class RevocationController(WritingLoop):
     """Checks over-use, keeps the timers on the quotas, and evicts when a round is due."""
 
     def __init__(
         self,
-        state: ControllerState,
-        cluster: Cluster,
-        settings: Settings,
-        leading: asyncio.Event,
+        context: LoopContext,
         clock: Callable[[], float] = time.time,
         limiter: RateLimiter | None = None,
-        metrics: Metrics | None = None,
     ) -> None:
         """``limiter`` is shared with in-quota preemption (one eviction budget)."""
-        self._state = state
-        self._cluster = cluster
-        self._settings = settings
-        self._leading = leading
+        super().__init__(context)
         self._clock = clock
-        self._timer = OverUseTimer(settings.revocation_delay)
-        self._limiter = limiter or RateLimiter(settings.eviction_rate)
-        self._metrics = metrics or Metrics()
+        self._timer = OverUseTimer(context.settings.revocation_delay)
+        self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "revocation's API requests")
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
         self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)

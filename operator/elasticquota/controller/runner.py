@@ -27,6 +27,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller import heap
 from elasticquota.controller.cluster import Cluster, DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.ingest import Ingest
@@ -136,11 +137,13 @@ class Operator:
             fence=fence,
         )
         self.metrics.watch(self.state, self.leader.leading)
-        leading, cluster = self.leader.leading, self.cluster
-        self.reconciler = Reconciler(self.state, cluster, settings, leading, self.metrics)
-        self.profiles = ProfileController(self.state, cluster, settings, leading)
-        self.reporter = ProblemReporter(self.state, cluster, self.reconciler.writer)
-        self.names = NameRecorder(self.state, cluster)
+        self.context = LoopContext(
+            self.state, self.cluster, settings, self.leader.leading, self.metrics
+        )
+        self.reconciler = Reconciler(self.context)
+        self.profiles = ProfileController(self.context)
+        self.reporter = ProblemReporter(self.state, self.cluster, self.reconciler.writer)
+        self.names = NameRecorder(self.state, self.cluster)
         self.ingest = Ingest(self.state, api)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.
@@ -166,14 +169,7 @@ class Operator:
         if self.settings.gating:
             loops.append(("gating", self._gate()))
         if self.settings.revocation:
-            revocation = RevocationController(
-                self.state,
-                self.cluster,
-                self.settings,
-                self.leader.leading,
-                limiter=self.eviction_limiter,
-                metrics=self.metrics,
-            )
+            revocation = RevocationController(self.context, limiter=self.eviction_limiter)
             loops.append(("revocation", revocation.run()))
         if admission is not None:
             loops.append(("webhook catalog", self._index_for_webhooks(admission)))
@@ -258,14 +254,7 @@ class Operator:
             )
             return
         self.state.gates_supported = True  # from now on the pod webhook adds the gate
-        gates = GateController(
-            self.state,
-            self.cluster,
-            self.settings,
-            self.leader.leading,
-            limiter=self.eviction_limiter,
-            metrics=self.metrics,
-        )
+        gates = GateController(self.context, limiter=self.eviction_limiter)
         await gates.run()
 
     async def _ensure_reserved(self) -> None:

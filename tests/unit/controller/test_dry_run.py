@@ -18,6 +18,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from elasticquota.controller.cluster import DRY_RUN_MEMORY, DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.reserved import ensure_reserved_quotas
@@ -109,7 +110,7 @@ async def test_a_dry_run_gate_releases_and_preempts_nothing_and_counts_nothing(
     state.mark_synced()
     metrics = Metrics()
     dry_run = DryRunCluster()
-    gate = GateController(state, dry_run, Settings(identity="test"), leading, metrics=metrics)
+    gate = GateController(LoopContext(state, dry_run, Settings(identity="test"), leading, metrics))
     await gate.step()
     assert list(gate.released) == [] and list(gate.preempted) == []
     assert {name for verb, _, name, _ in dry_run.calls if verb == "evict"} == {"low"}
@@ -130,9 +131,8 @@ async def test_a_dry_run_revocation_round_evicts_and_records_nothing(
     clock = iter([0.0, 10.0])
     dry_run = DryRunCluster()
     settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
-    controller = RevocationController(
-        state, dry_run, settings, leading, clock=lambda: next(clock), metrics=metrics
-    )
+    context = LoopContext(state, dry_run, settings, leading, metrics)
+    controller = RevocationController(context, clock=lambda: next(clock))
     await controller.check_once()  # the over-use starts
     await controller.check_once()  # a round is due
     assert [verb for verb, *_ in dry_run.calls].count("evict") == 1

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fake_cluster import FakeCluster
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
@@ -50,7 +51,7 @@ def world() -> ControllerState:
 
 
 def controller(world: ControllerState, cluster: FakeCluster) -> GateController:
-    return GateController(world, cluster, Settings(), asyncio.Event())
+    return GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
 
 
 async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: FakeCluster) -> None:

@@ -17,6 +17,7 @@ from kopf._cogs.structs.references import Resource
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import EVICTION_RESULTS, FAILED
@@ -179,9 +180,8 @@ async def test_revocation_counts_each_eviction_by_outcome(
     metrics = Metrics()
     clock = iter([0.0, 10.0, 20.0])
     settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
-    controller = RevocationController(
-        over_used, cluster, settings, leading, clock=lambda: next(clock), metrics=metrics
-    )
+    context = LoopContext(over_used, cluster, settings, leading, metrics)
+    controller = RevocationController(context, clock=lambda: next(clock))
     cluster.evictions_end(EvictionOutcome.BLOCKED)
     await controller.check_once()  # the over-use starts
     await controller.check_once()  # a round: one victim, kept by its disruption budget
@@ -215,7 +215,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
     state.mark_synced()
     metrics = Metrics()
     metrics.watch(state, leading)
-    gate = GateController(state, cluster, Settings(identity="test"), leading, metrics=metrics)
+    gate = GateController(LoopContext(state, cluster, Settings(identity="test"), leading, metrics))
     await gate.step()
     assert list(gate.released) == ["team/fits"] and list(gate.preempted) == ["team/low"]
     assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1

@@ -20,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_profile
 from elasticquota.controller.cluster import Cluster, DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.profiles import ProfileController, root_quota_patch
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
@@ -71,7 +72,9 @@ def controller(
 ) -> tuple[ProfileController, asyncio.Event]:
     leading = asyncio.Event()
     leading.set()
-    return ProfileController(state, cluster, make_settings(**overrides), leading), leading
+    return ProfileController(
+        LoopContext(state, cluster, make_settings(**overrides), leading)
+    ), leading
 
 
 def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:

@@ -25,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from yielding import yields_during
 
 from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import (
     Reconciler,
     TreeLoop,
@@ -416,7 +417,7 @@ async def test_nothing_is_written_before_the_initial_listing(
 ) -> None:
     leading = asyncio.Event()
     leading.set()
-    reconciler = Reconciler(world, cluster, make_settings(), leading)
+    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
     async with running(reconciler.run()):
         await asyncio.sleep(30)
         assert cluster.calls == [] and reconciler.passes == 0
@@ -432,7 +433,7 @@ async def test_a_standby_replica_writes_nothing_until_it_leads(
 ) -> None:
     leading = asyncio.Event()
     world.mark_synced()
-    reconciler = Reconciler(world, cluster, make_settings(), leading)
+    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
     async with running(reconciler.run()):
         await asyncio.sleep(30)
         assert cluster.calls == []
@@ -452,7 +453,7 @@ async def test_writes_happen_only_on_change(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    reconciler = Reconciler(world, cluster, make_settings(), leading)
+    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
     async with running(reconciler.run()):
         await asyncio.sleep(5)
         first = len(cluster.calls)
@@ -479,7 +480,7 @@ async def test_a_restarted_operator_writes_nothing(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
+    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
         await asyncio.sleep(5)
     cluster.calls.clear()
 
@@ -489,7 +490,7 @@ async def test_a_restarted_operator_writes_nothing(
         fresh.on_quota(body)
     fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
     fresh.mark_synced()
-    reconciler = Reconciler(fresh, cluster, make_settings(), leading)
+    reconciler = Reconciler(LoopContext(fresh, cluster, make_settings(), leading))
     async with running(reconciler.run()):
         await asyncio.sleep(10)
     assert reconciler.passes >= 1
@@ -513,7 +514,7 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
     def tree_tasks() -> set[str]:
         return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("tree ")}
 
-    async with running(Reconciler(state, cluster, make_settings(), leading).run()):
+    async with running(Reconciler(LoopContext(state, cluster, make_settings(), leading)).run()):
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''", "tree '7'"}
         assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]

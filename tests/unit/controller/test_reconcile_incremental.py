@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from elasticquota.controller import reconcile
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -239,7 +240,7 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
+    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
         await asyncio.sleep(5)
         assert sorted(set(passes)) == [DEFAULT, "7"]
         passes.clear()
@@ -271,7 +272,7 @@ async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
+    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
         await asyncio.sleep(5)
         leading.clear()
         await asyncio.sleep(5)
@@ -292,7 +293,7 @@ async def test_a_topology_change_makes_the_loops_diff_every_quota(
     leading = asyncio.Event()
     leading.set()
     world.mark_synced()
-    async with running(Reconciler(world, cluster, make_settings(), leading).run()):
+    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
         await asyncio.sleep(5)
         diffed.clear()
         body = k8s.quota("newcomer", max={"cpu": "1"})

@@ -15,6 +15,7 @@ import pytest
 
 from elasticquota.controller import revocation, solving
 from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
@@ -30,7 +31,9 @@ def checker(world: ControllerState, now: list[float]) -> RevocationController:
     """A dry-run controller (30-s delay, a check a second) whose clock reads ``now[0]``."""
     settings = Settings(revocation_delay=30.0, revocation_interval=1.0)
     cluster = DryRunCluster()
-    return RevocationController(world, cluster, settings, asyncio.Event(), clock=lambda: now[0])
+    return RevocationController(
+        LoopContext(world, cluster, settings, asyncio.Event()), clock=lambda: now[0]
+    )
 
 
 def quota(name: str, cpu: str) -> dict[str, Any]:

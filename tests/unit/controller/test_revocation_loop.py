@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fake_cluster import FakeCluster
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
@@ -49,7 +50,7 @@ def leading_controller(
     leading = asyncio.Event()
     leading.set()
     settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    return RevocationController(world, cluster, settings, leading, clock=loop.time)
+    return RevocationController(LoopContext(world, cluster, settings, leading), clock=loop.time)
 
 
 @pytest.fixture
@@ -141,9 +142,8 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
     cluster.fail("evict", NotLeadingError("evict ns/extra: not sent"))
     settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
     now = [100.0]
-    controller = RevocationController(
-        world, cluster, settings, asyncio.Event(), clock=lambda: now[0]
-    )
+    context = LoopContext(world, cluster, settings, asyncio.Event())
+    controller = RevocationController(context, clock=lambda: now[0])
     await controller.check_once()  # the over-use starts
     now[0] += DELAY + 1
     await controller.check_once()  # a round is due

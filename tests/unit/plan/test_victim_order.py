@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
@@ -111,13 +112,13 @@ def live_round(state: ControllerState, monkeypatch: pytest.MonkeyPatch) -> list[
         monkeypatch.delenv(name)  # the settings come from this test alone
     clock = iter([0.0, 10.0])
     cluster = RecordingCluster()
-    controller = RevocationController(
+    context = LoopContext(
         state,
         cluster,  # type: ignore[arg-type]  # the writes a round makes, no more
         Settings(revocation_delay=1.0, eviction_rate=100.0),
         leading=None,  # type: ignore[arg-type]  # check_once does not wait for the Lease
-        clock=lambda: next(clock),
     )
+    controller = RevocationController(context, clock=lambda: next(clock))
 
     async def two_checks() -> None:
         await controller.check_once()  # the over-use starts
