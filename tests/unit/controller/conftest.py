@@ -19,6 +19,7 @@ import pytest
 from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -201,6 +202,19 @@ def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
     metrics = Metrics()
     metrics.watch(state, leading)
     return metrics
+
+
+@pytest.fixture
+def context(
+    state: ControllerState,
+    cluster: FakeCluster,
+    leading: asyncio.Event,
+    metrics: Metrics,
+    make_settings: Callable[..., Settings],
+) -> LoopContext:
+    """What a writing loop is given: ``state``, the in-memory cluster, the test settings, the
+    Lease held and the metrics (``dataclasses.replace`` it for other settings)."""
+    return LoopContext(state, cluster, make_settings(), leading, metrics)
 
 
 @pytest.fixture

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from background import running
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_profile
-from elasticquota.controller.cluster import Cluster, DryRunCluster
+from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.profiles import ProfileController, root_quota_patch
 from elasticquota.controller.state import ControllerState, QuotaObject
@@ -35,17 +37,6 @@ TREE_ID = profile_tree_id(parse_profile(
     {"metadata": {"name": "gpu", "namespace": "team"},
      "spec": {"quotaName": "gpu-root", "nodeSelector": {}}}
 )[0])  # fmt: skip
-
-
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    task = asyncio.create_task(coro)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def desired_root(state: ControllerState) -> dict[str, Any]:
@@ -67,14 +58,14 @@ def pool(state: ControllerState, k8s: Bodies, cluster: FakeCluster) -> Controlle
     return state
 
 
-def controller(
-    state: ControllerState, cluster: Cluster, make_settings: Any, **overrides: Any
-) -> tuple[ProfileController, asyncio.Event]:
-    leading = asyncio.Event()
-    leading.set()
-    return ProfileController(
-        LoopContext(state, cluster, make_settings(**overrides), leading)
-    ), leading
+@contextlib.asynccontextmanager
+async def profiles_running(context: LoopContext, synced: bool = True) -> AsyncIterator[None]:
+    """The profile controller running for the body of the block (on a synced memory unless told
+    not)."""
+    if synced:
+        context.state.mark_synced()
+    async with running(ProfileController(context).run()):
+        yield
 
 
 def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
@@ -181,12 +172,10 @@ def test_a_spec_key_the_profile_no_longer_has_is_deleted_by_the_patch() -> None:
 
 @pytest.mark.looptime
 async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     expected = desired_root(pool)
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(5)
 
     assert cluster.calls == [
@@ -204,13 +193,11 @@ async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
 async def test_an_up_to_date_root_is_not_written(
     pool: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
     assert cluster.calls == []
 
@@ -219,13 +206,11 @@ async def test_an_up_to_date_root_is_not_written(
 async def test_the_root_follows_its_node_pool(
     pool: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(5)
         pool.on_node(k8s.node("n4", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
         await asyncio.sleep(5)
@@ -243,13 +228,12 @@ async def test_the_root_follows_its_node_pool(
 async def test_changes_within_the_debounce_make_one_pass(
     pool: ControllerState,
     cluster: FakeCluster,
+    context: LoopContext,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings, profile_debounce=2.0)
-    async with running(ctl.run()):
+    async with profiles_running(replace(context, settings=make_settings(profile_debounce=2.0))):
         await asyncio.sleep(5)
         for index in range(5):  # five nodes join within 1 s
             node = k8s.node(f"m{index}", labels=GPU_POOL, allocatable={"cpu": "1", "memory": "1Gi"})
@@ -265,7 +249,7 @@ async def test_changes_within_the_debounce_make_one_pass(
 async def test_a_patch_converges_when_the_profile_dropped_a_resource(
     pool: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
     k8s: Bodies,
 ) -> None:
     up_to_date(pool, cluster, k8s)
@@ -273,9 +257,7 @@ async def test_a_patch_converges_when_the_profile_dropped_a_resource(
     stale["spec"]["min"]["nvidia.com/gpu"] = "4"
     stale["spec"]["max"]["nvidia.com/gpu"] = "4611686018427387"
     pool.on_quota(stale)
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(30)
 
     assert [verb for verb, *_ in cluster.calls] == ["patch_quota"]  # once, not every debounce
@@ -283,41 +265,32 @@ async def test_a_patch_converges_when_the_profile_dropped_a_resource(
 
 
 @pytest.mark.looptime
-async def test_nothing_is_written_before_the_initial_listing(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
+@pytest.mark.parametrize("waiting_for", ["the initial listing", "the Lease"])
+async def test_nothing_is_written_before_the_initial_listing_nor_by_a_standby(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    context: LoopContext,
+    leading: asyncio.Event,
+    waiting_for: str,
 ) -> None:
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    listed = waiting_for != "the initial listing"
+    if listed:
+        leading.clear()
+    async with profiles_running(context, synced=listed):
         await asyncio.sleep(30)
         assert cluster.calls == []
         pool.mark_synced()
+        leading.set()
         await asyncio.sleep(5)
         assert "create_quota" in cluster.verbs()
 
 
 @pytest.mark.looptime
-async def test_a_standby_writes_nothing_until_it_leads(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
-) -> None:
-    pool.mark_synced()
-    ctl, leading = controller(pool, cluster, make_settings)
-    leading.clear()
-    async with running(ctl.run()):
-        await asyncio.sleep(30)
-        assert cluster.calls == []
-        leading.set()
-        await asyncio.sleep(1)
-        assert "create_quota" in cluster.verbs()
-
-
-@pytest.mark.looptime
 async def test_dry_run_writes_nothing(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
-    pool.mark_synced()
     dry_run = DryRunCluster()
-    ctl, _ = controller(pool, dry_run, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(replace(context, cluster=dry_run)):
         await asyncio.sleep(10)
     assert cluster.calls == []
     assert ("team", "gpu-root") not in pool.quotas
@@ -326,12 +299,10 @@ async def test_dry_run_writes_nothing(
 
 @pytest.mark.looptime
 async def test_a_failure_is_reported_on_the_profile_and_retried(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
 
     assert cluster.verbs() == ["create_quota", "post_event", "create_quota", "patch_profile"]
@@ -349,12 +320,10 @@ async def test_a_failure_is_reported_on_the_profile_and_retried(
 
 @pytest.mark.looptime
 async def test_a_root_created_meanwhile_by_someone_else_is_left_to_the_watch(
-    pool: ControllerState, cluster: FakeCluster, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     cluster.store(desired_root(pool))  # in the cluster, not yet seen by the watch
-    pool.mark_synced()
-    ctl, _ = controller(pool, cluster, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
 
     assert set(cluster.verbs()) == {"create_quota", "patch_profile"}  # a 409 is not an error

@@ -14,20 +14,20 @@ jumps, so "after 10 s" costs nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from background import reconciling, running
 from kubernetes_asyncio.client.exceptions import ApiException
 from yielding import yields_during
 
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import (
-    Reconciler,
     TreeLoop,
     Writer,
     moved_in_slices,
@@ -46,19 +46,6 @@ if TYPE_CHECKING:
 
 DEFAULT = keys.DEFAULT_TREE
 SettingsFactory = Callable[..., Settings]
-
-
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
-    """Run a loop in the background for the body of the block, then stop it."""
-    task = asyncio.create_task(coro)
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0)  # let the tasks it cancelled finish
 
 
 def add_quota(state: ControllerState, cluster: FakeCluster, body: dict[str, Any]) -> None:
@@ -286,25 +273,28 @@ async def test_at_most_write_concurrency_writes_are_in_flight(
 # -- TreeLoop -------------------------------------------------------------------------------------
 
 
-def tree_loop(
-    state: ControllerState,
-    cluster: FakeCluster,
-    settings: Settings,
-    leading: asyncio.Event,
-    passes: list[float] | None = None,
-) -> TreeLoop:
+def tree_loop(context: LoopContext, passes: list[float] | None = None) -> TreeLoop:
+    """The default tree's loop (``passes``: when each pass ended, by the event loop's clock)."""
+
     def on_pass() -> None:
         if passes is not None:
             passes.append(asyncio.get_running_loop().time())
 
-    writer = Writer(cluster, state, settings)
-    return TreeLoop(DEFAULT, state, writer, settings.reconcile_interval, leading, on_pass)
+    state, settings = context.state, context.settings
+    writer = Writer(context.cluster, state, settings)
+    interval = settings.reconcile_interval
+    return TreeLoop(DEFAULT, state, writer, interval, context.leading, on_pass)
+
+
+def paced(context: LoopContext, make_settings: SettingsFactory, interval: float) -> LoopContext:
+    """``context`` with a reconcile interval of ``interval`` seconds."""
+    return replace(context, settings=make_settings(reconcile_interval=interval))
 
 
 async def test_one_pass_reports_whether_every_write_succeeded(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
-    loop = tree_loop(world, cluster, make_settings(), asyncio.Event())
+    loop = tree_loop(context)
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
     assert await loop.reconcile_once()  # the one refused is written now
@@ -314,10 +304,10 @@ async def test_one_pass_reports_whether_every_write_succeeded(
 
 @pytest.mark.looptime
 async def test_a_tree_loop_writes_only_when_woken_and_leading(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, leading: asyncio.Event
 ) -> None:
-    leading = asyncio.Event()
-    loop = tree_loop(world, cluster, make_settings(), leading)
+    leading.clear()
+    loop = tree_loop(context)
     async with running(loop.run()):
         leading.set()
         await asyncio.sleep(10)
@@ -337,13 +327,12 @@ async def test_a_tree_loop_writes_only_when_woken_and_leading(
 async def test_a_quota_is_written_at_most_once_per_interval(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     k8s: Bodies,
     looptime: Any,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    loop = tree_loop(world, cluster, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(paced(context, make_settings, 5.0))
     write_times: list[float] = []
 
     class TimedCalls(list[Any]):
@@ -370,13 +359,11 @@ async def test_a_quota_is_written_at_most_once_per_interval(
 async def test_a_quiet_quota_is_written_without_waiting(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     k8s: Bodies,
-    looptime: Any,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    loop = tree_loop(world, cluster, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(paced(context, make_settings, 5.0))
     async with running(loop.run()):
         loop.wake.set()
         await asyncio.sleep(10)  # initial writes done, interval long past
@@ -391,14 +378,13 @@ async def test_a_quiet_quota_is_written_without_waiting(
 async def test_a_refused_write_is_retried_one_interval_later(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     looptime: Any,
 ) -> None:
     cluster.fail("patch_quota", ApiException(status=409, reason="Conflict"))
-    leading = asyncio.Event()
-    leading.set()
     passes: list[float] = []
-    loop = tree_loop(world, cluster, make_settings(reconcile_interval=3.0), leading, passes)
+    loop = tree_loop(paced(context, make_settings, 3.0), passes)
     start = float(looptime)
     async with running(loop.run()):
         loop.wake.set()
@@ -412,32 +398,22 @@ async def test_a_refused_write_is_retried_one_interval_later(
 
 
 @pytest.mark.looptime
-async def test_nothing_is_written_before_the_initial_listing(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
+@pytest.mark.parametrize("waiting_for", ["the initial listing", "the Lease"])
+async def test_nothing_is_written_before_the_initial_listing_nor_by_a_standby(
+    world: ControllerState,
+    cluster: FakeCluster,
+    context: LoopContext,
+    leading: asyncio.Event,
+    waiting_for: str,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
-    async with running(reconciler.run()):
+    listed = waiting_for != "the initial listing"
+    if listed:
+        leading.clear()
+    async with reconciling(context, synced=listed) as reconciler:
         await asyncio.sleep(30)
-        assert cluster.calls == [] and reconciler.passes == 0
+        assert cluster.calls == [] and (listed or reconciler.passes == 0)
 
         world.mark_synced()
-        await asyncio.sleep(0.5)
-        assert sorted(set(written_names(cluster))) == ["a", "b"]
-
-
-@pytest.mark.looptime
-async def test_a_standby_replica_writes_nothing_until_it_leads(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
-) -> None:
-    leading = asyncio.Event()
-    world.mark_synced()
-    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
-    async with running(reconciler.run()):
-        await asyncio.sleep(30)
-        assert cluster.calls == []
-
         leading.set()
         await asyncio.sleep(2)
         assert sorted(set(written_names(cluster))) == ["a", "b"]
@@ -445,16 +421,9 @@ async def test_a_standby_replica_writes_nothing_until_it_leads(
 
 @pytest.mark.looptime
 async def test_writes_happen_only_on_change(
-    world: ControllerState,
-    cluster: FakeCluster,
-    make_settings: Any,
-    k8s: Bodies,
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    reconciler = Reconciler(LoopContext(world, cluster, make_settings(), leading))
-    async with running(reconciler.run()):
+    async with reconciling(context) as reconciler:
         await asyncio.sleep(5)
         first = len(cluster.calls)
         assert first == 4  # a and b: annotations and status each
@@ -472,15 +441,9 @@ async def test_writes_happen_only_on_change(
 
 @pytest.mark.looptime
 async def test_a_restarted_operator_writes_nothing(
-    world: ControllerState,
-    cluster: FakeCluster,
-    make_settings: Any,
-    k8s: Bodies,
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
     cluster.calls.clear()
 
@@ -489,9 +452,7 @@ async def test_a_restarted_operator_writes_nothing(
     for body in list(cluster.quotas.values()):
         fresh.on_quota(body)
     fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
-    fresh.mark_synced()
-    reconciler = Reconciler(LoopContext(fresh, cluster, make_settings(), leading))
-    async with running(reconciler.run()):
+    async with reconciling(replace(context, state=fresh)) as reconciler:
         await asyncio.sleep(10)
     assert reconciler.passes >= 1
     assert cluster.calls == []
@@ -499,22 +460,16 @@ async def test_a_restarted_operator_writes_nothing(
 
 @pytest.mark.looptime
 async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
-    state: ControllerState,
-    cluster: FakeCluster,
-    make_settings: Any,
-    k8s: Bodies,
+    state: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
     pool = k8s.quota("pool", max={"cpu": "4"}, labels={keys.LABEL_TREE_ID: "7"})
     add_quota(state, cluster, pool)
     add_quota(state, cluster, k8s.quota("a", max={"cpu": "4"}))
-    leading = asyncio.Event()
-    leading.set()
-    state.mark_synced()
 
     def tree_tasks() -> set[str]:
         return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("tree ")}
 
-    async with running(Reconciler(LoopContext(state, cluster, make_settings(), leading)).run()):
+    async with reconciling(context):
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''", "tree '7'"}
         assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]

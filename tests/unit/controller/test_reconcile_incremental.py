@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from background import reconciling
 
 from elasticquota.controller import reconcile
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
+from elasticquota.controller.reconcile import TreeLoop, Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
@@ -209,23 +210,11 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
     assert set(diffed) == with_objects(world, DEFAULT)
 
 
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    task = asyncio.create_task(coro)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0)
-
-
 @pytest.mark.looptime
 async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
     k8s: Bodies,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -237,10 +226,7 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
         return await original(self)
 
     monkeypatch.setattr(TreeLoop, "reconcile_once", recorded)
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
         assert sorted(set(passes)) == [DEFAULT, "7"]
         passes.clear()
@@ -266,13 +252,11 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
 async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
+    leading: asyncio.Event,
     diffed: list[str],
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
         leading.clear()
         await asyncio.sleep(5)
@@ -286,14 +270,11 @@ async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
 async def test_a_topology_change_makes_the_loops_diff_every_quota(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(LoopContext(world, cluster, make_settings(), leading)).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
         diffed.clear()
         body = k8s.quota("newcomer", max={"cpu": "1"})
