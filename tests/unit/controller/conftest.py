@@ -11,8 +11,11 @@ would be ambiguous); the helper types are imported under ``TYPE_CHECKING`` at mo
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, cast
 
 import pytest
@@ -145,6 +148,47 @@ class Bodies:
         }
 
 
+class WorkerThreads(ThreadPoolExecutor):
+    """The event loop's default executor (``asyncio.to_thread``), recording what ran in it: the
+    function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
+    wait until ``release()`` (``started`` is set once one waits)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=4, thread_name_prefix="test-worker")
+        self.ran: list[tuple[str, int]] = []
+        self.started = threading.Event()
+        self._held: dict[str, threading.Event] = {}
+
+    def names(self, name: str) -> int:
+        """How many times ``name`` ran here."""
+        return sum(1 for ran, _ in self.ran if ran == name)
+
+    def threads(self) -> set[int]:
+        return {thread for _, thread in self.ran}
+
+    def hold(self, name: str) -> None:
+        self._held[name] = threading.Event()
+
+    def release(self) -> None:
+        for event in self._held.values():
+            event.set()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        # asyncio.to_thread submits functools.partial(context.run, function, *arguments)
+        target = fn.args[0] if isinstance(fn, functools.partial) and fn.args else fn
+        name = getattr(target, "__name__", repr(target))
+
+        def run() -> Any:
+            self.ran.append((name, threading.get_ident()))
+            held = self._held.get(name)
+            if held is not None:
+                self.started.set()
+                held.wait(timeout=10)
+            return fn(*args, **kwargs)
+
+        return super().submit(run)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """No implicit event loop: mark the main thread's loop as explicitly unset.
 
@@ -180,6 +224,14 @@ def api() -> client.ApiClient:
 def cluster() -> FakeCluster:
     """An in-memory cluster (the ``Cluster`` port) that records every call."""
     return FakeCluster()
+
+
+@pytest.fixture
+async def worker() -> WorkerThreads:
+    """What the loops run off the event loop, recorded (``WorkerThreads``)."""
+    executor = WorkerThreads()
+    asyncio.get_running_loop().set_default_executor(executor)
+    return executor
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
-from kopf._cogs.structs.references import Resource
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -227,7 +226,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
 
 
 async def allowed(
-    registry: kopf.OperatorRegistry, webhook: str, resource: Resource, **request: Any
+    registry: kopf.OperatorRegistry, webhook: str, resource: kopf.Resource, **request: Any
 ) -> bool:
     """Whether Kopf's round trip of one AdmissionReview allows it."""
     return bool((await admission_review(registry, webhook, resource, **request))["allowed"])

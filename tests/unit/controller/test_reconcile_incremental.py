@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,7 +23,6 @@ from elasticquota.controller.reconcile import TreeLoop, Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
-from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import Bodies
@@ -64,11 +62,10 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
     return state
 
 
-def tree_loop(
-    state: ControllerState, cluster: Any, settings: Settings, tree_id: str = DEFAULT
-) -> TreeLoop:
-    writer = Writer(cluster, state, settings)
-    return TreeLoop(tree_id, state, writer, 0.0, asyncio.Event(), lambda: None)
+def tree_loop(context: LoopContext, tree_id: str = DEFAULT) -> TreeLoop:
+    """The loop of ``tree_id``, with no interval between two writes of a quota."""
+    writer = Writer(context.cluster, context.state, context.settings)
+    return TreeLoop(tree_id, context.state, writer, 0.0, context.leading, lambda: None)
 
 
 def with_objects(state: ControllerState, tree_id: str) -> set[str]:
@@ -82,13 +79,14 @@ def route_echoes(state: ControllerState, loop: TreeLoop) -> None:
     loop.note_objects(state.take_changed_quotas())
 
 
-async def settled(state: ControllerState, cluster: Any, settings: Settings) -> TreeLoop:
-    """A default-tree loop whose writes are all done and whose echoes were diffed."""
-    loop = tree_loop(state, cluster, settings)
+@pytest.fixture
+async def settled(world: ControllerState, context: LoopContext) -> TreeLoop:
+    """The default tree's loop, its writes all done and their echoes diffed."""
+    loop = tree_loop(context)
     await loop.reconcile_once()
-    route_echoes(state, loop)
+    route_echoes(world, loop)
     await loop.reconcile_once()
-    route_echoes(state, loop)
+    route_echoes(world, loop)
     return loop
 
 
@@ -99,11 +97,11 @@ def writes_of(cluster: FakeCluster, since: int) -> list[tuple[str, str, Any]]:
 async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_changed(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, cluster, make_settings())
+    loop = settled
     before = dict(world.results[DEFAULT])
     world.on_pod(k8s.pod("late", quota="leaf3", requests={"cpu": "2"}))  # pending: request only
     after = world.engine.solve_tree(DEFAULT)
@@ -132,11 +130,11 @@ async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_ch
 async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_undone(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, cluster, make_settings())
+    loop = settled
     diffed.clear()
     edited = cluster.quotas[("team", "leaf5")]
     edited["metadata"]["annotations"][keys.ANNO_REQUEST] = '{"cpu":"99"}'
@@ -159,13 +157,13 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
 async def test_a_refused_write_is_diffed_again_at_the_next_pass(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    loop = await settled(world, cluster, make_settings())
+    loop = settled
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
@@ -181,12 +179,11 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
     monkeypatch: pytest.MonkeyPatch,
     diffed: list[str],
 ) -> None:
-    loop = tree_loop(world, cluster, make_settings())
-    loop._leading.set()
+    loop = tree_loop(context)
     calls = 0
     original = reconcile.pending_writes_in_slices
 

@@ -9,11 +9,11 @@ nothing and evicts nothing.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.controller import revocation, solving
+from elasticquota.controller import revocation
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
@@ -21,8 +21,10 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
 from elasticquota.core.results import Snapshot
-from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import WorkerThreads
 
 QUIET = [f"quiet{index}" for index in range(20)]
 
@@ -119,21 +121,8 @@ async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
 # -- how often a check solves ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def solves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The trees the checks solved (off the event loop), in order."""
-    counted: list[str] = []
-
-    def counting(job: SolveJob, solver: Solver) -> SolveOutcome:
-        counted.append(job.tree_id)
-        return compute(job, solver)
-
-    monkeypatch.setattr(solving, "compute", counting)
-    return counted
-
-
 async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
-    world: ControllerState, solves: list[str]
+    world: ControllerState, worker: WorkerThreads
 ) -> None:
     now = [100.0]
     controller = checker(world, now)
@@ -141,15 +130,15 @@ async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
         now[0] = 100.0 + second
         world.on_pod(running(f"new-{second}", "quiet0", "0.1"))  # the tree is out of date again
         await controller.check_once()
-    assert len(solves) == 1
+    assert worker.names("compute") == 1
     assert controller._timer.since == {"greedy": 100.0}  # judged on the last solved results
     now[0] = 100.0 + revocation.SOLVE_EVERY
     await controller.check_once()
-    assert len(solves) == 2
+    assert worker.names("compute") == 2
 
 
 async def test_a_round_is_decided_on_a_fresh_solve(
-    world: ControllerState, solves: list[str]
+    world: ControllerState, worker: WorkerThreads
 ) -> None:
     """Over-use seen on the last solved results, gone in the state of now: nobody is evicted."""
     now = [100.0]
@@ -166,4 +155,4 @@ async def test_a_round_is_decided_on_a_fresh_solve(
     controller._solved_at = now[0]  # its periodic solve not due: it judges the last results
     await controller.check_once()
     assert rounds == []
-    assert len(solves) == 2  # the first check's, and the fresh one before the round
+    assert worker.names("compute") == 2  # the first check's, and the fresh one before the round

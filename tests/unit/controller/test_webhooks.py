@@ -29,7 +29,6 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 from cryptography import x509
-from kopf._cogs.structs.references import Resource
 from kopf._core.engines import admission as kopf_admission
 from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
@@ -158,8 +157,8 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
     assert kopf_admission.build_webhooks is build_webhooks_excluding_namespaces
     handlers = make_registry(state, settings)._webhooks.get_all_handlers()
     resources = [
-        Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
-        Resource("", "v1", "pods", kind="Pod", namespaced=True),
+        kopf.Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
+        kopf.Resource("", "v1", "pods", kind="Pod", namespaced=True),
     ]
     selectors = {}
     for reason in WebhookType:
