@@ -26,6 +26,8 @@ that defers or fails a write leaves that clock running; one with nothing to writ
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -355,7 +357,8 @@ class Reconciler(WritingLoop):
         self.writer = Writer(context.cluster, context.state, context.settings)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.passes = 0
+        #: Passes made, by tree (for tests and debugging).
+        self.passes_by_tree: collections.Counter[str] = collections.Counter()
         #: The next dispatch wakes every loop for a pass over every quota.
         self._everything = False
 
@@ -412,15 +415,20 @@ class Reconciler(WritingLoop):
                 self.writer,
                 self._settings.reconcile_interval,
                 self._leading,
-                self._count_pass,
+                functools.partial(self._count_pass, tree_id),
                 self._metrics,
             )
             self._loops[tree_id] = loop
             self._tasks[tree_id] = asyncio.create_task(loop.run(), name=f"tree {tree_id!r}")
         return self._loops[tree_id]
 
-    def _count_pass(self) -> None:
-        self.passes += 1
+    @property
+    def passes(self) -> int:
+        """Passes made by every tree's loop."""
+        return self.passes_by_tree.total()
+
+    def _count_pass(self, tree_id: str) -> None:
+        self.passes_by_tree[tree_id] += 1
 
     async def _wake_all_on_leadership(self) -> None:
         """A replica that becomes active checks every quota of every tree at once."""

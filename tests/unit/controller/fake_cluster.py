@@ -3,8 +3,9 @@
 It behaves like the API server where the controller depends on it: writes are JSON merge patches
 (RFC 7386: maps merge, ``null`` deletes) and answer the server's object, creating an existing
 object answers None (the adapter's reading of a 409), patching a missing one raises a 404. It
-records every call, with the event loop's time, and can be told to fail the next calls of a verb
-or how the next evictions end. No call opens a network connection.
+records every call, with the event loop's time, and can be told to fail the next calls of a verb,
+how the next evictions end, or to refuse every call about an object. No call opens a network
+connection.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class FakeCluster:
         self.calls: list[tuple[str, str, str, Any]] = []
         self.called_at: list[float] = []
         self.failures: dict[str, list[BaseException]] = defaultdict(list)
+        #: Objects (by name) every call about which fails with a server error.
+        self.refused: set[str] = set()
         #: How the next evictions end (EVICTED once these are used up).
         self.outcomes: list[EvictionOutcome] = []
         #: Seconds each call takes (to observe concurrency and pacing).
@@ -98,6 +101,8 @@ class FakeCluster:
             self.in_flight -= 1
         if self.failures[verb]:
             raise self.failures[verb].pop(0)
+        if name in self.refused:
+            raise ApiException(status=500, reason=f"refused: {name}")
 
     @staticmethod
     def _patched(store: dict[tuple[str, str], Body], key: tuple[str, str], patch: Body) -> Body:

@@ -484,24 +484,18 @@ async def test_many_writes_go_through_a_few_workers_in_order(
     world: ControllerState,
     cluster: FakeCluster,
     make_settings: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    k8s: Bodies,
 ) -> None:
     """Thousands of writes in a pass must not become thousands of tasks at once."""
     writer = Writer(cluster, world, make_settings(write_concurrency=3))
-    in_flight, most = 0, 0
-
-    async def write(change: QuotaWrite) -> bool:
-        nonlocal in_flight, most
-        in_flight += 1
-        most = max(most, in_flight)
-        await asyncio.sleep(0)
-        in_flight -= 1
-        return change.name != "q5"
-
-    monkeypatch.setattr(writer, "write", write)
+    for index in range(10):
+        cluster.store(k8s.quota(f"q{index}"))
+    cluster.refused.add("q5")
+    cluster.latency = 0.001
     changes = [QuotaWrite("team", f"q{index}", {"k": "v"}, None) for index in range(10)]
     tasks_before = len(asyncio.all_tasks())
     outcomes = await writer.write_all(changes)
     assert outcomes == [index != 5 for index in range(10)]
-    assert most == 3
+    assert cluster.named("patch_quota") == [f"q{index}" for index in range(10)]
+    assert cluster.max_in_flight == 3
     assert len(asyncio.all_tasks()) == tasks_before

@@ -11,6 +11,7 @@ dispatcher wakes only the loops of the trees a change touched.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from typing import TYPE_CHECKING, Any
 
@@ -213,34 +214,31 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    passes: list[str] = []
-    original = TreeLoop.reconcile_once
+    async with reconciling(context) as reconciler:
+        seen: collections.Counter[str] = collections.Counter()
 
-    async def recorded(self: TreeLoop) -> bool:
-        passes.append(self.tree_id)
-        return await original(self)
+        def passed_since() -> set[str]:
+            """The trees whose loops made a pass since the last call."""
+            nonlocal seen
+            now = reconciler.passes_by_tree.copy()
+            trees, seen = set(now - seen), now
+            return trees
 
-    monkeypatch.setattr(TreeLoop, "reconcile_once", recorded)
-    async with reconciling(context):
         await asyncio.sleep(5)
-        assert sorted(set(passes)) == [DEFAULT, "7"]
-        passes.clear()
+        assert passed_since() == {DEFAULT, "7"}
 
         world.on_pod(k8s.pod("late", quota="pool", requests={"cpu": "1"}))
         await asyncio.sleep(5)
-        assert set(passes) == {"7"}  # and its echoes: tree 7 only
-        passes.clear()
+        assert passed_since() == {"7"}  # and its echoes: tree 7 only
 
         world.on_pod(k8s.pod("later", quota="leaf0", requests={"cpu": "1"}))
         await asyncio.sleep(5)
-        assert set(passes) == {DEFAULT}
-        passes.clear()
+        assert passed_since() == {DEFAULT}
 
         world.on_node(k8s.node("n2", allocatable={"cpu": "8"}))
         await asyncio.sleep(5)
-        assert set(passes) == {DEFAULT}  # the nodes are the default tree's total
+        assert passed_since() == {DEFAULT}  # the nodes are the default tree's total
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
     assert pending_writes(world, world.engine.solve_tree("7")) == []
 
