@@ -85,16 +85,17 @@ async def thaw_periodically(
     every: float = THAW_EVERY,
     quiet_for: float = QUIET_FOR,
     clock: Callable[[], float] = time.monotonic,
+    collect: Callable[[], int] = thaw,
 ) -> None:
     """Every ``every`` seconds, once ``last_activity()`` (monotonic) is ``quiet_for`` seconds old
-    (or another ``every`` has passed), ``thaw``."""
+    (or another ``every`` has passed), ``collect`` (``thaw``: the number of objects found)."""
     while True:
         await asyncio.sleep(every)
         deadline = clock() + every
         while clock() - last_activity() < quiet_for and clock() < deadline:
             await asyncio.sleep(quiet_for)
         started = clock()
-        found = thaw()
+        found = collect()
         logger.info(
             "garbage collector: full collection of everything in %.2f s, %d unreachable objects",
             clock() - started,

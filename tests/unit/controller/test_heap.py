@@ -105,16 +105,22 @@ def test_a_thaw_collects_a_cycle_that_died_while_frozen() -> None:
     assert watch() is None  # ...until a thaw
 
 
-async def test_a_thaw_waits_for_a_quiet_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_thaw_waits_for_a_quiet_moment() -> None:
     """Due after ``every`` (0.1 s); the watches are busy until 0.15 s; quiet needs 0.02 s."""
     thawed: list[float] = []
-    monkeypatch.setattr(heap, "thaw", lambda: thawed.append(time.monotonic()) or 0)
+
+    def thaw() -> int:
+        thawed.append(time.monotonic())
+        return 0
+
     quiet_from = time.monotonic() + 0.15
 
     def last_activity() -> float:
         return min(time.monotonic(), quiet_from)
 
-    task = asyncio.create_task(heap.thaw_periodically(last_activity, every=0.1, quiet_for=0.02))
+    task = asyncio.create_task(
+        heap.thaw_periodically(last_activity, every=0.1, quiet_for=0.02, collect=thaw)
+    )
     await asyncio.sleep(0.3)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
