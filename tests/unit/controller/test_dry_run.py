@@ -10,8 +10,8 @@ logged once, and the calls are kept in a bounded record.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -98,44 +98,51 @@ def gated(k8s: Bodies, name: str, cpu: str, priority: int) -> dict[str, Any]:
     return body
 
 
-async def test_a_dry_run_gate_releases_and_preempts_nothing_and_counts_nothing(
-    state: ControllerState, k8s: Bodies, leading: asyncio.Event
-) -> None:
+def running(k8s: Bodies, name: str, cpu: str) -> dict[str, Any]:
+    return k8s.pod(name, quota="team", requests={"cpu": cpu}, node="n1", phase="Running")
+
+
+@pytest.fixture
+def dry_run(context: LoopContext, k8s: Bodies) -> LoopContext:
+    """A dry run's loop context on node n1 (a revocation delay of 1 s)."""
+    context.state.on_node(k8s.node("n1"))
+    settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
+    return replace(context, cluster=DryRunCluster(), settings=settings)
+
+
+def team(context: LoopContext, k8s: Bodies, cpu: str, *pods: dict[str, Any]) -> DryRunCluster:
+    """Quota ``team`` (min = max = ``cpu``, lends nothing) holding ``pods``, synced; the dry run."""
     labels = {keys.LABEL_ALLOW_LENT: "false"}
-    state.on_quota(k8s.quota("team", min={"cpu": "4"}, max={"cpu": "4"}, labels=labels))
-    state.on_node(k8s.node("n1"))
-    state.on_pod(gated(k8s, "fits", "1", 5))
-    state.on_pod(k8s.pod("low", quota="team", requests={"cpu": "3"}, node="n1", phase="Running"))
-    state.on_pod(gated(k8s, "waits", "2", 5))
-    state.mark_synced()
-    metrics = Metrics()
-    dry_run = DryRunCluster()
-    gate = GateController(LoopContext(state, dry_run, Settings(identity="test"), leading, metrics))
+    context.state.on_quota(k8s.quota("team", min={"cpu": cpu}, max={"cpu": cpu}, labels=labels))
+    for pod in pods:
+        context.state.on_pod(pod)
+    context.state.mark_synced()
+    assert isinstance(context.cluster, DryRunCluster)
+    return context.cluster
+
+
+async def test_a_dry_run_gate_releases_and_preempts_nothing_and_counts_nothing(
+    dry_run: LoopContext, k8s: Bodies
+) -> None:
+    pods = gated(k8s, "fits", "1", 5), running(k8s, "low", "3"), gated(k8s, "waits", "2", 5)
+    cluster = team(dry_run, k8s, "4", *pods)
+    gate = GateController(dry_run)
     await gate.step()
     assert list(gate.released) == [] and list(gate.preempted) == []
-    assert {name for verb, _, name, _ in dry_run.calls if verb == "evict"} == {"low"}
-    assert samples(metrics, "elastic_quota_admissions_total") == 0
-    assert samples(metrics, "elastic_quota_evictions_total") == 0
+    assert {name for verb, _, name, _ in cluster.calls if verb == "evict"} == {"low"}
+    assert samples(dry_run.metrics, "elastic_quota_admissions_total") == 0
+    assert samples(dry_run.metrics, "elastic_quota_evictions_total") == 0
 
 
 async def test_a_dry_run_revocation_round_evicts_and_records_nothing(
-    state: ControllerState, k8s: Bodies, leading: asyncio.Event
+    dry_run: LoopContext, k8s: Bodies
 ) -> None:
-    labels = {keys.LABEL_ALLOW_LENT: "false"}
-    state.on_quota(k8s.quota("team", min={"cpu": "2"}, max={"cpu": "2"}, labels=labels))
-    state.on_node(k8s.node("n1"))
-    for name in ("keep", "extra"):
-        state.on_pod(k8s.pod(name, quota="team", requests={"cpu": "2"}, node="n1", phase="Running"))
-    state.mark_synced()
-    metrics = Metrics()
+    cluster = team(dry_run, k8s, "2", running(k8s, "keep", "2"), running(k8s, "extra", "2"))
     clock = iter([0.0, 10.0])
-    dry_run = DryRunCluster()
-    settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
-    context = LoopContext(state, dry_run, settings, leading, metrics)
-    controller = RevocationController(context, clock=lambda: next(clock))
+    controller = RevocationController(dry_run, clock=lambda: next(clock))
     await controller.check_once()  # the over-use starts
     await controller.check_once()  # a round is due
-    assert [verb for verb, *_ in dry_run.calls].count("evict") == 1
+    assert [verb for verb, *_ in cluster.calls].count("evict") == 1
     assert list(controller.evicted) == []
-    assert samples(metrics, "elastic_quota_evictions_total") == 0
-    assert ANNO_OVER_USED_SINCE not in state.quotas[("team", "team")].annotations
+    assert samples(dry_run.metrics, "elastic_quota_evictions_total") == 0
+    assert ANNO_OVER_USED_SINCE not in dry_run.state.quotas[("team", "team")].annotations

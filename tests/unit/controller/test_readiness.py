@@ -77,13 +77,15 @@ async def test_the_watch_series_show_each_kind(
     assert 'elastic_quota_watch_connected{kind="nodes"} 1.0' in text
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
     assert 'elastic_quota_watch_relists_total{kind="pods"} 3.0' in text
-    down = next(
-        line
-        for line in text.splitlines()
-        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
-    )
-    assert 29 < float(down.split()[-1]) < 40
+    assert 29 < down_seconds(text, "pods") < 40
     assert "elastic_quota_ready 0.0" in text
+
+
+def down_seconds(metrics_text: str, kind: str) -> float:
+    """The ``elastic_quota_watch_down_seconds`` of ``kind`` in a scrape."""
+    series = f'elastic_quota_watch_down_seconds{{kind="{kind}"}}'
+    line = next(line for line in metrics_text.splitlines() if line.startswith(series))
+    return float(line.split()[-1])
 
 
 def frozen(silent_for: float, overdue_by: float) -> ReaderHealth:
@@ -125,12 +127,7 @@ async def test_the_watch_series_and_statusz_count_a_frozen_watch_as_down(
         status = await (await client.get("/statusz")).json()
     assert status["readers"]["pods"]["connected"] is False
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
-    down = next(
-        line
-        for line in text.splitlines()
-        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
-    )
-    assert 19 < float(down.split()[-1]) < 30
+    assert 19 < down_seconds(text, "pods") < 30
 
 
 def test_the_readers_report_to_the_state(state: ControllerState, api: client.ApiClient) -> None:
