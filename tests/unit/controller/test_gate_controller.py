@@ -50,14 +50,19 @@ def world() -> ControllerState:
     return state
 
 
-def controller(world: ControllerState, cluster: FakeCluster) -> GateController:
-    return GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+async def stepped(
+    world: ControllerState, cluster: FakeCluster, *pods: dict[str, Any]
+) -> GateController:
+    """A gate controller after one round over ``world`` and these pods."""
+    for body in pods:
+        world.on_pod(body)
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+    await gate.step()
+    return gate
 
 
 async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: FakeCluster) -> None:
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, cluster)
-    await gate.step()
+    gate = await stepped(world, cluster, pod("new", "2", 5, gated=True))
     assert ("set_scheduling_gates", "ns", "new", []) in cluster.calls
     assert list(gate.released) == ["ns/new"]
 
@@ -65,10 +70,7 @@ async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: F
 async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quota_make_room(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(pod("low", "4", 0, node="n1"))
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, cluster)
-    await gate.step()
+    gate = await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, True))
     assert cluster.verbs().count("set_waiting_condition") == 1
     assert cluster.named("evict") == ["low"]
     assert list(gate.preempted) == ["ns/low"] and list(gate.released) == []
@@ -80,10 +82,7 @@ async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quo
 async def test_no_preemption_of_equal_or_higher_priority_pods(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(pod("peer", "4", 5, node="n1"))
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, cluster)
-    await gate.step()
+    gate = await stepped(world, cluster, pod("peer", "4", 5, node="n1"), pod("new", "2", 5, True))
     await gate.step()  # told once only
     assert cluster.named("evict") == []
     assert cluster.verbs().count("set_waiting_condition") == 1
@@ -93,10 +92,7 @@ async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
     """The Lease was lost mid-round: the other pods are not tried (each would be refused too)."""
-    for name in ("a", "b", "c"):
-        world.on_pod(pod(name, "1", 5, gated=True))
     cluster.fail("set_scheduling_gates", *(NotLeadingError("not sent") for _ in range(3)))
-    gate = controller(world, cluster)
-    await gate.step()
+    gate = await stepped(world, cluster, *(pod(name, "1", 5, gated=True) for name in "abc"))
     assert cluster.verbs() == ["set_scheduling_gates"]
     assert list(gate.released) == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.cluster import Cluster, DryRunCluster
@@ -59,12 +60,18 @@ async def test_each_problem_of_a_quota_is_posted_once_on_the_quota(
         assert event["involvedObject"] == state.quotas[("team", "bad")].involved()
 
 
-async def test_a_problem_that_comes_back_is_posted_again(
-    state: ControllerState, cluster: FakeCluster, k8s: Bodies
-) -> None:
+@pytest.fixture
+async def reporter(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ProblemReporter:
+    """A reporter that has reported the broken quota ``bad`` once."""
     reporter = reporter_of(state, cluster)
     state.on_quota(broken(k8s))
     await reporter.report()
+    return reporter
+
+
+async def test_a_problem_that_comes_back_is_posted_again(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, reporter: ProblemReporter
+) -> None:
     first = len(cluster.events)
 
     state.on_quota(k8s.quota("bad", min={"cpu": "2"}, max={"cpu": "4"}))
@@ -77,11 +84,8 @@ async def test_a_problem_that_comes_back_is_posted_again(
 
 
 async def test_a_new_message_on_the_same_quota_is_posted(
-    state: ControllerState, cluster: FakeCluster, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, reporter: ProblemReporter
 ) -> None:
-    reporter = reporter_of(state, cluster)
-    state.on_quota(broken(k8s))
-    await reporter.report()
     cluster.events.clear()
 
     state.on_quota(k8s.quota("bad", min={"cpu": "-1"}, max={"cpu": "4"}))
