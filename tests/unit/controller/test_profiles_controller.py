@@ -68,16 +68,18 @@ async def profiles_running(context: LoopContext, synced: bool = True) -> AsyncIt
         yield
 
 
-def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
-    """Store the root exactly as the controller wants it and label the profile."""
-    root = desired_root(state)
+@pytest.fixture
+def up_to_date(pool: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """``pool`` with the root exactly as the controller wants it, and the profile labelled."""
+    root = desired_root(pool)
     cluster.store(root)
-    state.on_quota(root)
+    pool.on_quota(root)
     labelled = k8s.profile(
         "gpu", quota_name="gpu-root", match_labels=GPU_POOL, labels={keys.LABEL_TREE_ID: TREE_ID}
     )
     cluster.store(labelled)
-    state.on_profile(labelled)
+    pool.on_profile(labelled)
+    return pool
 
 
 # -- root_quota_patch -----------------------------------------------------------------------------
@@ -190,13 +192,10 @@ async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
 
 
 @pytest.mark.looptime
+@pytest.mark.usefixtures("up_to_date")
 async def test_an_up_to_date_root_is_not_written(
-    pool: ControllerState,
-    cluster: FakeCluster,
-    context: LoopContext,
-    k8s: Bodies,
+    cluster: FakeCluster, context: LoopContext
 ) -> None:
-    up_to_date(pool, cluster, k8s)
     async with profiles_running(context):
         await asyncio.sleep(10)
     assert cluster.calls == []
@@ -204,12 +203,12 @@ async def test_an_up_to_date_root_is_not_written(
 
 @pytest.mark.looptime
 async def test_the_root_follows_its_node_pool(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
+    pool = up_to_date
     async with profiles_running(context):
         await asyncio.sleep(5)
         pool.on_node(k8s.node("n4", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
@@ -226,13 +225,13 @@ async def test_the_root_follows_its_node_pool(
 
 @pytest.mark.looptime
 async def test_changes_within_the_debounce_make_one_pass(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
     context: LoopContext,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
+    pool = up_to_date
     async with profiles_running(replace(context, settings=make_settings(profile_debounce=2.0))):
         await asyncio.sleep(5)
         for index in range(5):  # five nodes join within 1 s
@@ -247,12 +246,12 @@ async def test_changes_within_the_debounce_make_one_pass(
 
 @pytest.mark.looptime
 async def test_a_patch_converges_when_the_profile_dropped_a_resource(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
+    pool = up_to_date
     stale = cluster.quotas[("team", "gpu-root")]
     stale["spec"]["min"]["nvidia.com/gpu"] = "4"
     stale["spec"]["max"]["nvidia.com/gpu"] = "4611686018427387"

@@ -123,6 +123,17 @@ async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
 # -- Writer ---------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def writer(world: ControllerState, context: LoopContext) -> Writer:
+    return Writer(context.cluster, world, context.settings)
+
+
+async def write_pending(world: ControllerState, writer: Writer) -> None:
+    """Send every write the default tree needs now."""
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+
+
 async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
     world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
@@ -139,11 +150,9 @@ async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
 
 
 async def test_the_servers_object_becomes_the_current_one(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, writer: Writer
 ) -> None:
-    writer = Writer(cluster, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
 
     assert (
         world.quotas[("team", "a")].annotations
@@ -156,12 +165,10 @@ async def test_the_servers_object_becomes_the_current_one(
 async def test_a_restarted_replica_writes_nothing(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    writer: Writer,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(cluster, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
 
     fresh = ControllerState.create(EngineSettings())
     fresh.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
@@ -175,34 +182,28 @@ async def test_a_restarted_replica_writes_nothing(
 async def test_only_what_changed_is_sent(
     world: ControllerState,
     cluster: FakeCluster,
-    make_settings: Any,
+    writer: Writer,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(cluster, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     cluster.calls.clear()
 
     # A pending pod changes requests, not used: annotations only.
     world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("patch_quota", "b")]
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []  # the reply was kept
 
 
 async def test_a_status_only_change_sends_no_annotation_patch(
-    world: ControllerState, cluster: FakeCluster, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, writer: Writer
 ) -> None:
-    writer = Writer(cluster, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     cluster.calls.clear()
     cluster.store({**cluster.quotas[("team", "a")], "status": {"used": {"cpu": "3"}}})
     world.on_quota(cluster.quotas[("team", "a")])  # someone edited status.used by hand
 
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     assert cluster.calls == [("patch_quota_status", "team", "a", {"used": {"cpu": "1"}})]
 
 
