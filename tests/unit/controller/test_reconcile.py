@@ -83,11 +83,16 @@ def test_pending_writes_are_the_diff_of_each_object(world: ControllerState) -> N
     assert next(c for c in pending_writes(world, results) if c.name == "a") == expected
 
 
-async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
-) -> None:
+@pytest.fixture
+def seven(world: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
+    """Seven more quotas, q0 to q6, in ``world``'s default tree."""
     for index in range(7):
         add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+
+
+async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
+    world: ControllerState, seven: None
+) -> None:
     results = world.engine.solve_tree(DEFAULT)
     sliced, yields = await yields_during(pending_writes_in_slices(world, results, size=3))
     assert sliced == pending_writes(world, results)
@@ -96,10 +101,8 @@ async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
 
 
 async def test_the_changed_results_are_sorted_out_in_slices_of_time(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+    world: ControllerState, k8s: Bodies, seven: None
 ) -> None:
-    for index in range(7):
-        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     before = dict(world.engine.solve_tree(DEFAULT))
     world.on_pod(k8s.pod("p", quota="q3", requests={"cpu": "1"}, node="n1", phase="Running"))
     after = world.engine.solve_tree(DEFAULT)
@@ -109,10 +112,8 @@ async def test_the_changed_results_are_sorted_out_in_slices_of_time(
 
 
 async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+    world: ControllerState, seven: None
 ) -> None:
-    for index in range(7):
-        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     results = world.engine.solve_tree(DEFAULT)
     work = pending_writes_in_slices(world, results, size=1000, budget=0.0)
     sliced, yields = await yields_during(work)
