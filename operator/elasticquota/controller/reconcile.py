@@ -62,7 +62,9 @@ class WriteStats:
 
 
 class Writer:
-    """Sends quota writes: one merge patch for annotations, one for ``status.used``.
+    """Sends quota writes through the ``Cluster``: one merge patch for annotations, one for
+    ``status.used``; the object each write returns becomes the current one (a dry run returns
+    none, so memory keeps what the cluster holds).
 
     A write the API refuses for good (e.g. 422) is logged at WARNING each time; transient
     failures (the API unreachable or struggling) once per outage (``controller.outages``).
