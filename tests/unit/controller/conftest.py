@@ -150,14 +150,16 @@ class Bodies:
 
 class WorkerThreads(ThreadPoolExecutor):
     """The event loop's default executor (``asyncio.to_thread``), recording what ran in it: the
-    function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
-    wait until ``release()`` (``started`` is set once one waits)."""
+        function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
+        wait until ``release()`` (``started`` is set once one waits); ``break_next(name)`` makes the
+    next run of that function raise (a bug)."""
 
     def __init__(self) -> None:
         super().__init__(max_workers=4, thread_name_prefix="test-worker")
         self.ran: list[tuple[str, int]] = []
         self.started = threading.Event()
         self._held: dict[str, threading.Event] = {}
+        self._to_break: set[str] = set()
 
     def names(self, name: str) -> int:
         """How many times ``name`` ran here."""
@@ -168,6 +170,9 @@ class WorkerThreads(ThreadPoolExecutor):
 
     def hold(self, name: str) -> None:
         self._held[name] = threading.Event()
+
+    def break_next(self, name: str) -> None:
+        self._to_break.add(name)
 
     def release(self) -> None:
         for event in self._held.values():
@@ -180,6 +185,9 @@ class WorkerThreads(ThreadPoolExecutor):
 
         def run() -> Any:
             self.ran.append((name, threading.get_ident()))
+            if name in self._to_break:
+                self._to_break.discard(name)
+                raise RuntimeError(f"{name}: a bug")
             held = self._held.get(name)
             if held is not None:
                 self.started.set()

@@ -26,7 +26,7 @@ from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 
 if TYPE_CHECKING:
-    from conftest import Bodies
+    from conftest import Bodies, WorkerThreads
     from fake_cluster import FakeCluster
 
 DEFAULT = keys.DEFAULT_TREE
@@ -181,30 +181,22 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
     cluster: FakeCluster,
     context: LoopContext,
-    monkeypatch: pytest.MonkeyPatch,
+    worker: WorkerThreads,
+    k8s: Bodies,
     diffed: list[str],
 ) -> None:
     loop = tree_loop(context)
-    calls = 0
-    original = reconcile.pending_writes_in_slices
-
-    async def broken_once(*args: Any) -> list[QuotaWrite]:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            raise RuntimeError("a bug")
-        return await original(*args)
-
-    monkeypatch.setattr(reconcile, "pending_writes_in_slices", broken_once)
     await loop.reconcile_once()  # the first pass: every quota
     diffed.clear()
+    world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "1"}))  # the tree is stale
+    worker.break_next("compute")  # its next solve fails
     task = asyncio.create_task(loop.run())
     loop.wake.set()
     await asyncio.sleep(0.05)  # the second pass fails before any diff; the retry follows
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    assert calls >= 3
+    assert worker.names("compute") >= 2  # the failed solve, and the retry's
     assert set(diffed) == with_objects(world, DEFAULT)
 
 
