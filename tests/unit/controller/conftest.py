@@ -150,8 +150,8 @@ class Bodies:
 
 class WorkerThreads(ThreadPoolExecutor):
     """The event loop's default executor (``asyncio.to_thread``), recording what ran in it: the
-        function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
-        wait until ``release()`` (``started`` is set once one waits); ``break_next(name)`` makes the
+    function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
+    wait until ``release()`` (``started`` is set once one waits); ``break_next(name)`` makes the
     next run of that function raise (a bug)."""
 
     def __init__(self) -> None:
