@@ -24,8 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.admission import check_pod
@@ -35,8 +34,6 @@ from elasticquota.core.profiles import profile_tree_id, selects
 from elasticquota.core.resources import ResourceList, add
 from elasticquota.core.results import Snapshot
 from elasticquota.kube.errors import describe
-from elasticquota.kube.events import post_event
-from elasticquota.kube.pods import bind_pod, mark_running, remove_stopped_pod
 
 if TYPE_CHECKING:
     from elasticquota.controller.runner import Operator
@@ -105,12 +102,12 @@ class NodeSimulator:
     def __init__(
         self,
         state: ControllerState,
-        api: client.ApiClient,
+        cluster: Cluster,
         leading: asyncio.Event,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._state = state
-        self._api = api
+        self._cluster = cluster
         self._leading = leading
         self._clock = clock
         #: The reason last told for each pending pod that waits (pruned to the pending pods).
@@ -159,7 +156,7 @@ class NodeSimulator:
         for pod in sorted(stopped(snapshot.pods.values(), self._clock()), key=_key):
             logger.info("SIMULATION: pod %s stopped on %s; removing it", pod.key, pod.node_name)
             try:
-                await remove_stopped_pod(self._api, pod.namespace, pod.name)
+                await self._cluster.remove_stopped_pod(pod.namespace, pod.name)
             except Exception as error:  # the next round tries again
                 logger.warning("SIMULATION: could not remove %s: %s", pod.key, describe(error))
                 continue
@@ -174,7 +171,7 @@ class NodeSimulator:
         for pod in sorted(bound, key=_key):
             logger.info("SIMULATION: pod %s runs on %s", pod.key, pod.node_name)
             try:
-                await mark_running(self._api, pod.namespace, pod.name)
+                await self._cluster.mark_running(pod.namespace, pod.name)
             except Exception as error:  # e.g. deleted meanwhile: the next round sees it
                 logger.warning("SIMULATION: could not start %s: %s", pod.key, error)
 
@@ -189,8 +186,8 @@ class NodeSimulator:
         logger.info("SIMULATION: binding pod %s to node %s", pod.key, node)
         self._waiting.pop(pod.key, None)
         try:
-            await bind_pod(self._api, pod.namespace, pod.name, node)
-            await mark_running(self._api, pod.namespace, pod.name)
+            await self._cluster.bind_pod(pod.namespace, pod.name, node)
+            await self._cluster.mark_running(pod.namespace, pod.name)
         except Exception as error:
             logger.warning("SIMULATION: could not bind %s: %s", pod.key, error)
             return
@@ -199,7 +196,7 @@ class NodeSimulator:
     async def _event(self, pod: PodInfo, reason: str, message: str) -> None:
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
         try:
-            await post_event(self._api, involved, reason, f"SIMULATION: {message}", "Normal")
+            await self._cluster.post_event(involved, reason, f"SIMULATION: {message}", "Normal")
         except Exception as error:
             logger.warning("SIMULATION: could not post an Event (%s): %s", reason, describe(error))
 
@@ -207,5 +204,5 @@ class NodeSimulator:
 def simulation(operator: Operator) -> tuple[str, Awaitable[None]]:
     """The node simulation as an extra loop of ``operator`` (``controller.runner.ExtraLoop``): on
     its memory, its writers' client and its Lease."""
-    simulator = NodeSimulator(operator.state, operator.api, operator.leader.leading)
+    simulator = NodeSimulator(operator.state, operator.kube, operator.leader.leading)
     return "node simulation", simulator.run()

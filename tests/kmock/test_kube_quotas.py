@@ -22,6 +22,7 @@ from elasticquota.controller.reconcile import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.engine import EngineSettings
+from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.quotas import (
     MERGE_PATCH,
     create_quota,
@@ -277,7 +278,7 @@ async def test_the_writers_patches_converge_on_a_merge_patch_server(
     kmock.objects[QUOTAS, "team", "a"] = stale
     state = ControllerState.create(EngineSettings())
     state.on_quota(stale)
-    writer = Writer(api, state, Settings(identity="test"))
+    writer = Writer(KubeCluster(api), state, Settings(identity="test"))
 
     for change in pending_writes(state, state.engine.solve_tree("")):
         assert await writer.write(change)

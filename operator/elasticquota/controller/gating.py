@@ -20,22 +20,16 @@ import collections
 import logging
 from collections import Counter
 
-from kubernetes_asyncio import client
-
-from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
-from elasticquota.controller.state import ControllerState
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.preemption import preemption_victims
 from elasticquota.core.results import Snapshot
-from elasticquota.kube.events import post_event
-from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.kube.pods import set_scheduling_gates, set_waiting_condition
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -48,28 +42,14 @@ def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[st
     return dict(Counter(snapshot.pod_quota[d.pod.key] for d in decisions if not d.release))
 
 
-class GateController:
+class GateController(WritingLoop):
     """Releases gated pods that fit; tells the others why they wait."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        api: client.ApiClient,
-        settings: Settings,
-        leading: asyncio.Event,
-        evictor: Evictor | None = None,
-        limiter: RateLimiter | None = None,
-        metrics: Metrics | None = None,
-    ) -> None:
-        """``evictor`` and ``limiter`` are shared with revocation (one eviction budget)."""
-        self._state = state
-        self._api = api
-        self._settings = settings
-        self._leading = leading
+    def __init__(self, context: LoopContext, limiter: RateLimiter | None = None) -> None:
+        """``limiter`` is shared with revocation (one eviction budget)."""
+        super().__init__(context)
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
-        self._evictor = evictor or Evictor(api)
-        self._limiter = limiter or RateLimiter(settings.eviction_rate)
-        self._metrics = metrics or Metrics()
+        self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "gate updates")
         #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
         self.released: collections.deque[str] = collections.deque(maxlen=RECENT)
@@ -109,12 +89,11 @@ class GateController:
     async def _release(self, decision: GateDecision, quota: str) -> None:
         pod = decision.pod
         logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
-        if self._settings.dry_run:
-            return
         remaining = [gate for gate in pod.scheduling_gates if gate != ADMISSION_GATE]
-        await set_scheduling_gates(self._api, pod.namespace, pod.name, remaining)
-        await set_waiting_condition(
-            self._api, pod.namespace, pod.name, False, decision.verdict.reason
+        if not await self._cluster.set_scheduling_gates(pod.namespace, pod.name, remaining):
+            return  # not sent (a dry run): the pod is still gated
+        await self._cluster.set_waiting_condition(
+            pod.namespace, pod.name, False, decision.verdict.reason
         )
         self.released.append(pod.key)
         self._metrics.admitted(quota)
@@ -126,11 +105,9 @@ class GateController:
             return False
         names = ", ".join(victim.key for victim in victims)
         logger.info("preempting %s for %s", names, decision.pod.key)
-        if self._settings.dry_run:
-            return True
         for victim in victims:
             await self._limiter.acquire()
-            outcome = await counted_eviction(self._evictor, self._metrics, quota, victim)
+            outcome = await counted_eviction(self._cluster, self._metrics, quota, victim)
             if outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 involved = {
@@ -138,14 +115,14 @@ class GateController:
                     "namespace": victim.namespace, "name": victim.name,
                 }  # fmt: skip
                 message = f"evicted to make room in its quota for {decision.pod.key}"
-                await post_event(self._api, involved, "PreemptedInQuota", message)
+                await self._cluster.post_event(involved, "PreemptedInQuota", message)
         return True
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
-        if self._told.get(pod.key) == reason or self._settings.dry_run:
+        if self._told.get(pod.key) == reason:
             return
-        await set_waiting_condition(self._api, pod.namespace, pod.name, True, reason)
+        await self._cluster.set_waiting_condition(pod.namespace, pod.name, True, reason)
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
-        await post_event(self._api, involved, "WaitingForQuota", reason, "Normal")
+        await self._cluster.post_event(involved, "WaitingForQuota", reason, "Normal")
         self._told[pod.key] = reason

@@ -14,7 +14,7 @@ namespaces.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import kopf
@@ -87,34 +87,20 @@ def stamp_request(
     )
 
 
-def register_workload_webhooks(
-    registry: kopf.OperatorRegistry, admission: Admission, ignore_failures: bool
-) -> None:
-    """One mutating handler per workload kind (Kopf serves each at its own path)."""
-    for group, plural, kind in WORKLOADS:
-        selector = (group, plural)
-        _register_one(
-            registry, admission, ignore_failures, selector, mutate_workload_id(plural), kind
-        )
-    legacy_id = f"{mutate_workload_id('cronjobs')}-v1beta1"
-    _register_one(registry, admission, ignore_failures, LEGACY_CRONJOBS, legacy_id, "CronJob")
+def workload_webhooks() -> list[tuple[tuple[str, ...], str, str]]:
+    """(Kopf selector, webhook id, kind) of every workload webhook, the legacy CronJobs' last."""
+    found: list[tuple[tuple[str, ...], str, str]] = [
+        ((group, plural), mutate_workload_id(plural), kind) for group, plural, kind in WORKLOADS
+    ]
+    found.append((LEGACY_CRONJOBS, f"{mutate_workload_id('cronjobs')}-v1beta1", "CronJob"))
+    return found
 
 
-def _register_one(
-    registry: kopf.OperatorRegistry,
-    admission: Admission,
-    ignore_failures: bool,
-    selector: tuple[str, ...],
-    webhook: str,
-    kind: str,
-) -> None:
-    @kopf.on.mutate(
-        *selector,
-        id=webhook,
-        operations=["CREATE", "UPDATE"],
-        ignore_failures=ignore_failures,
-        registry=registry,
-    )
+def workload_handler(
+    admission: Admission, webhook: str, kind: str
+) -> Callable[..., Awaitable[None]]:
+    """The Kopf handler of one workload webhook: the template stamped, the answer counted."""
+
     async def mutate_workload(
         body: kopf.Body,
         patch: kopf.Patch,
@@ -136,3 +122,5 @@ def _register_one(
             admission.trust,
             patch,
         )
+
+    return mutate_workload

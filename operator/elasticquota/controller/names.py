@@ -6,19 +6,18 @@ lost at a restart, and creation times have a one-second resolution. So the owner
 gets the annotation ``elasticquota.dev/name-owner`` holding its own uid: from then on the name stays
 with it across restarts and on every replica, whatever the creation times and uids say. The record
 is written once per owner (the write echoes back through the watch and the engine sees it), only
-for names that are actually shared, and never by a standby or in dry-run.
+for names that are actually shared, and never by a standby (nor in a dry run, whose ``Cluster``
+sends nothing).
 """
 
 from __future__ import annotations
 
 import logging
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
 from elasticquota.kube.errors import describe
-from elasticquota.kube.quotas import patch_quota
 
 logger = logging.getLogger(__name__)
 
@@ -26,12 +25,9 @@ logger = logging.getLogger(__name__)
 class NameRecorder:
     """Writes the name record on the owners of shared names that lack it."""
 
-    def __init__(self, state: ControllerState, api: client.ApiClient, dry_run: bool) -> None:
+    def __init__(self, state: ControllerState, cluster: Cluster) -> None:
         self._state = state
-        self._api = api
-        self._dry_run = dry_run
-        #: Owners a dry run said it would record (said once each).
-        self._said: set[tuple[str, str]] = set()
+        self._cluster = cluster
 
     async def record(self) -> int:
         """One round; the number of records written."""
@@ -40,18 +36,15 @@ class NameRecorder:
             stored = self._state.quotas.get((owner.namespace, owner.name))
             if stored is None or stored.uid != owner.uid:
                 continue  # gone or replaced meanwhile: the next topology decides again
-            if self._dry_run:
-                if (owner.namespace, owner.uid) not in self._said:
-                    self._said.add((owner.namespace, owner.uid))
-                    logger.info("dry-run: would record %s as the owner of its name", owner.ref)
-                continue
             patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: owner.uid}}}
             try:
-                body = await patch_quota(self._api, owner.namespace, owner.name, patch)
+                body = await self._cluster.patch_quota(owner.namespace, owner.name, patch)
             except Exception as error:  # retried at the next round
                 logger.warning(
                     "recording %s as its name's owner failed: %s", owner.ref, describe(error)
                 )
+                continue
+            if body is None:  # not sent (a dry run)
                 continue
             self._state.on_quota(body)
             logger.info(

@@ -19,15 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
 from elasticquota.core.keys import RESERVED_QUOTAS
 from elasticquota.core.models import Problem
-from elasticquota.kube.events import post_event
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
@@ -38,12 +36,9 @@ REASON = "InvalidElasticQuota"
 class ProblemReporter:
     """Posts one Event per new (quota, message) problem and marks the quotas left out."""
 
-    def __init__(
-        self, state: ControllerState, api: client.ApiClient, dry_run: bool, writer: Writer
-    ) -> None:
+    def __init__(self, state: ControllerState, cluster: Cluster, writer: Writer) -> None:
         self._state = state
-        self._api = api
-        self._dry_run = dry_run
+        self._cluster = cluster
         self._writer = writer
         self._posted: set[tuple[str, str]] = set()
         self._outage = OutageLog(logger, "problem Events")
@@ -93,10 +88,10 @@ class ProblemReporter:
         namespace, _, name = path.partition("/")
         quota = self._state.quotas.get((namespace, name))
         logger.warning("%s: %s", ref, message)
-        if kind != "ElasticQuota" or quota is None or self._dry_run:
+        if kind != "ElasticQuota" or quota is None:
             return True
         try:
-            await post_event(self._api, quota.involved(), REASON, message)
+            await self._cluster.post_event(quota.involved(), REASON, message)
         except Exception as error:  # posted at the next round
             self._outage.failed(ref, error)
             return False

@@ -4,7 +4,8 @@ Reacts to profile, node and root-quota changes (debounced) instead of polling ev
 reference does. For each profile it computes the root quota the reference's controller would write
 (``core.profiles.root_quota_manifest``) and creates it, or merge-patches what differs: the labels
 and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets it
-written back. Only the active replica writes.
+written back. Only the active replica writes (and nothing in a dry run, whose ``Cluster`` sends
+nothing).
 """
 
 from __future__ import annotations
@@ -13,18 +14,14 @@ import asyncio
 import logging
 from typing import Any
 
-from kubernetes_asyncio import client
-
-from elasticquota.controller.state import ControllerState, QuotaObject
+from elasticquota.controller.context import LoopContext, WritingLoop
+from elasticquota.controller.state import QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.models import ProfileSpec
 from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
 from elasticquota.core.quantity import QuantityError
 from elasticquota.core.resources import parse_resource_list
-from elasticquota.kube.events import post_event
 from elasticquota.kube.outages import OutageLog
-from elasticquota.kube.quotas import create_quota, patch_profile, patch_quota
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -67,20 +64,11 @@ def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str,
     return patch or None
 
 
-class ProfileController:
+class ProfileController(WritingLoop):
     """Keeps every profile's root quota in line with its node pool."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        api: client.ApiClient,
-        settings: Settings,
-        leading: asyncio.Event,
-    ) -> None:
-        self._state = state
-        self._api = api
-        self._settings = settings
-        self._leading = leading
+    def __init__(self, context: LoopContext) -> None:
+        super().__init__(context)
         self._outage = OutageLog(logger, "profile root quota updates")
 
     async def run(self) -> None:
@@ -113,27 +101,27 @@ class ProfileController:
     async def _write_root(
         self, profile: ProfileSpec, desired: dict[str, Any], current: QuotaObject | None
     ) -> None:
-        if self._settings.dry_run:
-            return
         if current is None:
-            created = await create_quota(self._api, desired)
+            created = await self._cluster.create_quota(desired)
             if created is not None:
                 logger.info("profile %s: created root quota %s", profile.ref, profile.quota_name)
                 self._state.on_quota(created)
             return
         patch = root_quota_patch(desired, current)
         if patch is not None:
-            body = await patch_quota(self._api, profile.namespace, profile.quota_name, patch)
-            self._state.on_quota(body)
+            body = await self._cluster.patch_quota(profile.namespace, profile.quota_name, patch)
+            if body is not None:  # None: not sent (a dry run)
+                self._state.on_quota(body)
 
     async def _label_profile(self, profile: ProfileSpec) -> None:
         """Write the computed tree id back onto the profile, as the reference does."""
         labels = self._state.profile_labels.get((profile.namespace, profile.name), {})
-        if labels.get(keys.LABEL_TREE_ID) or self._settings.dry_run:
+        if labels.get(keys.LABEL_TREE_ID):
             return
         patch = {"metadata": {"labels": {keys.LABEL_TREE_ID: profile_tree_id(profile)}}}
-        body = await patch_profile(self._api, profile.namespace, profile.name, patch)
-        self._state.on_profile(body)
+        body = await self._cluster.patch_profile(profile.namespace, profile.name, patch)
+        if body is not None:  # None: not sent (a dry run)
+            self._state.on_profile(body)
 
     async def _report(self, profile: ProfileSpec, message: str) -> None:
         involved = {
@@ -143,6 +131,6 @@ class ProfileController:
             "name": profile.name,
         }
         try:
-            await post_event(self._api, involved, "UpdateQuotaFailed", message)
+            await self._cluster.post_event(involved, "UpdateQuotaFailed", message)
         except Exception as error:
             self._outage.failed(f"an Event on {profile.ref}", error)

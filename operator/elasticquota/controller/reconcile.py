@@ -26,13 +26,16 @@ that defers or fails a write leaves that clock running; one with nothing to writ
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
@@ -41,7 +44,6 @@ from elasticquota.core.results import QuotaResult
 from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.kube.quotas import patch_quota, patch_quota_status
 from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -60,7 +62,9 @@ class WriteStats:
 
 
 class Writer:
-    """Sends quota writes: one merge patch for annotations, one for ``status.used``.
+    """Sends quota writes through the ``Cluster``: one merge patch for annotations, one for
+    ``status.used``; the object each write returns becomes the current one (a dry run returns
+    none, so memory keeps what the cluster holds).
 
     A write the API refuses for good (e.g. 422) is logged at WARNING each time; transient
     failures (the API unreachable or struggling) once per outage (``controller.outages``).
@@ -68,12 +72,12 @@ class Writer:
 
     def __init__(
         self,
-        api: client.ApiClient,
+        cluster: Cluster,
         state: ControllerState,
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._api = api
+        self._cluster = cluster
         self._state = state
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
@@ -82,9 +86,6 @@ class Writer:
 
     async def write(self, change: QuotaWrite) -> bool:
         """Apply one quota's changes; False when the API refused them (retried next pass)."""
-        if self._settings.dry_run:
-            logger.info("dry-run: would write %s/%s: %s", change.namespace, change.name, change)
-            return True
         async with self._slots:
             try:
                 await self._send(change)
@@ -114,21 +115,18 @@ class Writer:
         return outcomes
 
     async def _send(self, change: QuotaWrite) -> None:
-        key = (change.namespace, change.name)
+        cluster, namespace, name = self._cluster, change.namespace, change.name
         if change.annotations:
-            body = await patch_quota(
-                self._api,
-                change.namespace,
-                change.name,
-                {"metadata": {"annotations": change.annotations}},
-            )
-            self._state.on_quota(body)
+            patch = {"metadata": {"annotations": change.annotations}}
+            self._keep(await cluster.patch_quota(namespace, name, patch))
         if change.used is not None:
-            body = await patch_quota_status(
-                self._api, change.namespace, change.name, {"used": change.used}
-            )
+            self._keep(await cluster.patch_quota_status(namespace, name, {"used": change.used}))
+        logger.debug("wrote %s/%s", namespace, name)
+
+    def _keep(self, body: dict[str, Any] | None) -> None:
+        """The object as the cluster has it after a write (nothing when nothing was sent)."""
+        if body is not None:
             self._state.on_quota(body)
-        logger.debug("wrote %s", key)
 
 
 def pending_writes(
@@ -351,25 +349,16 @@ class TreeLoop:
             self._metrics.pod_event_written(time.monotonic() - since)
 
 
-class Reconciler:
+class Reconciler(WritingLoop):
     """Runs one ``TreeLoop`` per tree and wakes them when their tree may need a write."""
 
-    def __init__(
-        self,
-        state: ControllerState,
-        api: client.ApiClient,
-        settings: Settings,
-        leading: asyncio.Event,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self._state = state
-        self._settings = settings
-        self._leading = leading
-        self._metrics = metrics or Metrics()
-        self.writer = Writer(api, state, settings)
+    def __init__(self, context: LoopContext) -> None:
+        super().__init__(context)
+        self.writer = Writer(context.cluster, context.state, context.settings)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.passes = 0
+        #: Passes made, by tree (for tests and debugging).
+        self.passes_by_tree: collections.Counter[str] = collections.Counter()
         #: The next dispatch wakes every loop for a pass over every quota.
         self._everything = False
 
@@ -426,15 +415,20 @@ class Reconciler:
                 self.writer,
                 self._settings.reconcile_interval,
                 self._leading,
-                self._count_pass,
+                functools.partial(self._count_pass, tree_id),
                 self._metrics,
             )
             self._loops[tree_id] = loop
             self._tasks[tree_id] = asyncio.create_task(loop.run(), name=f"tree {tree_id!r}")
         return self._loops[tree_id]
 
-    def _count_pass(self) -> None:
-        self.passes += 1
+    @property
+    def passes(self) -> int:
+        """Passes made by every tree's loop."""
+        return self.passes_by_tree.total()
+
+    def _count_pass(self, tree_id: str) -> None:
+        self.passes_by_tree[tree_id] += 1
 
     async def _wake_all_on_leadership(self) -> None:
         """A replica that becomes active checks every quota of every tree at once."""

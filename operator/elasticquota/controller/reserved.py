@@ -9,11 +9,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.kube.quotas import create_quota, ensure_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +39,7 @@ def reserved_manifests(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-async def ensure_reserved_quotas(
-    api: client.ApiClient, state: ControllerState, namespace: str
-) -> None:
+async def ensure_reserved_quotas(cluster: Cluster, state: ControllerState, namespace: str) -> None:
     """Create the namespace and whichever reserved quota does not exist yet."""
     missing = [
         manifest
@@ -52,9 +48,9 @@ async def ensure_reserved_quotas(
     ]
     if not missing:
         return
-    await ensure_namespace(api, namespace)
+    await cluster.ensure_namespace(namespace)
     for manifest in missing:
-        created = await create_quota(api, manifest)
+        created = await cluster.create_quota(manifest)
         if created is not None:
             logger.info("created reserved quota %s/%s", namespace, manifest["metadata"]["name"])
             state.on_quota(created)

@@ -13,8 +13,8 @@ it ends, never rewritten by a round), so a restart during the delay neither forg
 twice. A quota that stays over-used with nothing evictable gets a round every delay, each with the
 same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event object
 whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing is
-evicted. Every eviction (here and by in-quota preemption, through ``counted_eviction``) is counted
-by quota and outcome.
+evicted: the dry run's ``Cluster`` sends nothing and logs what it would evict. Every eviction
+(here and by in-quota preemption, through ``counted_eviction``) is counted by quota and outcome.
 
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
@@ -32,12 +32,11 @@ import logging
 import time
 from collections.abc import Callable
 
-from kubernetes_asyncio import client
-
+from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
-from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
 from elasticquota.core.overuse import (
@@ -50,12 +49,9 @@ from elasticquota.core.quantity import format_units
 from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
 from elasticquota.kube.errors import describe
-from elasticquota.kube.events import post_event
-from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
-from elasticquota.kube.quotas import patch_quota
-from elasticquota.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -78,17 +74,19 @@ def over_use_summary(result: QuotaResult) -> str:
 
 
 async def counted_eviction(
-    evictor: Evictor, metrics: Metrics, quota: str, pod: PodInfo
+    cluster: Cluster, metrics: Metrics, quota: str, pod: PodInfo
 ) -> EvictionOutcome:
-    """Evict one pod of ``quota``, counting the outcome (``failed`` when it raises)."""
+    """Evict one pod of ``quota``, counting the outcome (``failed`` when it raises; an eviction
+    not sent, in a dry run, is not counted)."""
     try:
-        outcome = await evictor.evict(pod.namespace, pod.name)
+        outcome = await cluster.evict(pod.namespace, pod.name)
     except NotLeadingError:
         raise  # not sent: nothing to count
     except Exception:
         metrics.eviction(quota, FAILED)
         raise
-    metrics.eviction(quota, outcome.value)
+    if outcome is not EvictionOutcome.NOT_SENT:
+        metrics.eviction(quota, outcome.value)
     return outcome
 
 
@@ -120,30 +118,20 @@ class RateLimiter:
             await asyncio.sleep((1 - self._tokens) / self._rate)
 
 
-class RevocationController:
+class RevocationController(WritingLoop):
     """Checks over-use, keeps the timers on the quotas, and evicts when a round is due."""
 
     def __init__(
         self,
-        state: ControllerState,
-        api: client.ApiClient,
-        settings: Settings,
-        leading: asyncio.Event,
+        context: LoopContext,
         clock: Callable[[], float] = time.time,
-        evictor: Evictor | None = None,
         limiter: RateLimiter | None = None,
-        metrics: Metrics | None = None,
     ) -> None:
-        """``evictor`` and ``limiter`` are shared with in-quota preemption (one eviction budget)."""
-        self._state = state
-        self._api = api
-        self._settings = settings
-        self._leading = leading
+        """``limiter`` is shared with in-quota preemption (one eviction budget)."""
+        super().__init__(context)
         self._clock = clock
-        self._timer = OverUseTimer(settings.revocation_delay)
-        self._evictor = evictor or Evictor(api)
-        self._limiter = limiter or RateLimiter(settings.eviction_rate)
-        self._metrics = metrics or Metrics()
+        self._timer = OverUseTimer(context.settings.revocation_delay)
+        self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "revocation's API requests")
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
         self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
@@ -214,7 +202,7 @@ class RevocationController:
     async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
         """Keep the over-use start on the quota object when it changes."""
         after = self._timer.since.get(result.name)
-        if after == before or self._settings.dry_run:
+        if after == before:
             return
         value = format_since(after) if after is not None else None
         quota = self._state.quotas.get((result.namespace, result.name))
@@ -222,24 +210,23 @@ class RevocationController:
             return
         patch = {"metadata": {"annotations": {ANNO_OVER_USED_SINCE: value}}}
         try:
-            self._state.on_quota(await patch_quota(self._api, result.namespace, result.name, patch))
+            body = await self._cluster.patch_quota(result.namespace, result.name, patch)
         except Exception as error:  # recorded at the next check
             self._outage.failed(f"the over-use record of {result.name}", error)
             return
         self._outage.succeeded()
+        if body is not None:  # None: not sent (a dry run)
+            self._state.on_quota(body)
 
     async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
         summary = over_use_summary(result)
         names = ", ".join(pod.key for pod in victims) or "none evictable"
-        action = "would evict" if self._settings.dry_run else "evicting"
         message = (
             f"over its runtime for more than {self._settings.revocation_delay:g}s ({summary}); "
-            f"{action}: {names}"
+            f"evicting: {names}"
         )
         logger.warning("quota %s: %s", result.name, message)
         await self._event_on_quota(result, "QuotaOverUsed", message)
-        if self._settings.dry_run:
-            return
         try:
             for pod in victims:
                 await self._limiter.acquire()
@@ -249,7 +236,7 @@ class RevocationController:
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
-            outcome = await counted_eviction(self._evictor, self._metrics, result.name, pod)
+            outcome = await counted_eviction(self._cluster, self._metrics, result.name, pod)
         except NotLeadingError:
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:
@@ -275,12 +262,12 @@ class RevocationController:
 
     async def _event_on_quota(self, result: QuotaResult, reason: str, message: str) -> None:
         quota = self._state.quotas.get((result.namespace, result.name))
-        if quota is not None and not self._settings.dry_run:
+        if quota is not None:
             await self._event(quota.involved(), reason, message)
 
     async def _event(self, involved: dict[str, str], reason: str, message: str) -> None:
         try:
-            await post_event(self._api, involved, reason, message)
+            await self._cluster.post_event(involved, reason, message)
         except Exception as error:
             self._outage.failed(f"an Event ({reason})", error)
             return

@@ -6,7 +6,9 @@ with a registry built here (nothing registers at import); so does the Prometheus
 (``Metrics``), served at ``/metrics`` by the probes' server and fed by the loops, the webhooks and
 the API client. Every replica reads and keeps memory current; the holder of the Lease writes, and
 only while its Lease is fresh: the writers' API client is fenced by the elector's ``Fence``
-(``kube.client``), the elector talks to the API server through a client of its own.
+(``kube.client``), the elector talks to the API server through a client of its own. The loops
+write through one ``Cluster`` (``controller.cluster``), chosen here: the Kubernetes adapter on the
+fenced client, or, with ``--dry-run``, one that sends nothing.
 Kopf's own bookkeeping is switched off where it could touch objects we don't own: no peering (the
 Lease does that job), no posting of Kopf's logs as Events, no resource handlers.
 """
@@ -24,6 +26,8 @@ import kopf
 from kubernetes_asyncio import client
 
 from elasticquota.controller import heap
+from elasticquota.controller.cluster import Cluster, DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.ingest import Ingest
@@ -39,8 +43,8 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
 from elasticquota.core.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
+from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import Evictor
 from elasticquota.kube.lease import Fence, LeaderElector, NotLeadingError
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
@@ -121,6 +125,9 @@ class Operator:
         self.settings = settings
         self.extra_loops = tuple(extra_loops)
         self.api = api
+        #: The cluster on ``api``; what the loops write to (a dry run's sends nothing).
+        self.kube = KubeCluster(api)
+        self.cluster: Cluster = DryRunCluster() if settings.dry_run else self.kube
         self.lease_api = lease_api or api
         self.metrics = metrics or Metrics()
         self.state = make_state(settings)
@@ -136,14 +143,16 @@ class Operator:
             fence=fence,
         )
         self.metrics.watch(self.state, self.leader.leading)
-        self.reconciler = Reconciler(self.state, api, settings, self.leader.leading, self.metrics)
-        self.profiles = ProfileController(self.state, api, settings, self.leader.leading)
-        self.reporter = ProblemReporter(self.state, api, settings.dry_run, self.reconciler.writer)
-        self.names = NameRecorder(self.state, api, settings.dry_run)
+        self.context = LoopContext(
+            self.state, self.cluster, settings, self.leader.leading, self.metrics
+        )
+        self.reconciler = Reconciler(self.context)
+        self.profiles = ProfileController(self.context)
+        self.reporter = ProblemReporter(self.state, self.cluster, self.reconciler.writer)
+        self.names = NameRecorder(self.state, self.cluster)
         self.ingest = Ingest(self.state, api)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.
-        self.evictor = Evictor(api)
         self.eviction_limiter = RateLimiter(settings.eviction_rate)
 
     async def run(self) -> None:
@@ -166,15 +175,7 @@ class Operator:
         if self.settings.gating:
             loops.append(("gating", self._gate()))
         if self.settings.revocation:
-            revocation = RevocationController(
-                self.state,
-                self.api,
-                self.settings,
-                self.leader.leading,
-                evictor=self.evictor,
-                limiter=self.eviction_limiter,
-                metrics=self.metrics,
-            )
+            revocation = RevocationController(self.context, limiter=self.eviction_limiter)
             loops.append(("revocation", revocation.run()))
         if admission is not None:
             loops.append(("webhook catalog", self._index_for_webhooks(admission)))
@@ -258,23 +259,17 @@ class Operator:
             )
             return
         self.state.gates_supported = True  # from now on the pod webhook adds the gate
-        gates = GateController(
-            self.state,
-            self.api,
-            self.settings,
-            self.leader.leading,
-            evictor=self.evictor,
-            limiter=self.eviction_limiter,
-            metrics=self.metrics,
-        )
+        gates = GateController(self.context, limiter=self.eviction_limiter)
         await gates.run()
 
     async def _ensure_reserved(self) -> None:
         await self.state.synced.wait()
-        while not self.settings.dry_run:
+        while True:
             await self.leader.leading.wait()
             try:
-                await ensure_reserved_quotas(self.api, self.state, self.settings.reserved_namespace)
+                await ensure_reserved_quotas(
+                    self.cluster, self.state, self.settings.reserved_namespace
+                )
             except NotLeadingError:  # lost the Lease meanwhile: until it is held again
                 await asyncio.sleep(self.settings.lease_retry_period)
                 continue

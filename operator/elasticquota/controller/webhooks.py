@@ -41,10 +41,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any, Literal, ParamSpec
 
 import kopf
 from kopf._core.engines import admission as kopf_admission
@@ -52,9 +52,10 @@ from kopf._core.engines import admission as kopf_admission
 from elasticquota.controller.certs import self_signed_certificate
 from elasticquota.controller.identity import (
     WORKLOAD_RESOURCES,
-    register_workload_webhooks,
     stamp_request,
     trust_rules,
+    workload_handler,
+    workload_webhooks,
 )
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
@@ -287,6 +288,8 @@ class Admission:
         self.recent = RecentAdmissions()
         self.quotas = QuotaMirror(state, self.recent)
         self.trust = trust_rules(settings)
+        #: The handlers registered with Kopf for these decisions (``register_webhooks``).
+        self.registered: list[Registration] = []
 
     def view(self) -> ClusterView:
         return cluster_view(self.quotas, self.state)
@@ -412,27 +415,45 @@ class Admission:
 # -- registration and the server ------------------------------------------------------------
 
 
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """One admission handler as ``register_webhooks`` gave it to Kopf."""
+
+    id: str
+    mutating: bool
+    operations: tuple[Operation, ...]
+    ignore_failures: bool
+    fn: Callable[..., Awaitable[None]]
+
+
 def register_webhooks(
     registry: kopf.OperatorRegistry,
     state: ControllerState,
     settings: Settings,
     metrics: Metrics | None = None,
 ) -> Admission:
-    """Register the admission handlers into ``registry`` (the server: ``configure_admission``)."""
+    """Register the admission handlers into ``registry`` (the server: ``configure_admission``);
+    what was registered is kept in ``Admission.registered``."""
     admission = Admission(state, settings, metrics)
     if REFUSAL_ECHO not in KOPF_OBJECTS.filters:
         KOPF_OBJECTS.addFilter(REFUSAL_ECHO)
     ignore = settings.webhook_failure_policy == "Ignore"
     ignore_for_pods = settings.pod_webhook_failure_policy == "Ignore"
-    quota_operations: Collection[Any] = ("CREATE", "UPDATE", "DELETE")
 
-    @kopf.on.validate(
-        *QUOTAS,
-        id=VALIDATE_QUOTA,
-        operations=quota_operations,
-        ignore_failures=ignore,
-        registry=registry,
-    )
+    def register(resource: tuple[str, ...], handler: Registration) -> None:
+        on = kopf.on.mutate if handler.mutating else kopf.on.validate
+        on(
+            *resource,
+            id=handler.id,
+            operations=list(handler.operations),
+            ignore_failures=handler.ignore_failures,
+            registry=registry,
+        )(handler.fn)
+        admission.registered.append(handler)
+
     async def validate_quota(
         body: kopf.Body,
         dryrun: bool,
@@ -446,22 +467,12 @@ def register_webhooks(
             VALIDATE_QUOTA, subresource, admission.validate_quota, operation, body, old, dryrun
         )
 
-    @kopf.on.mutate(
-        *QUOTAS, id=MUTATE_QUOTA, operations=["CREATE"], ignore_failures=ignore, registry=registry
-    )
     async def mutate_quota(
         body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
     ) -> None:
         await admission.quotas.follow()
         admission.answer(MUTATE_QUOTA, subresource, admission.mutate_quota, body, patch)
 
-    @kopf.on.mutate(
-        *PODS,
-        id=MUTATE_POD,
-        operations=["CREATE"],
-        ignore_failures=ignore_for_pods,
-        registry=registry,
-    )
     async def mutate_pod(
         body: kopf.Body,
         patch: kopf.Patch,
@@ -472,13 +483,6 @@ def register_webhooks(
         await admission.quotas.follow()
         admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo)
 
-    @kopf.on.validate(
-        *PODS,
-        id=VALIDATE_POD,
-        operations=["CREATE", "UPDATE"],
-        ignore_failures=ignore_for_pods,
-        registry=registry,
-    )
     async def validate_pod(
         body: kopf.Body,
         subresource: str | None,
@@ -489,7 +493,17 @@ def register_webhooks(
         await admission.quotas.follow()
         admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
 
-    register_workload_webhooks(registry, admission, ignore_for_pods)
+    quota_operations: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
+    register(QUOTAS, Registration(VALIDATE_QUOTA, False, quota_operations, ignore, validate_quota))
+    register(QUOTAS, Registration(MUTATE_QUOTA, True, ("CREATE",), ignore, mutate_quota))
+    register(PODS, Registration(MUTATE_POD, True, ("CREATE",), ignore_for_pods, mutate_pod))
+    pod_operations: tuple[Operation, ...] = ("CREATE", "UPDATE")
+    register(PODS, Registration(VALIDATE_POD, False, pod_operations, ignore_for_pods, validate_pod))
+    for selector, webhook, kind in workload_webhooks():
+        handler = workload_handler(admission, webhook, kind)
+        register(
+            selector, Registration(webhook, True, ("CREATE", "UPDATE"), ignore_for_pods, handler)
+        )
     return admission
 
 

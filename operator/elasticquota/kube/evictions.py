@@ -23,6 +23,7 @@ class EvictionOutcome(enum.Enum):
     EVICTED = "evicted"
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget (or throttling) refused it for now
     GONE = "gone"  # 404: nothing left to evict
+    NOT_SENT = "not sent"  # a dry run: the eviction was not asked for (never counted)
 
 
 def _is_unknown_version(error: ApiException) -> bool:

@@ -15,12 +15,12 @@ from kopf._core.engines.admission import serve_admission_request
 from kopf._core.engines.indexing import OperatorIndexers
 from kopf._core.reactor.inventory import ResourceMemories
 
-QUOTA_RESOURCE = references.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
-POD_RESOURCE = references.Resource("", "v1", "pods")
+QUOTA_RESOURCE = kopf.Resource("scheduling.sigs.k8s.io", "v1alpha1", "elasticquotas")
+POD_RESOURCE = kopf.Resource("", "v1", "pods")
 
 
 async def admission_review(
-    registry: kopf.OperatorRegistry, webhook: str, resource: references.Resource, **request: Any
+    registry: kopf.OperatorRegistry, webhook: str, resource: kopf.Resource, **request: Any
 ) -> dict[str, Any]:
     """Serve one AdmissionReview through Kopf, and return its ``response`` part."""
     insights = references.Insights()

@@ -1,11 +1,8 @@
-"""Fixtures for the controller tests: raw bodies, a fake cluster in place of the API, settings.
+"""Fixtures for the controller tests: raw bodies, an in-memory cluster, memory, settings.
 
-The controller modules import their Kubernetes adapters by name (``patch_quota``, ``create_quota``,
-``post_event``, ...). The ``cluster`` fixture replaces every one of them with an in-memory fake that
-behaves like the API server where the controller depends on it: writes are JSON merge patches (RFC
-7386: maps merge, ``null`` deletes), the server's object is returned, creating an existing object
-answers 409. It records every call and can be told to fail the next calls of a verb. No test here
-opens a network connection.
+The controller writes through the ``Cluster`` port it is given at construction; the ``cluster``
+fixture is the in-memory one of ``fake_cluster`` (merge patches, recorded calls, failures on
+demand). No test here opens a network connection.
 
 Test modules use the fixtures only (several ``conftest`` modules exist, so importing from here
 would be ambiguous); the helper types are imported under ``TYPE_CHECKING`` at most.
@@ -14,16 +11,18 @@ would be ambiguous); the helper types are imported under ``TYPE_CHECKING`` at mo
 from __future__ import annotations
 
 import asyncio
-import copy
+import functools
 import os
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, cast
 
 import pytest
+from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -31,22 +30,6 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.settings import Settings
 
 Body = dict[str, Any]
-
-#: The controller never touches the client itself: it only hands it to the (faked) adapters.
-API = cast(client.ApiClient, object())
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies ``application/merge-patch+json``."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class Bodies:
@@ -165,139 +148,53 @@ class Bodies:
         }
 
 
-class FakeCluster:
-    """The API server as far as the controller sees it, in memory."""
+class WorkerThreads(ThreadPoolExecutor):
+    """The event loop's default executor (``asyncio.to_thread``), recording what ran in it: the
+    function's name and the thread, in order. ``hold(name)`` makes the next runs of that function
+    wait until ``release()`` (``started`` is set once one waits); ``break_next(name)`` makes the
+    next run of that function raise (a bug)."""
 
     def __init__(self) -> None:
-        self.quotas: dict[tuple[str, str], Body] = {}
-        self.profiles: dict[tuple[str, str], Body] = {}
-        self.pods: dict[tuple[str, str], Body] = {}
-        self.namespaces: set[str] = set()
-        self.events: list[Body] = []
-        #: Every adapter call: (verb, namespace, name, body) in call order.
-        self.calls: list[tuple[str, str, str, Any]] = []
-        self.failures: dict[str, list[BaseException]] = defaultdict(list)
-        #: Seconds each call takes (to observe concurrency and pacing).
-        self.latency = 0.0
-        self.in_flight = 0
-        self.max_in_flight = 0
+        super().__init__(max_workers=4, thread_name_prefix="test-worker")
+        self.ran: list[tuple[str, int]] = []
+        self.started = threading.Event()
+        self._held: dict[str, threading.Event] = {}
+        self._to_break: set[str] = set()
 
-    # -- test helpers ---------------------------------------------------------------------------
+    def names(self, name: str) -> int:
+        """How many times ``name`` ran here."""
+        return sum(1 for ran, _ in self.ran if ran == name)
 
-    def store(self, body: Body) -> Body:
-        """Put an object in the cluster as it is (and return it)."""
-        meta = body["metadata"]
-        key = (meta.get("namespace", ""), meta["name"])
-        store = {"ElasticQuota": self.quotas, "ElasticQuotaProfile": self.profiles}
-        store.get(body.get("kind", ""), self.pods)[key] = copy.deepcopy(body)
-        return body
+    def threads(self) -> set[int]:
+        return {thread for _, thread in self.ran}
 
-    def fail(self, verb: str, *errors: BaseException) -> None:
-        """The next calls of ``verb`` raise these errors, in order."""
-        self.failures[verb].extend(errors)
+    def hold(self, name: str) -> None:
+        self._held[name] = threading.Event()
 
-    def verbs(self) -> list[str]:
-        return [verb for verb, *_ in self.calls]
+    def break_next(self, name: str) -> None:
+        self._to_break.add(name)
 
-    def writes(self) -> list[tuple[str, str, str, Any]]:
-        """Calls that change something (everything but namespace creation)."""
-        return [call for call in self.calls if call[0] != "ensure_namespace"]
+    def release(self) -> None:
+        for event in self._held.values():
+            event.set()
 
-    # -- the adapters ---------------------------------------------------------------------------
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        # asyncio.to_thread submits functools.partial(context.run, function, *arguments)
+        target = fn.args[0] if isinstance(fn, functools.partial) and fn.args else fn
+        name = getattr(target, "__name__", repr(target))
 
-    async def _call(self, verb: str, namespace: str, name: str, body: Any) -> None:
-        self.calls.append((verb, namespace, name, copy.deepcopy(body)))
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            if self.latency:
-                await asyncio.sleep(self.latency)
-        finally:
-            self.in_flight -= 1
-        if self.failures[verb]:
-            raise self.failures[verb].pop(0)
+        def run() -> Any:
+            self.ran.append((name, threading.get_ident()))
+            if name in self._to_break:
+                self._to_break.discard(name)
+                raise RuntimeError(f"{name}: a bug")
+            held = self._held.get(name)
+            if held is not None:
+                self.started.set()
+                held.wait(timeout=10)
+            return fn(*args, **kwargs)
 
-    @staticmethod
-    def _patched(store: dict[tuple[str, str], Body], key: tuple[str, str], patch: Body) -> Body:
-        if key not in store:
-            raise ApiException(status=404, reason="Not Found")
-        store[key] = merge_patch(store[key], patch)
-        return copy.deepcopy(store[key])
-
-    async def patch_quota(self, api: Any, namespace: str, name: str, patch: Body) -> Body:
-        await self._call("patch_quota", namespace, name, patch)
-        return self._patched(self.quotas, (namespace, name), patch)
-
-    async def patch_quota_status(self, api: Any, namespace: str, name: str, status: Body) -> Body:
-        await self._call("patch_quota_status", namespace, name, status)
-        return self._patched(self.quotas, (namespace, name), {"status": status})
-
-    async def create_quota(self, api: Any, body: Body) -> Body | None:
-        meta = body["metadata"]
-        await self._call("create_quota", meta["namespace"], meta["name"], body)
-        key = (meta["namespace"], meta["name"])
-        if key in self.quotas:
-            return None
-        created = copy.deepcopy(body)
-        created["metadata"]["uid"] = f"uid-{key[0]}-{key[1]}"
-        self.quotas[key] = created
-        return copy.deepcopy(created)
-
-    async def patch_profile(self, api: Any, namespace: str, name: str, patch: Body) -> Body:
-        await self._call("patch_profile", namespace, name, patch)
-        return self._patched(self.profiles, (namespace, name), patch)
-
-    async def ensure_namespace(self, api: Any, name: str) -> None:
-        await self._call("ensure_namespace", "", name, None)
-        self.namespaces.add(name)
-
-    async def post_event(
-        self,
-        api: Any,
-        involved: dict[str, str],
-        reason: str,
-        message: str,
-        event_type: str = "Warning",
-    ) -> None:
-        event = {"involvedObject": involved, "reason": reason, "message": message}
-        await self._call("post_event", involved.get("namespace", ""), involved["name"], event)
-        self.events.append({**event, "type": event_type})
-
-    async def bind_pod(self, api: Any, namespace: str, name: str, node: str) -> None:
-        await self._call("bind_pod", namespace, name, node)
-        self.pods[(namespace, name)] = merge_patch(
-            self.pods.get((namespace, name), {}), {"spec": {"nodeName": node}}
-        )
-
-    async def mark_running(self, api: Any, namespace: str, name: str) -> None:
-        await self._call("mark_running", namespace, name, None)
-        self.pods[(namespace, name)] = merge_patch(
-            self.pods.get((namespace, name), {}), {"status": {"phase": "Running"}}
-        )
-
-    async def remove_stopped_pod(self, api: Any, namespace: str, name: str) -> None:
-        await self._call("remove_stopped_pod", namespace, name, None)
-        self.pods.pop((namespace, name), None)
-
-
-_ADAPTERS = {
-    "elasticquota.controller.reconcile": ("patch_quota", "patch_quota_status"),
-    "elasticquota.controller.profiles": (
-        "create_quota",
-        "patch_profile",
-        "patch_quota",
-        "post_event",
-    ),
-    "elasticquota.controller.reserved": ("create_quota", "ensure_namespace"),
-    "elasticquota.controller.names": ("patch_quota",),
-    "elasticquota.controller.problems": ("post_event",),
-    "eqdev.simulator": (
-        "bind_pod",
-        "mark_running",
-        "post_event",
-        "remove_stopped_pod",
-    ),
-}
+        return super().submit(run)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -327,18 +224,22 @@ def k8s() -> Bodies:
 
 @pytest.fixture
 def api() -> client.ApiClient:
-    """A stand-in ApiClient: the faked adapters never use it."""
-    return API
+    """A stand-in ApiClient for the readers (``Ingest``), which these tests never start."""
+    return cast(client.ApiClient, object())
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCluster]:
-    """An in-memory cluster wired in place of every adapter the controller modules call."""
-    fake = FakeCluster()
-    for module, names in _ADAPTERS.items():
-        for name in names:
-            monkeypatch.setattr(f"{module}.{name}", getattr(fake, name))
-    yield fake
+def cluster() -> FakeCluster:
+    """An in-memory cluster (the ``Cluster`` port) that records every call."""
+    return FakeCluster()
+
+
+@pytest.fixture
+async def worker() -> WorkerThreads:
+    """What the loops run off the event loop, recorded (``WorkerThreads``)."""
+    executor = WorkerThreads()
+    asyncio.get_running_loop().set_default_executor(executor)
+    return executor
 
 
 @pytest.fixture
@@ -361,6 +262,19 @@ def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
     metrics = Metrics()
     metrics.watch(state, leading)
     return metrics
+
+
+@pytest.fixture
+def context(
+    state: ControllerState,
+    cluster: FakeCluster,
+    leading: asyncio.Event,
+    metrics: Metrics,
+    make_settings: Callable[..., Settings],
+) -> LoopContext:
+    """What a writing loop is given: ``state``, the in-memory cluster, the test settings, the
+    Lease held and the metrics (``dataclasses.replace`` it for other settings)."""
+    return LoopContext(state, cluster, make_settings(), leading, metrics)
 
 
 @pytest.fixture

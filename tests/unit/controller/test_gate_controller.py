@@ -1,6 +1,6 @@
 """The gate controller: release what fits, tell the rest why, preempt within the quota.
 
-The Kubernetes adapters are replaced by recording fakes; the decisions come from the real engine.
+The controller writes to the in-memory cluster; the decisions come from the real engine.
 """
 
 from __future__ import annotations
@@ -9,24 +9,15 @@ import asyncio
 from typing import Any
 
 import pytest
+from fake_cluster import FakeCluster
 
-from elasticquota.controller import gating
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import ADMISSION_GATE, LABEL_ALLOW_LENT, POD_LABEL_QUOTA
-from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
-        self.calls.append(("evict", namespace, name))
-        return EvictionOutcome.EVICTED
 
 
 def pod(name: str, cpu: str, priority: int, gated: bool = False, node: str = "") -> dict[str, Any]:
@@ -59,75 +50,49 @@ def world() -> ControllerState:
     return state
 
 
-@pytest.fixture
-def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
-    recorder = Recorder()
-
-    def record(verb: str) -> Any:
-        async def fake(_api: Any, *args: Any) -> None:
-            recorder.calls.append((verb, *args))
-
-        return fake
-
-    monkeypatch.setattr(gating, "set_scheduling_gates", record("gates"))
-    monkeypatch.setattr(gating, "set_waiting_condition", record("condition"))
-    monkeypatch.setattr(gating, "post_event", record("event"))
-    return recorder
-
-
-def controller(world: ControllerState, recorder: Recorder) -> GateController:
-    gate = GateController(world, None, Settings(), asyncio.Event())  # type: ignore[arg-type]
-    gate._evictor = recorder  # type: ignore[assignment]
+async def stepped(
+    world: ControllerState, cluster: FakeCluster, *pods: dict[str, Any]
+) -> GateController:
+    """A gate controller after one round over ``world`` and these pods."""
+    for body in pods:
+        world.on_pod(body)
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+    await gate.step()
     return gate
 
 
-async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, recorder: Recorder) -> None:
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, recorder)
-    await gate.step()
-    assert ("gates", "ns", "new", []) in recorder.calls
+async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: FakeCluster) -> None:
+    gate = await stepped(world, cluster, pod("new", "2", 5, gated=True))
+    assert ("set_scheduling_gates", "ns", "new", []) in cluster.calls
     assert list(gate.released) == ["ns/new"]
 
 
 async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quota_make_room(
-    world: ControllerState, recorder: Recorder
+    world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(pod("low", "4", 0, node="n1"))
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, recorder)
-    await gate.step()
-    verbs = [call[0] for call in recorder.calls]
-    assert verbs.count("condition") == 1 and ("evict", "ns", "low") in recorder.calls
+    gate = await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, True))
+    assert cluster.verbs().count("set_waiting_condition") == 1
+    assert cluster.named("evict") == ["low"]
     assert list(gate.preempted) == ["ns/low"] and list(gate.released) == []
-    reason = next(call for call in recorder.calls if call[0] == "condition")[4]
-    assert reason == "quota team: cpu used 4 + request 2 > runtime 4"
+    condition = next(body for verb, *_, body in cluster.calls if verb == "set_waiting_condition")
+    reason = "quota team: cpu used 4 + request 2 > runtime 4"
+    assert condition == {"waiting": True, "message": reason}
 
 
 async def test_no_preemption_of_equal_or_higher_priority_pods(
-    world: ControllerState, recorder: Recorder
+    world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(pod("peer", "4", 5, node="n1"))
-    world.on_pod(pod("new", "2", 5, gated=True))
-    gate = controller(world, recorder)
-    await gate.step()
+    gate = await stepped(world, cluster, pod("peer", "4", 5, node="n1"), pod("new", "2", 5, True))
     await gate.step()  # told once only
-    assert not [call for call in recorder.calls if call[0] == "evict"]
-    assert [call[0] for call in recorder.calls].count("condition") == 1
+    assert cluster.named("evict") == []
+    assert cluster.verbs().count("set_waiting_condition") == 1
 
 
 async def test_a_round_ends_at_the_first_write_the_fence_refuses(
-    world: ControllerState, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+    world: ControllerState, cluster: FakeCluster
 ) -> None:
     """The Lease was lost mid-round: the other pods are not tried (each would be refused too)."""
-    for name in ("a", "b", "c"):
-        world.on_pod(pod(name, "1", 5, gated=True))
-
-    async def fenced(_api: Any, namespace: str, name: str, gates: list[str]) -> None:
-        recorder.calls.append(("gates", namespace, name, gates))
-        raise NotLeadingError(f"patch pod {namespace}/{name}: not sent")
-
-    monkeypatch.setattr(gating, "set_scheduling_gates", fenced)
-    gate = controller(world, recorder)
-    await gate.step()
-    assert [call[0] for call in recorder.calls] == ["gates"]
+    cluster.fail("set_scheduling_gates", *(NotLeadingError("not sent") for _ in range(3)))
+    gate = await stepped(world, cluster, *(pod(name, "1", 5, gated=True) for name in "abc"))
+    assert cluster.verbs() == ["set_scheduling_gates"]
     assert list(gate.released) == []

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import prometheus_client
 import pytest
-from kubernetes_asyncio import client
 
 from elasticquota import __version__
 from elasticquota.controller.metrics import METRIC_NAMES, Metrics
@@ -24,7 +23,8 @@ from elasticquota.core import keys
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 GIB = 2**30
 SYSTEM_NAMESPACE = "koordinator-system"
@@ -71,13 +71,13 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
 @pytest.fixture
 def tree_loop(
     world: ControllerState,
-    api: client.ApiClient,
+    cluster: FakeCluster,
     make_settings: Callable[..., Settings],
     leading: asyncio.Event,
     metrics: Metrics,
 ) -> TreeLoop:
     settings = make_settings()
-    writer = Writer(api, world, settings)
+    writer = Writer(cluster, world, settings)
     return TreeLoop("", world, writer, 1.0, leading, lambda: None, metrics)
 
 

@@ -6,7 +6,6 @@ Each test gives the controller its own ``Metrics`` (a fresh registry) and reads 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
-from kopf._cogs.structs.references import Resource
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller import gating, revocation
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import EVICTION_RESULTS, FAILED
@@ -33,7 +31,8 @@ from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 DEFAULT_TREE = ""
 
@@ -49,9 +48,9 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
 
 
 def tree_loop(
-    state: ControllerState, api: client.ApiClient, metrics: Metrics, interval: float
+    state: ControllerState, cluster: FakeCluster, metrics: Metrics, interval: float
 ) -> TreeLoop:
-    writer = Writer(api, state, Settings(identity="test", metrics_port=0))
+    writer = Writer(cluster, state, Settings(identity="test", metrics_port=0))
     leading = asyncio.Event()
     leading.set()
     return TreeLoop(DEFAULT_TREE, state, writer, interval, leading, lambda: None, metrics)
@@ -69,10 +68,10 @@ def running_pod(k8s: Bodies, name: str, cpu: str) -> dict[str, Any]:
 
 
 async def test_every_pass_is_timed_and_the_solve_only_when_the_tree_was_stale(
-    world: ControllerState, api: client.ApiClient
+    world: ControllerState, cluster: FakeCluster
 ) -> None:
     metrics = Metrics()
-    loop = tree_loop(world, api, metrics, interval=0.0)
+    loop = tree_loop(world, cluster, metrics, interval=0.0)
     await loop.reconcile_once()
     await loop.reconcile_once()  # nothing changed: no solve
     assert count(metrics, "elastic_quota_reconcile_seconds_count") == 2
@@ -81,10 +80,12 @@ async def test_every_pass_is_timed_and_the_solve_only_when_the_tree_was_stale(
 
 
 async def test_a_pod_event_is_timed_until_the_writes_that_show_it(
-    world: ControllerState, api: client.ApiClient, k8s: Bodies, cluster: FakeCluster
+    world: ControllerState,
+    cluster: FakeCluster,
+    k8s: Bodies,
 ) -> None:
     metrics = Metrics()
-    loop = tree_loop(world, api, metrics, interval=0.0)
+    loop = tree_loop(world, cluster, metrics, interval=0.0)
     await loop.reconcile_once()
     assert world.pod_event_at == {}
     world.on_pod(running_pod(k8s, "p", "1"))
@@ -97,10 +98,10 @@ async def test_a_pod_event_is_timed_until_the_writes_that_show_it(
 
 
 async def test_a_deferred_write_keeps_the_pod_event_clock_running(
-    world: ControllerState, api: client.ApiClient, k8s: Bodies
+    world: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     metrics = Metrics()
-    loop = tree_loop(world, api, metrics, interval=60.0)
+    loop = tree_loop(world, cluster, metrics, interval=60.0)
     await loop.reconcile_once()  # written now: the next write waits a minute
     world.on_pod(running_pod(k8s, "p", "1"))
     stamp = world.pod_event_at[DEFAULT_TREE]
@@ -110,10 +111,10 @@ async def test_a_deferred_write_keeps_the_pod_event_clock_running(
 
 
 async def test_a_pod_event_with_nothing_to_write_is_not_timed(
-    world: ControllerState, api: client.ApiClient, k8s: Bodies
+    world: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     metrics = Metrics()
-    loop = tree_loop(world, api, metrics, interval=0.0)
+    loop = tree_loop(world, cluster, metrics, interval=0.0)
     await loop.reconcile_once()
     world.on_pod(k8s.pod("stray", "elsewhere", requests={"cpu": "1"}))  # the default quota's
     assert DEFAULT_TREE in world.pod_event_at
@@ -150,78 +151,46 @@ def test_the_engine_knows_the_tree_of_a_placed_pod(state: ControllerState, k8s: 
 # -- evictions ------------------------------------------------------------------------------------
 
 
-class Evictor:
-    """Answers each eviction with the next outcome (or raises it)."""
-
-    def __init__(self, *outcomes: EvictionOutcome | Exception) -> None:
-        self.outcomes = itertools.cycle(outcomes)
-
-    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
-        outcome = next(self.outcomes)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-
 def test_eviction_results_are_the_outcomes_and_failed() -> None:
-    assert set(EVICTION_RESULTS) == {outcome.value for outcome in EvictionOutcome} | {FAILED}
+    """Every outcome of an eviction sent, and ``failed`` (a dry run's are not sent nor counted)."""
+    sent = {outcome.value for outcome in EvictionOutcome if outcome is not EvictionOutcome.NOT_SENT}
+    assert set(EVICTION_RESULTS) == sent | {FAILED}
 
 
 @pytest.fixture
-def over_used(monkeypatch: pytest.MonkeyPatch, k8s: Bodies) -> ControllerState:
+def over_used(cluster: FakeCluster, k8s: Bodies) -> ControllerState:
     """Quota team (max 2 cpu, lends nothing) holding 3 cpu in three pods."""
     state = ControllerState.create(EngineSettings())
     labels = {keys.LABEL_ALLOW_LENT: "false"}
-    state.on_quota(k8s.quota("team", min={"cpu": "2"}, max={"cpu": "2"}, labels=labels))
+    quota = k8s.quota("team", min={"cpu": "2"}, max={"cpu": "2"}, labels=labels)
+    state.on_quota(cluster.store(quota))
     state.on_node(k8s.node("n1"))
     for name, priority in (("keep", 9), ("extra-1", 0), ("extra-2", 1)):
         body = running_pod(k8s, name, "1")
         body["spec"]["priority"] = priority
         state.on_pod(body)
     state.mark_synced()
-
-    async def quiet(*_: Any) -> None:
-        return None
-
-    async def patch(_api: Any, namespace: str, name: str, body: Any) -> dict[str, Any]:
-        quota = state.quotas[(namespace, name)].as_manifest()
-        quota["metadata"]["annotations"].update(body["metadata"]["annotations"])
-        return quota
-
-    monkeypatch.setattr(revocation, "patch_quota", patch)
-    monkeypatch.setattr(revocation, "post_event", quiet)
     return state
 
 
 async def test_revocation_counts_each_eviction_by_outcome(
-    over_used: ControllerState, leading: asyncio.Event
+    over_used: ControllerState, cluster: FakeCluster, leading: asyncio.Event
 ) -> None:
     metrics = Metrics()
     clock = iter([0.0, 10.0, 20.0])
     settings = Settings(identity="test", revocation_delay=1.0, eviction_rate=100.0)
-    controller = RevocationController(
-        over_used, None, settings, leading,  # type: ignore[arg-type]
-        clock=lambda: next(clock),
-        evictor=Evictor(EvictionOutcome.BLOCKED, ApiException(status=500)),  # type: ignore[arg-type]
-        metrics=metrics,
-    )  # fmt: skip
+    context = LoopContext(over_used, cluster, settings, leading, metrics)
+    controller = RevocationController(context, clock=lambda: next(clock))
+    cluster.evictions_end(EvictionOutcome.BLOCKED)
     await controller.check_once()  # the over-use starts
     await controller.check_once()  # a round: one victim, kept by its disruption budget
+    cluster.fail("evict", ApiException(status=500))
     await controller.check_once()  # the next round: the API fails
     assert count(metrics, "elastic_quota_evictions_total", quota="team", result="blocked") == 1
     assert count(metrics, "elastic_quota_evictions_total", quota="team", result="failed") == 1
 
 
 # -- gating ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def quiet_gating(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def nothing(*_: Any) -> None:
-        return None
-
-    for name in ("set_scheduling_gates", "set_waiting_condition", "post_event"):
-        monkeypatch.setattr(gating, name, nothing)
 
 
 def gated_pod(k8s: Bodies, name: str, cpu: str, priority: int) -> dict[str, Any]:
@@ -231,9 +200,8 @@ def gated_pod(k8s: Bodies, name: str, cpu: str, priority: int) -> dict[str, Any]
     return body
 
 
-@pytest.mark.usefixtures("quiet_gating")
 async def test_gating_counts_admissions_gated_pods_and_preemptions(
-    state: ControllerState, k8s: Bodies, leading: asyncio.Event
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, leading: asyncio.Event
 ) -> None:
     labels = {keys.LABEL_ALLOW_LENT: "false"}
     state.on_quota(k8s.quota("team", min={"cpu": "4"}, max={"cpu": "4"}, labels=labels))
@@ -246,11 +214,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
     state.mark_synced()
     metrics = Metrics()
     metrics.watch(state, leading)
-    gate = GateController(
-        state, None, Settings(identity="test"), leading,  # type: ignore[arg-type]
-        evictor=Evictor(EvictionOutcome.EVICTED),  # type: ignore[arg-type]
-        metrics=metrics,
-    )  # fmt: skip
+    gate = GateController(LoopContext(state, cluster, Settings(identity="test"), leading, metrics))
     await gate.step()
     assert list(gate.released) == ["team/fits"] and list(gate.preempted) == ["team/low"]
     assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1
@@ -262,7 +226,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
 
 
 async def allowed(
-    registry: kopf.OperatorRegistry, webhook: str, resource: Resource, **request: Any
+    registry: kopf.OperatorRegistry, webhook: str, resource: kopf.Resource, **request: Any
 ) -> bool:
     """Whether Kopf's round trip of one AdmissionReview allows it."""
     return bool((await admission_review(registry, webhook, resource, **request))["allowed"])

@@ -12,15 +12,16 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.names import NameRecorder
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 SECOND = "2026-11-25T10:00:00Z"
 
@@ -39,10 +40,10 @@ def shared_name(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> No
 
 
 async def test_the_owner_of_a_shared_name_is_recorded_once(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     state.on_quota(cluster.store(k8s.quota("alone", max={"cpu": "1"})))
-    recorder = NameRecorder(state, api, dry_run=False)
+    recorder = NameRecorder(state, cluster)
     assert await recorder.record() == 0  # no shared name: nothing to record
 
     shared_name(state, cluster, k8s)
@@ -58,33 +59,34 @@ async def test_the_owner_of_a_shared_name_is_recorded_once(
 async def test_dry_run_records_nothing_and_says_so_once(
     state: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     k8s: Bodies,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     shared_name(state, cluster, k8s)
-    recorder = NameRecorder(state, api, dry_run=True)
-    with caplog.at_level(logging.INFO, logger="elasticquota.controller.names"):
+    recorder = NameRecorder(state, DryRunCluster())
+    with caplog.at_level(logging.INFO, logger="elasticquota.controller"):
         assert await recorder.record() == 0
         assert await recorder.record() == 0
     assert cluster.writes() == []
+    assert ANNO_NAME_OWNER not in state.quotas[("base", "l2")].annotations
+    patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: "uid-base-l2"}}}
     assert [record.getMessage() for record in caplog.records] == [
-        "dry-run: would record ElasticQuota base/l2 as the owner of its name"
+        f"dry-run: would write base/l2: {patch}"
     ]
 
 
 async def test_a_refused_record_is_tried_again(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     shared_name(state, cluster, k8s)
     cluster.fail("patch_quota", ApiException(status=500, reason="etcd down"))
-    recorder = NameRecorder(state, api, dry_run=False)
+    recorder = NameRecorder(state, cluster)
     assert await recorder.record() == 0
     assert await recorder.record() == 1
 
 
 async def test_an_owner_whose_spec_breaks_still_owns_its_name(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     shared_name(state, cluster, k8s)
     broken = l2(k8s, "base")
@@ -94,4 +96,4 @@ async def test_an_owner_whose_spec_breaks_still_owns_its_name(
     state.engine.solve()
     assert state.engine.name_owner("l2") == "base"
     assert "l2" not in state.engine.solve().quotas
-    assert await NameRecorder(state, api, dry_run=False).record() == 1  # recorded all the same
+    assert await NameRecorder(state, cluster).record() == 1  # recorded all the same

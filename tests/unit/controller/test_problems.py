@@ -16,30 +16,26 @@ import threading
 from typing import TYPE_CHECKING
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller import solving
+from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.problems import REASON, ProblemReporter
 from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies, WorkerThreads
+    from fake_cluster import FakeCluster
 
 
 def broken(k8s: Bodies) -> dict[str, object]:
     return k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"})
 
 
-def reporter_of(
-    state: ControllerState, api: client.ApiClient, dry_run: bool = False
-) -> ProblemReporter:
-    writer = Writer(api, state, Settings(dry_run=dry_run))
-    return ProblemReporter(state, api, dry_run, writer)
+def reporter_of(state: ControllerState, cluster: Cluster) -> ProblemReporter:
+    return ProblemReporter(state, cluster, Writer(cluster, state, Settings()))
 
 
 def messages(cluster: FakeCluster) -> list[str]:
@@ -47,10 +43,10 @@ def messages(cluster: FakeCluster) -> list[str]:
 
 
 async def test_each_problem_of_a_quota_is_posted_once_on_the_quota(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     state.on_quota(broken(k8s))
-    reporter = reporter_of(state, api)
+    reporter = reporter_of(state, cluster)
 
     await reporter.report()
     await reporter.report()
@@ -64,12 +60,18 @@ async def test_each_problem_of_a_quota_is_posted_once_on_the_quota(
         assert event["involvedObject"] == state.quotas[("team", "bad")].involved()
 
 
-async def test_a_problem_that_comes_back_is_posted_again(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
-) -> None:
-    reporter = reporter_of(state, api)
+@pytest.fixture
+async def reporter(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ProblemReporter:
+    """A reporter that has reported the broken quota ``bad`` once."""
+    reporter = reporter_of(state, cluster)
     state.on_quota(broken(k8s))
     await reporter.report()
+    return reporter
+
+
+async def test_a_problem_that_comes_back_is_posted_again(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, reporter: ProblemReporter
+) -> None:
     first = len(cluster.events)
 
     state.on_quota(k8s.quota("bad", min={"cpu": "2"}, max={"cpu": "4"}))
@@ -82,11 +84,8 @@ async def test_a_problem_that_comes_back_is_posted_again(
 
 
 async def test_a_new_message_on_the_same_quota_is_posted(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, reporter: ProblemReporter
 ) -> None:
-    reporter = reporter_of(state, api)
-    state.on_quota(broken(k8s))
-    await reporter.report()
     cluster.events.clear()
 
     state.on_quota(k8s.quota("bad", min={"cpu": "-1"}, max={"cpu": "4"}))
@@ -97,11 +96,11 @@ async def test_a_new_message_on_the_same_quota_is_posted(
 
 
 async def test_a_failed_post_is_retried_at_the_next_report(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     state.on_quota(k8s.quota("bad", max={"cpu": "lots"}))
     problems = [p for p in state.problems() if p.object == "ElasticQuota team/bad"]
-    reporter = reporter_of(state, api)
+    reporter = reporter_of(state, cluster)
     cluster.fail("post_event", *[ApiException(status=500)] * len(problems))
 
     await reporter.report()
@@ -111,23 +110,25 @@ async def test_a_failed_post_is_retried_at_the_next_report(
 
 
 async def test_problems_of_other_kinds_post_no_event(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     state.on_pod(k8s.pod("p", requests={"cpu": "a lot"}))
     state.on_node(k8s.node("n1", allocatable={"cpu": "eight"}))
     assert {p.object for p in state.problems()} == {"Pod team/p", "Node /n1"}
 
-    await reporter_of(state, api).report()
+    await reporter_of(state, cluster).report()
 
     assert cluster.calls == []
 
 
 async def test_dry_run_posts_nothing(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     state.on_quota(broken(k8s))
-    await reporter_of(state, api, dry_run=True).report()
+    dry_run = DryRunCluster()
+    await reporter_of(state, dry_run).report()
     assert cluster.calls == []
+    assert {verb for verb, *_ in dry_run.calls} == {"patch_quota", "post_event"}
 
 
 COMPUTED = {
@@ -145,14 +146,14 @@ def stored(cluster: FakeCluster, state: ControllerState, body: dict[str, object]
 
 
 async def test_a_quota_left_out_loses_its_figures_and_is_marked_once(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     annotations = {**COMPUTED, "team.example/owner": "alice"}
     body = k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"}, annotations=annotations)
     body["status"] = {"used": {"cpu": "3"}}
     stored(cluster, state, body)
     stored(cluster, state, k8s.quota("good", max={"cpu": "4"}, annotations=COMPUTED))
-    reporter = reporter_of(state, api)
+    reporter = reporter_of(state, cluster)
 
     await reporter.report()
     await reporter.report()
@@ -172,12 +173,12 @@ async def test_a_quota_left_out_loses_its_figures_and_is_marked_once(
 
 
 async def test_a_descendant_of_a_quota_left_out_is_marked_too(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     stored(cluster, state, k8s.quota("dept", max={"cpu": "-1"}, is_parent=True))
     stored(cluster, state, k8s.quota("leaf", max={"cpu": "4"}, parent="dept", annotations=COMPUTED))
 
-    await reporter_of(state, api).report()
+    await reporter_of(state, cluster).report()
 
     leaf = cluster.quotas[("team", "leaf")]["metadata"]["annotations"]
     assert leaf == {
@@ -187,7 +188,7 @@ async def test_a_descendant_of_a_quota_left_out_is_marked_too(
 
 
 async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     for name in ("bad-a", "bad-b"):
         stored(
@@ -196,7 +197,7 @@ async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(
             k8s.quota(name, min={"cpu": "8"}, max={"cpu": "4"}, annotations=COMPUTED),
         )
     cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable"))
-    reporter = reporter_of(state, api)
+    reporter = reporter_of(state, cluster)
 
     await reporter.report()
     marked = {
@@ -211,15 +212,16 @@ async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(
 
 
 async def test_dry_run_marks_nothing(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     stored(cluster, state, k8s.quota("bad", min={"cpu": "8"}, max={"cpu": "4"}))
-    await reporter_of(state, api, dry_run=True).report()
+    await reporter_of(state, DryRunCluster()).report()
     assert cluster.calls == []
+    assert keys.ANNO_INVALID not in state.quotas[("team", "bad")].annotations
 
 
 async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     """The engine uses the reference's defaults for a broken system quota and its tree loop
     writes them: marking it would undo those writes and be undone by them, every pass."""
@@ -227,7 +229,7 @@ async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
         keys.SYSTEM_QUOTA, keys.DEFAULT_RESERVED_NAMESPACE, min={"cpu": "8"}, max={"cpu": "4"}
     )
     stored(cluster, state, body)
-    reporter = reporter_of(state, api)
+    reporter = reporter_of(state, cluster)
 
     await reporter.report()  # its tree not solved yet: it waits
     state.results[keys.DEFAULT_TREE] = state.engine.solve_tree(keys.DEFAULT_TREE)
@@ -240,19 +242,12 @@ async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
 async def test_a_report_after_a_quota_change_rebuilds_the_topology_off_the_loop(
     state: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     k8s: Bodies,
-    monkeypatch: pytest.MonkeyPatch,
+    worker: WorkerThreads,
 ) -> None:
-    threads: list[int] = []
-
-    def recorded(job: RebuildJob) -> RebuildOutcome:
-        threads.append(threading.get_ident())
-        return compute_rebuild(job)
-
-    monkeypatch.setattr(solving, "compute_rebuild", recorded)
     state.on_quota(k8s.quota("newcomer", max={"cpu": "4"}))  # the topology is out of date
 
-    await reporter_of(state, api).report()
+    await reporter_of(state, cluster).report()
 
-    assert threads and threading.get_ident() not in threads
+    assert worker.names("compute_rebuild") >= 1
+    assert threading.get_ident() not in worker.threads()

@@ -12,38 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
+from background import running
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_profile
+from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.profiles import ProfileController, root_quota_patch
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 GPU_POOL = {"pool": "gpu"}
 TREE_ID = profile_tree_id(parse_profile(
     {"metadata": {"name": "gpu", "namespace": "team"},
      "spec": {"quotaName": "gpu-root", "nodeSelector": {}}}
 )[0])  # fmt: skip
-
-
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    task = asyncio.create_task(coro)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def desired_root(state: ControllerState) -> dict[str, Any]:
@@ -65,24 +58,28 @@ def pool(state: ControllerState, k8s: Bodies, cluster: FakeCluster) -> Controlle
     return state
 
 
-def controller(
-    state: ControllerState, api: client.ApiClient, make_settings: Any, **overrides: Any
-) -> tuple[ProfileController, asyncio.Event]:
-    leading = asyncio.Event()
-    leading.set()
-    return ProfileController(state, api, make_settings(**overrides), leading), leading
+@contextlib.asynccontextmanager
+async def profiles_running(context: LoopContext, synced: bool = True) -> AsyncIterator[None]:
+    """The profile controller running for the body of the block (on a synced memory unless told
+    not)."""
+    if synced:
+        context.state.mark_synced()
+    async with running(ProfileController(context).run()):
+        yield
 
 
-def up_to_date(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
-    """Store the root exactly as the controller wants it and label the profile."""
-    root = desired_root(state)
+@pytest.fixture
+def up_to_date(pool: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """``pool`` with the root exactly as the controller wants it, and the profile labelled."""
+    root = desired_root(pool)
     cluster.store(root)
-    state.on_quota(root)
+    pool.on_quota(root)
     labelled = k8s.profile(
         "gpu", quota_name="gpu-root", match_labels=GPU_POOL, labels={keys.LABEL_TREE_ID: TREE_ID}
     )
     cluster.store(labelled)
-    state.on_profile(labelled)
+    pool.on_profile(labelled)
+    return pool
 
 
 # -- root_quota_patch -----------------------------------------------------------------------------
@@ -177,12 +174,10 @@ def test_a_spec_key_the_profile_no_longer_has_is_deleted_by_the_patch() -> None:
 
 @pytest.mark.looptime
 async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     expected = desired_root(pool)
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(5)
 
     assert cluster.calls == [
@@ -197,33 +192,24 @@ async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
 
 
 @pytest.mark.looptime
+@pytest.mark.usefixtures("up_to_date")
 async def test_an_up_to_date_root_is_not_written(
-    pool: ControllerState,
-    cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
-    k8s: Bodies,
+    cluster: FakeCluster, context: LoopContext
 ) -> None:
-    up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
     assert cluster.calls == []
 
 
 @pytest.mark.looptime
 async def test_the_root_follows_its_node_pool(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    context: LoopContext,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    pool = up_to_date
+    async with profiles_running(context):
         await asyncio.sleep(5)
         pool.on_node(k8s.node("n4", labels=GPU_POOL, allocatable={"cpu": "8", "memory": "32Gi"}))
         await asyncio.sleep(5)
@@ -239,16 +225,14 @@ async def test_the_root_follows_its_node_pool(
 
 @pytest.mark.looptime
 async def test_changes_within_the_debounce_make_one_pass(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
+    context: LoopContext,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings, profile_debounce=2.0)
-    async with running(ctl.run()):
+    pool = up_to_date
+    async with profiles_running(replace(context, settings=make_settings(profile_debounce=2.0))):
         await asyncio.sleep(5)
         for index in range(5):  # five nodes join within 1 s
             node = k8s.node(f"m{index}", labels=GPU_POOL, allocatable={"cpu": "1", "memory": "1Gi"})
@@ -262,20 +246,17 @@ async def test_changes_within_the_debounce_make_one_pass(
 
 @pytest.mark.looptime
 async def test_a_patch_converges_when_the_profile_dropped_a_resource(
-    pool: ControllerState,
+    up_to_date: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    context: LoopContext,
     k8s: Bodies,
 ) -> None:
-    up_to_date(pool, cluster, k8s)
+    pool = up_to_date
     stale = cluster.quotas[("team", "gpu-root")]
     stale["spec"]["min"]["nvidia.com/gpu"] = "4"
     stale["spec"]["max"]["nvidia.com/gpu"] = "4611686018427387"
     pool.on_quota(stale)
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(30)
 
     assert [verb for verb, *_ in cluster.calls] == ["patch_quota"]  # once, not every debounce
@@ -283,52 +264,44 @@ async def test_a_patch_converges_when_the_profile_dropped_a_resource(
 
 
 @pytest.mark.looptime
-async def test_nothing_is_written_before_the_initial_listing(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+@pytest.mark.parametrize("waiting_for", ["the initial listing", "the Lease"])
+async def test_nothing_is_written_before_the_initial_listing_nor_by_a_standby(
+    pool: ControllerState,
+    cluster: FakeCluster,
+    context: LoopContext,
+    leading: asyncio.Event,
+    waiting_for: str,
 ) -> None:
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    listed = waiting_for != "the initial listing"
+    if listed:
+        leading.clear()
+    async with profiles_running(context, synced=listed):
         await asyncio.sleep(30)
         assert cluster.calls == []
         pool.mark_synced()
+        leading.set()
         await asyncio.sleep(5)
         assert "create_quota" in cluster.verbs()
 
 
 @pytest.mark.looptime
-async def test_a_standby_writes_nothing_until_it_leads(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
-) -> None:
-    pool.mark_synced()
-    ctl, leading = controller(pool, api, make_settings)
-    leading.clear()
-    async with running(ctl.run()):
-        await asyncio.sleep(30)
-        assert cluster.calls == []
-        leading.set()
-        await asyncio.sleep(1)
-        assert "create_quota" in cluster.verbs()
-
-
-@pytest.mark.looptime
 async def test_dry_run_writes_nothing(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings, dry_run=True)
-    async with running(ctl.run()):
+    dry_run = DryRunCluster()
+    async with profiles_running(replace(context, cluster=dry_run)):
         await asyncio.sleep(10)
     assert cluster.calls == []
+    assert ("team", "gpu-root") not in pool.quotas
+    assert {verb for verb, *_ in dry_run.calls} == {"create_quota", "patch_profile"}
 
 
 @pytest.mark.looptime
 async def test_a_failure_is_reported_on_the_profile_and_retried(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
 
     assert cluster.verbs() == ["create_quota", "post_event", "create_quota", "patch_profile"]
@@ -346,12 +319,10 @@ async def test_a_failure_is_reported_on_the_profile_and_retried(
 
 @pytest.mark.looptime
 async def test_a_root_created_meanwhile_by_someone_else_is_left_to_the_watch(
-    pool: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     cluster.store(desired_root(pool))  # in the cluster, not yet seen by the watch
-    pool.mark_synced()
-    ctl, _ = controller(pool, api, make_settings)
-    async with running(ctl.run()):
+    async with profiles_running(context):
         await asyncio.sleep(10)
 
     assert set(cluster.verbs()) == {"create_quota", "patch_profile"}  # a 409 is not an error

@@ -14,7 +14,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
@@ -25,7 +24,7 @@ from elasticquota.controller.state import READY_GRACE, ControllerState
 from elasticquota.kube.reflector import ReaderHealth
 
 if TYPE_CHECKING:
-    from conftest import Bodies
+    from conftest import Bodies, WorkerThreads
 
 
 def connected() -> ReaderHealth:
@@ -82,13 +81,15 @@ async def test_the_watch_series_show_each_kind(
     assert 'elastic_quota_watch_connected{kind="nodes"} 1.0' in text
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
     assert 'elastic_quota_watch_relists_total{kind="pods"} 3.0' in text
-    down = next(
-        line
-        for line in text.splitlines()
-        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
-    )
-    assert 29 < float(down.split()[-1]) < 40
+    assert 29 < down_seconds(text, "pods") < 40
     assert "elastic_quota_ready 0.0" in text
+
+
+def down_seconds(metrics_text: str, kind: str) -> float:
+    """The ``elastic_quota_watch_down_seconds`` of ``kind`` in a scrape."""
+    series = f'elastic_quota_watch_down_seconds{{kind="{kind}"}}'
+    line = next(line for line in metrics_text.splitlines() if line.startswith(series))
+    return float(line.split()[-1])
 
 
 def frozen(silent_for: float, overdue_by: float) -> ReaderHealth:
@@ -130,12 +131,7 @@ async def test_the_watch_series_and_statusz_count_a_frozen_watch_as_down(
         status = await (await client.get("/statusz")).json()
     assert status["readers"]["pods"]["connected"] is False
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
-    down = next(
-        line
-        for line in text.splitlines()
-        if line.startswith('elastic_quota_watch_down_seconds{kind="pods"}')
-    )
-    assert 19 < float(down.split()[-1]) < 30
+    assert 19 < down_seconds(text, "pods") < 30
 
 
 def test_the_readers_report_to_the_state(state: ControllerState, api: client.ApiClient) -> None:
@@ -145,12 +141,12 @@ def test_the_readers_report_to_the_state(state: ControllerState, api: client.Api
 
 
 async def test_statusz_after_a_quota_change_rebuilds_off_the_loop(
-    state: ControllerState, leading: asyncio.Event, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    state: ControllerState, leading: asyncio.Event, k8s: Bodies, worker: WorkerThreads
 ) -> None:
-    on_loop: list[str] = []
-    monkeypatch.setattr(state.engine, "_rebuild", lambda: on_loop.append("rebuilt on the loop"))
+    epoch = state.engine.topology_epoch
     state.on_quota(k8s.quota("a", max={"cpu": "4"}))  # the topology is stale now
     async with TestClient(TestServer(health_app(state, leading))) as client:
         status = await (await client.get("/statusz")).json()
-    assert on_loop == [] and status["topology_stale"] is False
-    assert status["trees"] == [""] and status["quotas"] == 1 and status["problems"] == 0
+    assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 1
+    assert status["topology_stale"] is False and status["trees"] == [""]
+    assert status["quotas"] == 1 and status["problems"] == 0

@@ -14,19 +14,20 @@ jumps, so "after 10 s" costs nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
+from background import reconciling, running
 from kubernetes_asyncio.client.exceptions import ApiException
 from yielding import yields_during
 
+from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import (
-    Reconciler,
     TreeLoop,
     Writer,
     moved_in_slices,
@@ -40,23 +41,11 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 DEFAULT = keys.DEFAULT_TREE
 SettingsFactory = Callable[..., Settings]
-
-
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
-    """Run a loop in the background for the body of the block, then stop it."""
-    task = asyncio.create_task(coro)
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0)  # let the tasks it cancelled finish
 
 
 def add_quota(state: ControllerState, cluster: FakeCluster, body: dict[str, Any]) -> None:
@@ -94,11 +83,16 @@ def test_pending_writes_are_the_diff_of_each_object(world: ControllerState) -> N
     assert next(c for c in pending_writes(world, results) if c.name == "a") == expected
 
 
-async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
-) -> None:
+@pytest.fixture
+def seven(world: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
+    """Seven more quotas, q0 to q6, in ``world``'s default tree."""
     for index in range(7):
         add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
+
+
+async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
+    world: ControllerState, seven: None
+) -> None:
     results = world.engine.solve_tree(DEFAULT)
     sliced, yields = await yields_during(pending_writes_in_slices(world, results, size=3))
     assert sliced == pending_writes(world, results)
@@ -107,10 +101,8 @@ async def test_the_sliced_diff_yields_between_slices_and_finds_the_same_writes(
 
 
 async def test_the_changed_results_are_sorted_out_in_slices_of_time(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+    world: ControllerState, k8s: Bodies, seven: None
 ) -> None:
-    for index in range(7):
-        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     before = dict(world.engine.solve_tree(DEFAULT))
     world.on_pod(k8s.pod("p", quota="q3", requests={"cpu": "1"}, node="n1", phase="Running"))
     after = world.engine.solve_tree(DEFAULT)
@@ -120,10 +112,8 @@ async def test_the_changed_results_are_sorted_out_in_slices_of_time(
 
 
 async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
-    world: ControllerState, k8s: Bodies, cluster: FakeCluster
+    world: ControllerState, seven: None
 ) -> None:
-    for index in range(7):
-        add_quota(world, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     results = world.engine.solve_tree(DEFAULT)
     work = pending_writes_in_slices(world, results, size=1000, budget=0.0)
     sliced, yields = await yields_during(work)
@@ -134,11 +124,22 @@ async def test_the_sliced_diff_yields_once_a_slice_has_used_its_time(
 # -- Writer ---------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def writer(world: ControllerState, context: LoopContext) -> Writer:
+    return Writer(context.cluster, world, context.settings)
+
+
+async def write_pending(world: ControllerState, writer: Writer) -> None:
+    """Send every write the default tree needs now."""
+    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+        await writer.write(change)
+
+
 async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     assert await writer.write(change)
 
@@ -150,11 +151,9 @@ async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
 
 
 async def test_the_servers_object_becomes_the_current_one(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, writer: Writer
 ) -> None:
-    writer = Writer(api, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
 
     assert (
         world.quotas[("team", "a")].annotations
@@ -167,13 +166,10 @@ async def test_the_servers_object_becomes_the_current_one(
 async def test_a_restarted_replica_writes_nothing(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    writer: Writer,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(api, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
 
     fresh = ControllerState.create(EngineSettings())
     fresh.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
@@ -187,57 +183,51 @@ async def test_a_restarted_replica_writes_nothing(
 async def test_only_what_changed_is_sent(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    writer: Writer,
     k8s: Bodies,
 ) -> None:
-    writer = Writer(api, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     cluster.calls.clear()
 
     # A pending pod changes requests, not used: annotations only.
     world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("patch_quota", "b")]
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []  # the reply was kept
 
 
 async def test_a_status_only_change_sends_no_annotation_patch(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, writer: Writer
 ) -> None:
-    writer = Writer(api, world, make_settings())
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     cluster.calls.clear()
     cluster.store({**cluster.quotas[("team", "a")], "status": {"used": {"cpu": "3"}}})
     world.on_quota(cluster.quotas[("team", "a")])  # someone edited status.used by hand
 
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
-        await writer.write(change)
+    await write_pending(world, writer)
     assert cluster.calls == [("patch_quota_status", "team", "a", {"used": {"cpu": "1"}})]
 
 
 async def test_dry_run_writes_nothing(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    writer = Writer(api, world, make_settings(dry_run=True))
-    for change in pending_writes(world, world.engine.solve_tree(DEFAULT)):
+    writer = Writer(DryRunCluster(), world, make_settings())
+    changes = pending_writes(world, world.engine.solve_tree(DEFAULT))
+    for change in changes:
         assert await writer.write(change)
     assert cluster.calls == []
+    assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == changes  # memory as it was
 
 
 async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     cluster.fail("patch_quota", TimeoutError(), ApiException(status=503), TimeoutError())
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.reconcile"):
         outcomes = [await writer.write(change) for _ in range(4)]
@@ -250,11 +240,11 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
 
 
 async def test_a_refused_write_is_counted_and_reported(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable Entity"))
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
-    writer = Writer(api, world, make_settings())
+    writer = Writer(cluster, world, make_settings())
 
     assert not await writer.write(change)
 
@@ -267,14 +257,13 @@ async def test_a_refused_write_is_counted_and_reported(
 async def test_at_most_write_concurrency_writes_are_in_flight(
     state: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
     make_settings: Any,
     k8s: Bodies,
 ) -> None:
     for index in range(10):
         add_quota(state, cluster, k8s.quota(f"q{index}", max={"cpu": "1"}))
     cluster.latency = 1.0
-    writer = Writer(api, state, make_settings(write_concurrency=3))
+    writer = Writer(cluster, state, make_settings(write_concurrency=3))
 
     changes = pending_writes(state, state.engine.solve_tree(DEFAULT))
     assert all(await asyncio.gather(*(writer.write(change) for change in changes)))
@@ -286,25 +275,28 @@ async def test_at_most_write_concurrency_writes_are_in_flight(
 # -- TreeLoop -------------------------------------------------------------------------------------
 
 
-def tree_loop(
-    state: ControllerState,
-    api: client.ApiClient,
-    settings: Settings,
-    leading: asyncio.Event,
-    passes: list[float] | None = None,
-) -> TreeLoop:
+def tree_loop(context: LoopContext, passes: list[float] | None = None) -> TreeLoop:
+    """The default tree's loop (``passes``: when each pass ended, by the event loop's clock)."""
+
     def on_pass() -> None:
         if passes is not None:
             passes.append(asyncio.get_running_loop().time())
 
-    writer = Writer(api, state, settings)
-    return TreeLoop(DEFAULT, state, writer, settings.reconcile_interval, leading, on_pass)
+    state, settings = context.state, context.settings
+    writer = Writer(context.cluster, state, settings)
+    interval = settings.reconcile_interval
+    return TreeLoop(DEFAULT, state, writer, interval, context.leading, on_pass)
+
+
+def paced(context: LoopContext, make_settings: SettingsFactory, interval: float) -> LoopContext:
+    """``context`` with a reconcile interval of ``interval`` seconds."""
+    return replace(context, settings=make_settings(reconcile_interval=interval))
 
 
 async def test_one_pass_reports_whether_every_write_succeeded(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
-    loop = tree_loop(world, api, make_settings(), asyncio.Event())
+    loop = tree_loop(context)
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
     assert await loop.reconcile_once()  # the one refused is written now
@@ -314,10 +306,10 @@ async def test_one_pass_reports_whether_every_write_succeeded(
 
 @pytest.mark.looptime
 async def test_a_tree_loop_writes_only_when_woken_and_leading(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, leading: asyncio.Event
 ) -> None:
-    leading = asyncio.Event()
-    loop = tree_loop(world, api, make_settings(), leading)
+    leading.clear()
+    loop = tree_loop(context)
     async with running(loop.run()):
         leading.set()
         await asyncio.sleep(10)
@@ -337,14 +329,12 @@ async def test_a_tree_loop_writes_only_when_woken_and_leading(
 async def test_a_quota_is_written_at_most_once_per_interval(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     k8s: Bodies,
     looptime: Any,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(paced(context, make_settings, 5.0))
     write_times: list[float] = []
 
     class TimedCalls(list[Any]):
@@ -371,14 +361,11 @@ async def test_a_quota_is_written_at_most_once_per_interval(
 async def test_a_quiet_quota_is_written_without_waiting(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     k8s: Bodies,
-    looptime: Any,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    loop = tree_loop(world, api, make_settings(reconcile_interval=5.0), leading)
+    loop = tree_loop(paced(context, make_settings, 5.0))
     async with running(loop.run()):
         loop.wake.set()
         await asyncio.sleep(10)  # initial writes done, interval long past
@@ -393,15 +380,13 @@ async def test_a_quiet_quota_is_written_without_waiting(
 async def test_a_refused_write_is_retried_one_interval_later(
     world: ControllerState,
     cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
+    context: LoopContext,
+    make_settings: SettingsFactory,
     looptime: Any,
 ) -> None:
     cluster.fail("patch_quota", ApiException(status=409, reason="Conflict"))
-    leading = asyncio.Event()
-    leading.set()
     passes: list[float] = []
-    loop = tree_loop(world, api, make_settings(reconcile_interval=3.0), leading, passes)
+    loop = tree_loop(paced(context, make_settings, 3.0), passes)
     start = float(looptime)
     async with running(loop.run()):
         loop.wake.set()
@@ -415,32 +400,22 @@ async def test_a_refused_write_is_retried_one_interval_later(
 
 
 @pytest.mark.looptime
-async def test_nothing_is_written_before_the_initial_listing(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
+@pytest.mark.parametrize("waiting_for", ["the initial listing", "the Lease"])
+async def test_nothing_is_written_before_the_initial_listing_nor_by_a_standby(
+    world: ControllerState,
+    cluster: FakeCluster,
+    context: LoopContext,
+    leading: asyncio.Event,
+    waiting_for: str,
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    reconciler = Reconciler(world, api, make_settings(), leading)
-    async with running(reconciler.run()):
+    listed = waiting_for != "the initial listing"
+    if listed:
+        leading.clear()
+    async with reconciling(context, synced=listed) as reconciler:
         await asyncio.sleep(30)
-        assert cluster.calls == [] and reconciler.passes == 0
+        assert cluster.calls == [] and (listed or reconciler.passes == 0)
 
         world.mark_synced()
-        await asyncio.sleep(0.5)
-        assert sorted(set(written_names(cluster))) == ["a", "b"]
-
-
-@pytest.mark.looptime
-async def test_a_standby_replica_writes_nothing_until_it_leads(
-    world: ControllerState, cluster: FakeCluster, api: client.ApiClient, make_settings: Any
-) -> None:
-    leading = asyncio.Event()
-    world.mark_synced()
-    reconciler = Reconciler(world, api, make_settings(), leading)
-    async with running(reconciler.run()):
-        await asyncio.sleep(30)
-        assert cluster.calls == []
-
         leading.set()
         await asyncio.sleep(2)
         assert sorted(set(written_names(cluster))) == ["a", "b"]
@@ -448,17 +423,9 @@ async def test_a_standby_replica_writes_nothing_until_it_leads(
 
 @pytest.mark.looptime
 async def test_writes_happen_only_on_change(
-    world: ControllerState,
-    cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
-    k8s: Bodies,
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    reconciler = Reconciler(world, api, make_settings(), leading)
-    async with running(reconciler.run()):
+    async with reconciling(context) as reconciler:
         await asyncio.sleep(5)
         first = len(cluster.calls)
         assert first == 4  # a and b: annotations and status each
@@ -476,16 +443,9 @@ async def test_writes_happen_only_on_change(
 
 @pytest.mark.looptime
 async def test_a_restarted_operator_writes_nothing(
-    world: ControllerState,
-    cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
-    k8s: Bodies,
+    world: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
     cluster.calls.clear()
 
@@ -494,9 +454,7 @@ async def test_a_restarted_operator_writes_nothing(
     for body in list(cluster.quotas.values()):
         fresh.on_quota(body)
     fresh.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
-    fresh.mark_synced()
-    reconciler = Reconciler(fresh, api, make_settings(), leading)
-    async with running(reconciler.run()):
+    async with reconciling(replace(context, state=fresh)) as reconciler:
         await asyncio.sleep(10)
     assert reconciler.passes >= 1
     assert cluster.calls == []
@@ -504,23 +462,16 @@ async def test_a_restarted_operator_writes_nothing(
 
 @pytest.mark.looptime
 async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
-    state: ControllerState,
-    cluster: FakeCluster,
-    api: client.ApiClient,
-    make_settings: Any,
-    k8s: Bodies,
+    state: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
 ) -> None:
     pool = k8s.quota("pool", max={"cpu": "4"}, labels={keys.LABEL_TREE_ID: "7"})
     add_quota(state, cluster, pool)
     add_quota(state, cluster, k8s.quota("a", max={"cpu": "4"}))
-    leading = asyncio.Event()
-    leading.set()
-    state.mark_synced()
 
     def tree_tasks() -> set[str]:
         return {t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("tree ")}
 
-    async with running(Reconciler(state, api, make_settings(), leading).run()):
+    async with reconciling(context):
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''", "tree '7'"}
         assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]
@@ -533,26 +484,20 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
 
 async def test_many_writes_go_through_a_few_workers_in_order(
     world: ControllerState,
-    api: client.ApiClient,
+    cluster: FakeCluster,
     make_settings: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    k8s: Bodies,
 ) -> None:
     """Thousands of writes in a pass must not become thousands of tasks at once."""
-    writer = Writer(api, world, make_settings(write_concurrency=3))
-    in_flight, most = 0, 0
-
-    async def write(change: QuotaWrite) -> bool:
-        nonlocal in_flight, most
-        in_flight += 1
-        most = max(most, in_flight)
-        await asyncio.sleep(0)
-        in_flight -= 1
-        return change.name != "q5"
-
-    monkeypatch.setattr(writer, "write", write)
+    writer = Writer(cluster, world, make_settings(write_concurrency=3))
+    for index in range(10):
+        cluster.store(k8s.quota(f"q{index}"))
+    cluster.refused.add("q5")
+    cluster.latency = 0.001
     changes = [QuotaWrite("team", f"q{index}", {"k": "v"}, None) for index in range(10)]
     tasks_before = len(asyncio.all_tasks())
     outcomes = await writer.write_all(changes)
     assert outcomes == [index != 5 for index in range(10)]
-    assert most == 3
+    assert cluster.named("patch_quota") == [f"q{index}" for index in range(10)]
+    assert cluster.max_in_flight == 3
     assert len(asyncio.all_tasks()) == tasks_before

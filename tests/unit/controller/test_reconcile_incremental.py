@@ -11,21 +11,23 @@ dispatcher wakes only the loops of the trees a change touched.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from background import reconciling
 
 from elasticquota.controller import reconcile
-from elasticquota.controller.reconcile import Reconciler, TreeLoop, Writer, pending_writes
+from elasticquota.controller.context import LoopContext
+from elasticquota.controller.reconcile import TreeLoop, Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
-from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies, WorkerThreads
+    from fake_cluster import FakeCluster
 
 DEFAULT = keys.DEFAULT_TREE
 LEAVES = [f"leaf{index}" for index in range(8)]
@@ -61,11 +63,10 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
     return state
 
 
-def tree_loop(
-    state: ControllerState, api: Any, settings: Settings, tree_id: str = DEFAULT
-) -> TreeLoop:
-    writer = Writer(api, state, settings)
-    return TreeLoop(tree_id, state, writer, 0.0, asyncio.Event(), lambda: None)
+def tree_loop(context: LoopContext, tree_id: str = DEFAULT) -> TreeLoop:
+    """The loop of ``tree_id``, with no interval between two writes of a quota."""
+    writer = Writer(context.cluster, context.state, context.settings)
+    return TreeLoop(tree_id, context.state, writer, 0.0, context.leading, lambda: None)
 
 
 def with_objects(state: ControllerState, tree_id: str) -> set[str]:
@@ -79,13 +80,14 @@ def route_echoes(state: ControllerState, loop: TreeLoop) -> None:
     loop.note_objects(state.take_changed_quotas())
 
 
-async def settled(state: ControllerState, api: Any, settings: Settings) -> TreeLoop:
-    """A default-tree loop whose writes are all done and whose echoes were diffed."""
-    loop = tree_loop(state, api, settings)
+@pytest.fixture
+async def settled(world: ControllerState, context: LoopContext) -> TreeLoop:
+    """The default tree's loop, its writes all done and their echoes diffed."""
+    loop = tree_loop(context)
     await loop.reconcile_once()
-    route_echoes(state, loop)
+    route_echoes(world, loop)
     await loop.reconcile_once()
-    route_echoes(state, loop)
+    route_echoes(world, loop)
     return loop
 
 
@@ -96,12 +98,11 @@ def writes_of(cluster: FakeCluster, since: int) -> list[tuple[str, str, Any]]:
 async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_changed(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, api, make_settings())
+    loop = settled
     before = dict(world.results[DEFAULT])
     world.on_pod(k8s.pod("late", quota="leaf3", requests={"cpu": "2"}))  # pending: request only
     after = world.engine.solve_tree(DEFAULT)
@@ -130,12 +131,11 @@ async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_ch
 async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_undone(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = await settled(world, api, make_settings())
+    loop = settled
     diffed.clear()
     edited = cluster.quotas[("team", "leaf5")]
     edited["metadata"]["annotations"][keys.ANNO_REQUEST] = '{"cpu":"99"}'
@@ -158,14 +158,13 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
 async def test_a_refused_write_is_diffed_again_at_the_next_pass(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    settled: TreeLoop,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
     from kubernetes_asyncio.client.exceptions import ApiException
 
-    loop = await settled(world, api, make_settings())
+    loop = settled
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
@@ -180,86 +179,58 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 
 async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
-    api: Any,
-    make_settings: Callable[..., Settings],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: FakeCluster,
+    context: LoopContext,
+    worker: WorkerThreads,
+    k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    loop = tree_loop(world, api, make_settings())
-    loop._leading.set()
-    calls = 0
-    original = reconcile.pending_writes_in_slices
-
-    async def broken_once(*args: Any) -> list[QuotaWrite]:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            raise RuntimeError("a bug")
-        return await original(*args)
-
-    monkeypatch.setattr(reconcile, "pending_writes_in_slices", broken_once)
+    loop = tree_loop(context)
     await loop.reconcile_once()  # the first pass: every quota
     diffed.clear()
+    world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "1"}))  # the tree is stale
+    worker.break_next("compute")  # its next solve fails
     task = asyncio.create_task(loop.run())
     loop.wake.set()
     await asyncio.sleep(0.05)  # the second pass fails before any diff; the retry follows
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    assert calls >= 3
+    assert worker.names("compute") >= 2  # the failed solve, and the retry's
     assert set(diffed) == with_objects(world, DEFAULT)
-
-
-@contextlib.asynccontextmanager
-async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
-    task = asyncio.create_task(coro)
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await asyncio.sleep(0)
 
 
 @pytest.mark.looptime
 async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
     k8s: Bodies,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    passes: list[str] = []
-    original = TreeLoop.reconcile_once
+    async with reconciling(context) as reconciler:
+        seen: collections.Counter[str] = collections.Counter()
 
-    async def recorded(self: TreeLoop) -> bool:
-        passes.append(self.tree_id)
-        return await original(self)
+        def passed_since() -> set[str]:
+            """The trees whose loops made a pass since the last call."""
+            nonlocal seen
+            now = reconciler.passes_by_tree.copy()
+            trees, seen = set(now - seen), now
+            return trees
 
-    monkeypatch.setattr(TreeLoop, "reconcile_once", recorded)
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
         await asyncio.sleep(5)
-        assert sorted(set(passes)) == [DEFAULT, "7"]
-        passes.clear()
+        assert passed_since() == {DEFAULT, "7"}
 
         world.on_pod(k8s.pod("late", quota="pool", requests={"cpu": "1"}))
         await asyncio.sleep(5)
-        assert set(passes) == {"7"}  # and its echoes: tree 7 only
-        passes.clear()
+        assert passed_since() == {"7"}  # and its echoes: tree 7 only
 
         world.on_pod(k8s.pod("later", quota="leaf0", requests={"cpu": "1"}))
         await asyncio.sleep(5)
-        assert set(passes) == {DEFAULT}
-        passes.clear()
+        assert passed_since() == {DEFAULT}
 
         world.on_node(k8s.node("n2", allocatable={"cpu": "8"}))
         await asyncio.sleep(5)
-        assert set(passes) == {DEFAULT}  # the nodes are the default tree's total
+        assert passed_since() == {DEFAULT}  # the nodes are the default tree's total
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []
     assert pending_writes(world, world.engine.solve_tree("7")) == []
 
@@ -267,14 +238,12 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
 @pytest.mark.looptime
 async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     world: ControllerState,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    cluster: FakeCluster,
+    context: LoopContext,
+    leading: asyncio.Event,
     diffed: list[str],
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
         leading.clear()
         await asyncio.sleep(5)
@@ -288,15 +257,11 @@ async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
 async def test_a_topology_change_makes_the_loops_diff_every_quota(
     world: ControllerState,
     cluster: FakeCluster,
-    api: Any,
-    make_settings: Callable[..., Settings],
+    context: LoopContext,
     k8s: Bodies,
     diffed: list[str],
 ) -> None:
-    leading = asyncio.Event()
-    leading.set()
-    world.mark_synced()
-    async with running(Reconciler(world, api, make_settings(), leading).run()):
+    async with reconciling(context):
         await asyncio.sleep(5)
         diffed.clear()
         body = k8s.quota("newcomer", max={"cpu": "1"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_quota
@@ -22,7 +21,8 @@ from elasticquota.core import keys
 from elasticquota.core.engine import reference_reserved_max
 
 if TYPE_CHECKING:
-    from conftest import Bodies, FakeCluster
+    from conftest import Bodies
+    from fake_cluster import FakeCluster
 
 NS = "quota-system"
 
@@ -63,9 +63,10 @@ def test_system_and_default_have_the_reference_default_max(name: str) -> None:
 
 
 async def test_missing_reserved_quotas_are_created_in_their_namespace(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient
+    state: ControllerState,
+    cluster: FakeCluster,
 ) -> None:
-    await ensure_reserved_quotas(api, state, NS)
+    await ensure_reserved_quotas(cluster, state, NS)
 
     assert cluster.verbs() == ["ensure_namespace", *["create_quota"] * 3]
     assert cluster.namespaces == {NS}
@@ -75,13 +76,13 @@ async def test_missing_reserved_quotas_are_created_in_their_namespace(
 
 
 async def test_existing_reserved_quotas_are_left_alone(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient, k8s: Bodies
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     custom = k8s.quota(keys.DEFAULT_QUOTA, NS, max={"cpu": "10"})
     cluster.store(custom)
     state.on_quota(custom)
 
-    await ensure_reserved_quotas(api, state, NS)
+    await ensure_reserved_quotas(cluster, state, NS)
 
     created = [name for verb, _, name, _ in cluster.calls if verb == "create_quota"]
     assert sorted(created) == sorted([keys.ROOT_QUOTA, keys.SYSTEM_QUOTA])
@@ -89,29 +90,32 @@ async def test_existing_reserved_quotas_are_left_alone(
 
 
 async def test_nothing_is_sent_when_all_exist(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient
+    state: ControllerState,
+    cluster: FakeCluster,
 ) -> None:
     for manifest in reserved_manifests(NS):
         state.on_quota(manifest)
-    await ensure_reserved_quotas(api, state, NS)
+    await ensure_reserved_quotas(cluster, state, NS)
     assert cluster.calls == []
 
 
 async def test_a_quota_created_meanwhile_by_someone_else_is_not_an_error(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient
+    state: ControllerState,
+    cluster: FakeCluster,
 ) -> None:
     root = by_name(reserved_manifests(NS))[keys.ROOT_QUOTA]
     cluster.store(root)  # the other replica was faster; our watch has not seen it yet
 
-    await ensure_reserved_quotas(api, state, NS)
+    await ensure_reserved_quotas(cluster, state, NS)
 
     assert (NS, keys.ROOT_QUOTA) not in state.quotas  # the watch will bring it
     assert {(NS, keys.SYSTEM_QUOTA), (NS, keys.DEFAULT_QUOTA)} <= set(state.quotas)
 
 
 async def test_a_refused_creation_is_raised(
-    state: ControllerState, cluster: FakeCluster, api: client.ApiClient
+    state: ControllerState,
+    cluster: FakeCluster,
 ) -> None:
     cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
     with pytest.raises(ApiException):
-        await ensure_reserved_quotas(api, state, NS)
+        await ensure_reserved_quotas(cluster, state, NS)

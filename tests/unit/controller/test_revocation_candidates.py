@@ -9,26 +9,33 @@ nothing and evicts nothing.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.controller import revocation, solving
+from elasticquota.controller import revocation
+from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
 from elasticquota.core.results import Snapshot
-from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import WorkerThreads
 
 QUIET = [f"quiet{index}" for index in range(20)]
 
 
-def checker(world: ControllerState, api: Any, now: list[float]) -> RevocationController:
+def checker(world: ControllerState, now: list[float]) -> RevocationController:
     """A dry-run controller (30-s delay, a check a second) whose clock reads ``now[0]``."""
-    settings = Settings(revocation_delay=30.0, revocation_interval=1.0, dry_run=True)
-    return RevocationController(world, api, settings, asyncio.Event(), clock=lambda: now[0])
+    settings = Settings(revocation_delay=30.0, revocation_interval=1.0)
+    cluster = DryRunCluster()
+    return RevocationController(
+        LoopContext(world, cluster, settings, asyncio.Event()), clock=lambda: now[0]
+    )
 
 
 def quota(name: str, cpu: str) -> dict[str, Any]:
@@ -54,7 +61,7 @@ def running(name: str, quota: str, cpu: str, deleted: str | None = None) -> dict
 
 
 @pytest.fixture
-def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
+def world() -> ControllerState:
     """20 quotas within their runtime, one over it, one over it only through a terminating pod."""
     state = ControllerState.create(EngineSettings())
     state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "64"}}})
@@ -68,12 +75,6 @@ def world(monkeypatch: pytest.MonkeyPatch) -> ControllerState:
     state.on_pod(running("leaving-a", "leaving", "2"))
     state.on_pod(running("leaving-b", "leaving", "1", deleted="2024-01-01T00:00:00Z"))
     state.mark_synced()
-
-    async def no_call(*_: Any) -> None:
-        return None
-
-    monkeypatch.setattr(revocation, "patch_quota", no_call)
-    monkeypatch.setattr(revocation, "post_event", no_call)
     return state
 
 
@@ -91,9 +92,9 @@ def pods_looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_only_the_pods_of_over_used_quotas_are_looked_at(
-    world: ControllerState, pods_looked_at: list[str], api: Any
+    world: ControllerState, pods_looked_at: list[str]
 ) -> None:
-    controller = checker(world, api, [100.0])
+    controller = checker(world, [100.0])
 
     await controller.check_once()
 
@@ -102,10 +103,10 @@ async def test_only_the_pods_of_over_used_quotas_are_looked_at(
 
 
 async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
-    world: ControllerState, pods_looked_at: list[str], api: Any
+    world: ControllerState, pods_looked_at: list[str]
 ) -> None:
     now = [100.0]
-    controller = checker(world, api, now)
+    controller = checker(world, now)
     await controller.check_once()
     world.on_pod_deleted(running("greedy-b", "greedy", "1"))
     now[0] = 200.0
@@ -120,41 +121,28 @@ async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
 # -- how often a check solves ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def solves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The trees the checks solved (off the event loop), in order."""
-    counted: list[str] = []
-
-    def counting(job: SolveJob, solver: Solver) -> SolveOutcome:
-        counted.append(job.tree_id)
-        return compute(job, solver)
-
-    monkeypatch.setattr(solving, "compute", counting)
-    return counted
-
-
 async def test_between_its_own_solves_a_check_reads_what_was_last_solved(
-    world: ControllerState, solves: list[str], api: Any
+    world: ControllerState, worker: WorkerThreads
 ) -> None:
     now = [100.0]
-    controller = checker(world, api, now)
+    controller = checker(world, now)
     for second in range(5):
         now[0] = 100.0 + second
         world.on_pod(running(f"new-{second}", "quiet0", "0.1"))  # the tree is out of date again
         await controller.check_once()
-    assert len(solves) == 1
+    assert worker.names("compute") == 1
     assert controller._timer.since == {"greedy": 100.0}  # judged on the last solved results
     now[0] = 100.0 + revocation.SOLVE_EVERY
     await controller.check_once()
-    assert len(solves) == 2
+    assert worker.names("compute") == 2
 
 
 async def test_a_round_is_decided_on_a_fresh_solve(
-    world: ControllerState, solves: list[str], api: Any
+    world: ControllerState, worker: WorkerThreads
 ) -> None:
     """Over-use seen on the last solved results, gone in the state of now: nobody is evicted."""
     now = [100.0]
-    controller = checker(world, api, now)
+    controller = checker(world, now)
     rounds: list[str] = []
 
     async def record(result: Any, victims: Any) -> None:
@@ -167,4 +155,4 @@ async def test_a_round_is_decided_on_a_fresh_solve(
     controller._solved_at = now[0]  # its periodic solve not due: it judges the last results
     await controller.check_once()
     assert rounds == []
-    assert len(solves) == 2  # the first check's, and the fresh one before the round
+    assert worker.names("compute") == 2  # the first check's, and the fresh one before the round

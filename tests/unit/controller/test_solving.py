@@ -8,9 +8,6 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING
 
-import pytest
-
-from elasticquota.controller import solving
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import (
     published_snapshot,
@@ -21,11 +18,9 @@ from elasticquota.controller.solving import (
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import DEFAULT_TREE
-from elasticquota.core.rebuild import RebuildJob, RebuildOutcome, compute_rebuild
-from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
 
 if TYPE_CHECKING:
-    from conftest import Bodies
+    from conftest import Bodies, WorkerThreads
 
 
 def world(k8s: Bodies) -> ControllerState:
@@ -37,18 +32,11 @@ def world(k8s: Bodies) -> ControllerState:
 
 
 async def test_the_solve_runs_in_a_worker_thread_and_equals_a_synchronous_one(
-    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    k8s: Bodies, worker: WorkerThreads
 ) -> None:
-    threads: list[int] = []
-
-    def recorded(job: SolveJob, solver: Solver) -> SolveOutcome:
-        threads.append(threading.get_ident())
-        return compute(job, solver)
-
-    monkeypatch.setattr(solving, "compute", recorded)
     off_loop, direct = world(k8s), world(k8s)
     assert await solve_tree_off_loop(off_loop.engine, "")
-    assert threads and threading.get_ident() not in threads
+    assert worker.names("compute") == 1 and threading.get_ident() not in worker.threads()
     assert dict(off_loop.engine.published("")) == dict(direct.engine.solve_tree(""))
     assert not await solve_tree_off_loop(off_loop.engine, "")  # up to date: nothing to do
 
@@ -77,99 +65,63 @@ async def test_a_solve_is_timed_for_its_tree_whoever_asks_for_it(k8s: Bodies) ->
     assert solves() == 2
 
 
-async def test_a_rebuild_runs_in_a_worker_thread(
-    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    threads: list[int] = []
-
-    def recorded(job: RebuildJob) -> RebuildOutcome:
-        threads.append(threading.get_ident())
-        return compute_rebuild(job)
-
-    monkeypatch.setattr(solving, "compute_rebuild", recorded)
+async def test_a_rebuild_runs_in_a_worker_thread(k8s: Bodies, worker: WorkerThreads) -> None:
     state = world(k8s)
     await rebuild_off_loop(state.engine)
     state.on_quota(k8s.quota("b", max={"cpu": "4"}))  # a new quota: a new topology
     await rebuild_off_loop(state.engine)
-    assert len(threads) == 2 and threading.get_ident() not in threads
+    assert worker.names("compute_rebuild") == 2
+    assert threading.get_ident() not in worker.threads()
     assert state.engine.prepare_rebuild() is None  # up to date
     assert "b" in (await solved_snapshot(state.engine)).quotas
 
 
 async def test_pods_seen_while_a_rebuild_computes_count_and_callers_share_it(
-    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    k8s: Bodies, worker: WorkerThreads
 ) -> None:
-    started, resume = threading.Event(), threading.Event()
-    jobs: list[RebuildJob] = []
-
-    def held(job: RebuildJob) -> RebuildOutcome:
-        jobs.append(job)
-        started.set()
-        resume.wait(timeout=10)
-        return compute_rebuild(job)
-
-    monkeypatch.setattr(solving, "compute_rebuild", held)
+    worker.hold("compute_rebuild")
     state = world(k8s)
     state.on_quota(k8s.quota("b", max={"cpu": "4"}))
     first = asyncio.create_task(rebuild_off_loop(state.engine))
     second = asyncio.create_task(rebuild_off_loop(state.engine))
-    while not started.is_set():
+    while not worker.started.is_set():
         await asyncio.sleep(0.001)  # the loop runs while the worker computes
     state.on_pod(k8s.pod("q", quota="b", requests={"cpu": "2"}, node="n1", phase="Running"))
     state.on_pod(k8s.pod("p", quota="a", requests={"cpu": "3"}, node="n1", phase="Running"))
-    resume.set()
+    worker.release()
     await asyncio.gather(first, second)
-    assert len(jobs) == 1  # the second caller waited for the first one's rebuild
+    assert (
+        worker.names("compute_rebuild") == 1
+    )  # the second caller waited for the first one's rebuild
     snapshot = await solved_snapshot(state.engine)
     assert snapshot.quotas["a"].used == {"cpu": 3000}
     assert snapshot.quotas["b"].used == {"cpu": 2000}
 
 
-def count_rebuilds_on_the_loop(
-    state: ControllerState, monkeypatch: pytest.MonkeyPatch
-) -> list[int]:
-    """The engine's synchronous rebuilds (``_rebuild``: on the caller's thread, the loop's here)."""
-    calls: list[int] = []
-    original = state.engine._rebuild
-
-    def recorded() -> None:
-        calls.append(threading.get_ident())
-        original()
-
-    monkeypatch.setattr(state.engine, "_rebuild", recorded)
-    return calls
-
-
 async def test_a_quota_change_during_the_solves_is_rebuilt_off_the_loop_too(
-    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    k8s: Bodies, worker: WorkerThreads
 ) -> None:
+    """Every rebuild installed (``topology_epoch``) ran in the worker: none on the loop."""
     state = world(k8s)
-    on_loop = count_rebuilds_on_the_loop(state, monkeypatch)
-    solving_now, resume = threading.Event(), threading.Event()
-
-    def slow(job: SolveJob, solver: Solver) -> SolveOutcome:
-        solving_now.set()
-        resume.wait(10)
-        return compute(job, solver)
-
-    monkeypatch.setattr(solving, "compute", slow)
+    worker.hold("compute")
     snapshot = asyncio.create_task(solved_snapshot(state.engine))
-    while not solving_now.is_set():
+    while not worker.started.is_set():
         await asyncio.sleep(0.001)
+    epoch, rebuilds = state.engine.topology_epoch, worker.names("compute_rebuild")
     state.on_quota(k8s.quota("late", max={"cpu": "4"}))  # arrives while a tree is solved
-    resume.set()
-    assert "late" in (await snapshot).quotas
-    assert on_loop == [] and not state.engine.topology_stale
+    worker.release()
+    assert "late" in (await snapshot).quotas and not state.engine.topology_stale
+    assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") - rebuilds == 1
 
 
 async def test_the_published_snapshot_rebuilds_off_the_loop_when_a_quota_changed(
-    k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    k8s: Bodies, worker: WorkerThreads
 ) -> None:
     state = world(k8s)
     await solved_snapshot(state.engine)
-    on_loop = count_rebuilds_on_the_loop(state, monkeypatch)
+    epoch, rebuilds = state.engine.topology_epoch, worker.names("compute_rebuild")
     state.on_quota(k8s.quota("b", max={"cpu": "4"}))
     assert "b" in (await published_snapshot(state.engine)).quotas
-    assert on_loop == []
+    assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") - rebuilds == 1
     state.on_pod(k8s.pod("q", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
     assert (await published_snapshot(state.engine)).quotas["a"].used == {"cpu": 1000}  # last solve

@@ -29,14 +29,13 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 from cryptography import x509
-from kopf._cogs.structs.references import Resource
 from kopf._core.engines import admission as kopf_admission
 from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
 from elasticquota.controller.reserved import reserved_manifests
-from elasticquota.controller.runner import kopf_settings, make_registry
+from elasticquota.controller.runner import build_registry, kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import (
     MUTATE_POD,
@@ -46,6 +45,7 @@ from elasticquota.controller.webhooks import (
     Admission,
     QuotaMirror,
     RecentAdmissions,
+    Registration,
     WebhookServer,
     build_webhooks_excluding_namespaces,
     in_cluster_namespace,
@@ -87,32 +87,38 @@ def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
 # -- registration ---------------------------------------------------------------------------------
 
 
+def registered(state: ControllerState, settings: Settings) -> dict[str, Registration]:
+    """The admission handlers the operator registers with Kopf, by id."""
+    _, admission = build_registry(state, settings)
+    return {} if admission is None else {each.id: each for each in admission.registered}
+
+
 def test_webhooks_are_registered_only_when_a_port_is_set(
     state: ControllerState, make_settings: Callable[..., Settings]
 ) -> None:
-    assert make_registry(state, make_settings())._webhooks.get_all_handlers() == []
+    assert registered(state, make_settings()) == {}
     assert kopf_settings(make_settings()).admission.server is None
-    registry = make_registry(state, make_settings(webhook_port=9443))
-    handlers = {h.id: h for h in registry._webhooks.get_all_handlers()}
+    handlers = registered(state, make_settings(webhook_port=9443))
     assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD])
     assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
-    assert sorted(handlers[VALIDATE_QUOTA].operations or []) == ["CREATE", "DELETE", "UPDATE"]
-    assert list(handlers[MUTATE_QUOTA].operations or []) == ["CREATE"]
-    assert sorted(handlers[VALIDATE_POD].operations or []) == ["CREATE", "UPDATE"]
-    assert list(handlers[MUTATE_POD].operations or []) == ["CREATE"]
+    assert sorted(handlers[VALIDATE_QUOTA].operations) == ["CREATE", "DELETE", "UPDATE"]
+    assert list(handlers[MUTATE_QUOTA].operations) == ["CREATE"]
+    assert sorted(handlers[VALIDATE_POD].operations) == ["CREATE", "UPDATE"]
+    assert list(handlers[MUTATE_POD].operations) == ["CREATE"]
+    assert [h.id for h in handlers.values() if h.mutating] == [MUTATE_QUOTA, MUTATE_POD]
 
 
-def failure_policies(registry: kopf.OperatorRegistry) -> dict[str, str]:
+def failure_policies(state: ControllerState, settings: Settings) -> dict[str, str]:
     return {
         handler.id: "Ignore" if handler.ignore_failures else "Fail"
-        for handler in registry._webhooks.get_all_handlers()
+        for handler in registered(state, settings).values()
     }
 
 
 def test_quota_webhooks_fail_closed_and_pod_webhooks_fail_open_by_default(
     state: ControllerState, make_settings: Callable[..., Settings]
 ) -> None:
-    assert failure_policies(make_registry(state, make_settings(webhook_port=1))) == {
+    assert failure_policies(state, make_settings(webhook_port=1)) == {
         VALIDATE_QUOTA: "Fail", MUTATE_QUOTA: "Fail", VALIDATE_POD: "Ignore", MUTATE_POD: "Ignore",
     }  # fmt: skip
 
@@ -125,7 +131,7 @@ def test_each_kind_of_webhook_has_its_own_failure_policy(
     settings = make_settings(
         webhook_port=1, webhook_failure_policy=quotas, pod_webhook_failure_policy=pods
     )
-    assert failure_policies(make_registry(state, settings)) == {
+    assert failure_policies(state, settings) == {
         VALIDATE_QUOTA: quotas, MUTATE_QUOTA: quotas, VALIDATE_POD: pods, MUTATE_POD: pods,
     }  # fmt: skip
 
@@ -158,8 +164,8 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
     assert kopf_admission.build_webhooks is build_webhooks_excluding_namespaces
     handlers = make_registry(state, settings)._webhooks.get_all_handlers()
     resources = [
-        Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
-        Resource("", "v1", "pods", kind="Pod", namespaced=True),
+        kopf.Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
+        kopf.Resource("", "v1", "pods", kind="Pod", namespaced=True),
     ]
     selectors = {}
     for reason in WebhookType:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.controller import revocation
+from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
@@ -89,7 +89,9 @@ def live_state(documents: list[Manifest]) -> ControllerState:
     return state
 
 
-class RecordingEvictor:
+class RecordingCluster:
+    """The operator's cluster as far as a revocation round writes to it: evictions recorded."""
+
     def __init__(self) -> None:
         self.evicted: list[str] = []
 
@@ -97,34 +99,33 @@ class RecordingEvictor:
         self.evicted.append(f"{namespace}/{name}")
         return EvictionOutcome.EVICTED
 
+    async def patch_quota(self, *_: Any) -> None:
+        return None
+
+    async def post_event(self, *_: Any) -> None:
+        return None
+
 
 def live_round(state: ControllerState, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What the operator's revocation controller evicts once the delay has passed."""
-
-    async def no_write(*_: Any) -> None:
-        return None
-
-    monkeypatch.setattr(revocation, "patch_quota", no_write)
-    monkeypatch.setattr(revocation, "post_event", no_write)
     for name in [name for name in os.environ if name.upper().startswith("ELASTIC_QUOTA_")]:
         monkeypatch.delenv(name)  # the settings come from this test alone
     clock = iter([0.0, 10.0])
-    evictor = RecordingEvictor()
-    controller = RevocationController(
+    cluster = RecordingCluster()
+    context = LoopContext(
         state,
-        None,  # type: ignore[arg-type]  # never used: the writes are replaced above
+        cluster,  # type: ignore[arg-type]  # the writes a round makes, no more
         Settings(revocation_delay=1.0, eviction_rate=100.0),
         leading=None,  # type: ignore[arg-type]  # check_once does not wait for the Lease
-        clock=lambda: next(clock),
-        evictor=evictor,  # type: ignore[arg-type]
     )
+    controller = RevocationController(context, clock=lambda: next(clock))
 
     async def two_checks() -> None:
         await controller.check_once()  # the over-use starts
         await controller.check_once()  # and has lasted longer than the delay: one round
 
     asyncio.run(two_checks())
-    return evictor.evicted
+    return cluster.evicted
 
 
 def plan_round(path: Path) -> list[str]:

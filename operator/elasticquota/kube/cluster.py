@@ -1,0 +1,67 @@
+"""The Kubernetes adapter of the controller's ``Cluster`` port (``controller.cluster``).
+
+Each write goes through the module that knows its request (``kube.quotas``, ``kube.events``,
+``kube.evictions``, ``kube.pods``) on the client it is given: the writers' client, fenced by the
+Lease and bounded in time (``kube.client``), so no write leaves a replica that is not leading.
+One ``Evictor`` per adapter remembers which Eviction version the API server speaks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from elasticquota.kube import events, pods, quotas
+from elasticquota.kube.evictions import EvictionOutcome, Evictor
+
+Body = dict[str, Any]
+
+
+class KubeCluster:
+    """The API server, through one (fenced) API client."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self._evictor = Evictor(api)
+
+    async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
+        return await quotas.patch_quota(self.api, namespace, name, patch)
+
+    async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
+        return await quotas.patch_quota_status(self.api, namespace, name, status)
+
+    async def create_quota(self, body: Body) -> Body | None:
+        return await quotas.create_quota(self.api, body)
+
+    async def patch_profile(self, namespace: str, name: str, patch: Body) -> Body | None:
+        return await quotas.patch_profile(self.api, namespace, name, patch)
+
+    async def ensure_namespace(self, name: str) -> None:
+        await quotas.ensure_namespace(self.api, name)
+
+    async def post_event(
+        self, involved: dict[str, str], reason: str, message: str, event_type: str = "Warning"
+    ) -> None:
+        await events.post_event(self.api, involved, reason, message, event_type)
+
+    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
+        return await self._evictor.evict(namespace, name)
+
+    async def set_scheduling_gates(self, namespace: str, name: str, gates: list[str]) -> bool:
+        await pods.set_scheduling_gates(self.api, namespace, name, gates)
+        return True
+
+    async def set_waiting_condition(
+        self, namespace: str, name: str, waiting: bool, message: str
+    ) -> None:
+        await pods.set_waiting_condition(self.api, namespace, name, waiting, message)
+
+    async def bind_pod(self, namespace: str, name: str, node: str) -> None:
+        await pods.bind_pod(self.api, namespace, name, node)
+
+    async def mark_running(self, namespace: str, name: str) -> None:
+        await pods.mark_running(self.api, namespace, name)
+
+    async def remove_stopped_pod(self, namespace: str, name: str) -> None:
+        await pods.remove_stopped_pod(self.api, namespace, name)
