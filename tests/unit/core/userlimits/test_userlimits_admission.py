@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from elasticquota.core.admission import check_pod, pending_verdicts
 from elasticquota.core.engine import QuotaEngine
+from elasticquota.core.explain import explain
 from elasticquota.core.gating import gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE, ROOT_QUOTA
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
@@ -261,3 +262,16 @@ def test_gating_never_lets_a_user_or_group_exceed_a_limit(
         assert not decision.release or decision.verdict.admitted
         if not decision.release:
             assert decision.verdict.limit_refusals or decision.verdict.shortfalls
+
+
+def test_explain_says_which_user_limit_holds_a_pending_pod() -> None:
+    snapshot = solve(
+        two_levels(root='- limit: "sue at root"\n  users: [sue]\n  maxapplications: 1'),
+        [pod("a", app="ns/x"), pod("new", app="ns/y", state="gated")],
+    )
+    found = explain(snapshot, "ns/new")
+    assert found.state == "pending"
+    assert found.verdict == (
+        "waits: user sue at quota root: applications: a new application would make 2 running, "
+        "limit 1 (user limit sue at root)"
+    )
