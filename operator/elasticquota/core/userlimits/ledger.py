@@ -2,12 +2,16 @@
 
 ``UserLimitLedger`` is updated pod by pod: ``add`` when a pod starts counting in its quota's
 ``used``, ``remove`` when it stops. Each event costs O(path length x resources); nothing grows with
-the number of pods. A configuration change (``replace_book``) resolves the tracked group again once
-per distinct (path, groups) among the counted pods and moves only the pods whose group changed, as a
-recomputation from scratch would (YuniKorn keeps an application's first group instead). Usage is
-hierarchical: a pod counts for its user,
-and for its tracked group if it has one, at every quota from its own to the root. An application
-runs for a subject at a quota while at least one of its pods counts there.
+the number of pods. Its figures live in copy-on-write maps (``core.cowmap``): ``freeze`` gives a
+snapshot a ``LedgerView`` that never changes and ``fork`` a rebuild its own copy, both in
+O(buckets); ``LedgerView.overlay`` counts pods on top of a view without changing it (gating).
+
+A configuration change (``replace_book``) resolves the tracked group again once per distinct
+(path, groups) among the counted pods and looks at the pods only when some group changed, moving
+those, as a recomputation from scratch would (YuniKorn keeps an application's first group
+instead). Usage is hierarchical: a pod counts for its user, and for its tracked group if it has
+one, at every quota from its own to the root. An application runs for a subject at a quota while
+at least one of its pods counts there.
 
 ``check`` is the admission rule (semantics §6): a pod may start when, at every quota on its path,
 for its user and its tracked group, (a) for every resource the limit in force lists and the pod
