@@ -392,8 +392,9 @@ def _count(
     Usage values are replaced, never changed in place (frozen views may share them); entries
     that drop to nothing are removed, so that nothing is left behind."""
     pod = entry.pod
+    levels = _levels(pod.path)
     for kind, name in _subjects(pod.user, entry.group):
-        for quota in _levels(pod.path):
+        for quota in levels:
             at = _at_key(kind, name, quota)
             app_key = f"{at}{_SEP}{pod.app}"
             pods_of_app = (apps.get(app_key) or 0) + sign
