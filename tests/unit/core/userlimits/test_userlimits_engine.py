@@ -16,6 +16,7 @@ from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
 from elasticquota.core.rebuild import compute_rebuild
+from elasticquota.core.userlimits import LimitedPod, UserLimitLedger
 
 BIG = {"cpu": 1_000_000, "memory": 10**15}
 NODE = NodeInfo("n1", {"cpu": 1_000_000, "memory": 10**15})
@@ -282,3 +283,20 @@ def test_incremental_usage_equals_a_fresh_engine(steps: list[tuple[str, Any]]) -
     fresh = QuotaEngine().load(specs.values(), engine.pods.values(), [NODE]).solve()
     assert snapshot.user_limits.usage_document() == fresh.user_limits.usage_document()
     assert sorted(p.message for p in snapshot.problems) == sorted(p.message for p in fresh.problems)
+
+
+def test_a_fork_and_a_frozen_view_never_see_each_others_changes() -> None:
+    live = UserLimitLedger()
+    live.add(LimitedPod("ns/a", ("q",), "sue", (), "ns/x", {"cpu": 1}))
+    frozen = live.freeze()
+    forked = live.fork()
+    live.add(LimitedPod("ns/b", ("q",), "sue", (), "ns/y", {"cpu": 2}))
+    forked.remove("ns/a")
+    overlay = frozen.overlay()
+    overlay.add(LimitedPod("ns/c", ("q",), "bob", (), "ns/z", {"cpu": 4}))
+    assert live.used("user", "sue", "q") == {"cpu": 3, "pods": 2}
+    assert frozen.used("user", "sue", "q") == {"cpu": 1, "pods": 1}
+    assert frozen.used("user", "bob", "q") == {}
+    assert overlay.used("user", "bob", "q") == {"cpu": 4, "pods": 1}
+    assert forked.snapshot() == {}
+    assert len(live) == 2 and len(frozen) == 1 and len(forked) == 0 and len(overlay) == 2
