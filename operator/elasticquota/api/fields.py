@@ -4,7 +4,11 @@ reader (``podfast``) so that both read a label or a timestamp the same way."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
+
+from elasticquota.core.userlimits.identity import application_id, read_identity
 
 
 def first_label(labels: Mapping[str, str], aliases: tuple[str, ...]) -> str:
@@ -26,3 +30,27 @@ def timestamp(text: str | None) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class PodIdentity:
+    """Who a pod runs for and its application, as ``PodInfo`` holds them; ``problem`` says why a
+    ``user-info`` annotation that is present was not used (the pod then has no identity)."""
+
+    user: str
+    groups: tuple[str, ...]
+    application: str
+    problem: str = ""
+
+
+def pod_identity(
+    namespace: str, name: str, labels: Mapping[str, str], metadata: Mapping[str, Any]
+) -> PodIdentity:
+    """The identity (``user-info`` annotation and its alias; none: user "") and the application
+    key (label and aliases, else the controller's uid, else the pod) of a pod's metadata. Any
+    shape of ``ownerReferences`` is tolerated: a broken one just names no controller."""
+    annotations = metadata.get("annotations")
+    reading = read_identity(annotations if isinstance(annotations, Mapping) else {}, "")
+    application = application_id(namespace, name, labels, metadata.get("ownerReferences"))
+    identity = reading.identity
+    return PodIdentity(identity.user, identity.groups, application, reading.problem)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from elasticquota.api.fields import first_label, timestamp
+from elasticquota.api.fields import first_label, pod_identity, timestamp
 from elasticquota.api.podfast import read_pod
 from elasticquota.api.schema import (
     ContainerView,
@@ -163,6 +163,7 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
         created=meta.creation_timestamp or "",
         uid=meta.uid,
         name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
+        user_limits=annotations.get(keys.ANNO_USER_LIMITS),
     )
     return spec, problems
 
@@ -275,6 +276,12 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     except QuantityError as error:
         problems.append(Problem(ref, f"resources: {error}; the pod is not accounted"))
         return None, problems
+    metadata = raw.get("metadata")
+    identity = pod_identity(
+        meta.namespace, meta.name, meta.labels, metadata if isinstance(metadata, Mapping) else {}
+    )
+    if identity.problem:
+        problems.append(Problem(ref, identity.problem))
     pod = PodInfo(
         namespace=meta.namespace,
         name=meta.name,
@@ -292,6 +299,9 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
         scheduling_gates=tuple(
             str(gate.get("name", "")) for gate in view.spec.scheduling_gates if gate.get("name")
         ),
+        user=identity.user,
+        groups=identity.groups,
+        application=identity.application,
     )
     return pod, problems
 

@@ -9,9 +9,10 @@ body has the common shape and every value has the exact type the views expect, i
 ``PodInfo`` the validated path would. Otherwise it returns None and ``parse.parse_pod`` takes the
 validated path, which reports problems with their usual messages. Cases that return None include
 a value of another type or null, a field given by its Python name instead of its JSON name,
-non-ASCII names and labels, and a bad quantity. Every quantity ``parse_quantity`` returns is a
-whole number of nano units. So requests are summed and compared as exact integers and converted to
-engine units once, rounded as ``effective_request`` rounds. Parsed quantity texts are memoized.
+non-ASCII names and labels, a bad quantity and an unusable ``user-info`` annotation. Every
+quantity ``parse_quantity`` returns is a whole number of nano units. So requests are summed and
+compared as exact integers and converted to engine units once, rounded as ``effective_request``
+rounds. Parsed quantity texts are memoized.
 ``tests/unit/api/test_podfast.py`` checks both paths against each other.
 """
 
@@ -22,7 +23,7 @@ from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel
 
-from elasticquota.api.fields import first_label, timestamp
+from elasticquota.api.fields import first_label, pod_identity, timestamp
 from elasticquota.api.schema import ContainerView, ObjectMeta, PodSpecView, PodStatusView
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -67,10 +68,14 @@ def read_pod(raw: object) -> PodInfo | None:
     if requests is None:
         return None
     labels = meta.get("labels", _NO_MAP)
+    namespace = meta.get("namespace", "")
+    identity = pod_identity(namespace, meta["name"], labels, meta)
+    if identity.problem:
+        return None  # the validated path reports it
     deletion = meta.get("deletionTimestamp")
     gates = spec.get("schedulingGates")
     return PodInfo(
-        namespace=meta.get("namespace", ""),
+        namespace=namespace,
         name=meta["name"],
         requests=requests,
         quota_label=first_label(labels, keys.POD_LABEL_QUOTA_ALIASES),
@@ -84,6 +89,9 @@ def read_pod(raw: object) -> PodInfo | None:
         deletion_deadline=timestamp(deletion) if deletion else None,
         never_preempts=spec.get("preemptionPolicy") == "Never",
         scheduling_gates=_gate_names(gates) if gates else (),
+        user=identity.user,
+        groups=identity.groups,
+        application=identity.application,
     )
 
 

@@ -14,7 +14,7 @@ from elasticquota.core.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report
-from elasticquota.plan.table import render_plan
+from elasticquota.plan.table import render_plan, render_users
 
 EXIT_UNREADABLE = 2
 
@@ -52,6 +52,12 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         metavar="NAMES",
         help="comma-separated resources to show in the table (default: all)",
     )
+    plan.add_argument(
+        "--users",
+        action="store_true",
+        help="show the user and group limits view instead of the quota trees: usage, running "
+        "applications and the limit in force per user and group at every quota of their path",
+    )
     plan.set_defaults(handler=run_plan)
 
 
@@ -70,5 +76,6 @@ def run_plan(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
-        sys.stdout.write(render_plan(plan, resources))
+        render = render_users if args.users else render_plan
+        sys.stdout.write(render(plan, resources))
     return 0

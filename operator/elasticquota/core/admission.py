@@ -4,6 +4,12 @@ A pod fits when ``used + request <= runtime`` on every resource both sides have 
 to the quota's max keys); a non-preemptible pod must also fit ``nonPreemptibleUsed + request <= min`
 min`` (the spec min); optionally every ancestor below the root is checked the same way. Each pod is
 checked on its own against the current usage. Reserved quotas (system, default) are never limited.
+
+The user and group limits (``core.userlimits``, quota annotation ``elasticquota.dev/user-limits``)
+must hold too: at the pod's quota and every ancestor, for the pod's user and its tracked group, the
+usage plus the pod's request stays within every resource the limit in force lists, and a pod that
+starts a new application keeps the running applications within ``maxapplications``. The verdict
+lists every quota shortfall and every user or group limit the pod would break.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from elasticquota.core.models import PodInfo
 from elasticquota.core.quantity import format_units
 from elasticquota.core.resources import ResourceList, add, mask
 from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.userlimits.ledger import LimitRefusal
+from elasticquota.core.userlimits.tracker import UserLimitsOverlay, UserLimitsView
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,8 @@ class Verdict:
     admitted: bool
     reason: str
     shortfalls: tuple[Shortfall, ...] = ()
+    #: The user and group limits the pod would break (leaf to root, user before group).
+    limit_refusals: tuple[LimitRefusal, ...] = ()
 
 
 def _shortfalls(
@@ -60,8 +70,14 @@ def _shortfalls(
     ]
 
 
-def check_pod(snapshot: Snapshot, pod: PodInfo, check_ancestors: bool = False) -> Verdict:
-    """The admission verdict for one pod, given the solved snapshot."""
+def check_pod(
+    snapshot: Snapshot,
+    pod: PodInfo,
+    check_ancestors: bool = False,
+    users: UserLimitsView | UserLimitsOverlay | None = None,
+) -> Verdict:
+    """The admission verdict for one pod, given the solved snapshot; ``users``: the user limits
+    to check against (the snapshot's by default; gating passes one with its released pods)."""
     quota = snapshot.pod_quota[pod.key]
     result = snapshot.quotas[quota]
     if result.reserved:
@@ -74,9 +90,13 @@ def check_pod(snapshot: Snapshot, pod: PodInfo, check_ancestors: bool = False) -
         )
     if check_ancestors:
         blocking += _ancestor_shortfalls(snapshot, quota, request)
-    if blocking:
-        reason = "; ".join(item.describe() for item in blocking)
-        return Verdict(pod.key, quota, False, reason, tuple(blocking))
+    limits = (users or snapshot.user_limits).check(pod, quota)
+    refusals = limits.refusals if limits is not None else ()
+    if blocking or refusals:
+        reason = "; ".join(
+            [*(item.describe() for item in blocking), *(item.message for item in refusals)]
+        )
+        return Verdict(pod.key, quota, False, reason, tuple(blocking), refusals)
     return Verdict(pod.key, quota, True, f"fits in quota {quota}")
 
 

@@ -44,6 +44,8 @@ from elasticquota.core.topology import Topology
 from elasticquota.core.totals import tree_problems, tree_total
 from elasticquota.core.treeresults import reserved_results
 from elasticquota.core.trees import TreeState
+from elasticquota.core.userlimits.identity import DEFAULT_USER
+from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitsView, UserLimitTracker
 from elasticquota.kernels.arrays import TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
@@ -63,6 +65,8 @@ class EngineSettings:
     reserved_namespace: str = DEFAULT_RESERVED_NAMESPACE
     system_quota_max: ResourceList = field(default_factory=reference_reserved_max)
     default_quota_max: ResourceList = field(default_factory=reference_reserved_max)
+    #: Who a pod without a ``user-info`` annotation runs for, for the user and group limits.
+    default_user: str = DEFAULT_USER
 
 
 class QuotaEngine:
@@ -105,6 +109,11 @@ class QuotaEngine:
         self._spec_changes = 0
         self._rebuild_serial = 0
         self._changed_since_job: set[str] = set()
+        #: User and group limits (``core.userlimits``): per tree the book and the ledger of the
+        #: bound pods, rebuilt with the topology and fed pod by pod in between.
+        self._users = UserLimitTracker.empty(self.settings.default_user)
+        self._limit_memo: LimitMemo = {}
+        self._limit_problems: list[Problem] = []
 
     # -- events -------------------------------------------------------------------------------
 
@@ -153,6 +162,8 @@ class QuotaEngine:
         if old is not None:
             self._placements.unplace(old)
         self._placements.place(pod)
+        self._users.unplace(key)
+        self._users.place(pod, self._placements.index.quota_of.get(key))
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """Forget a pod (nothing for an unknown one)."""
@@ -166,6 +177,7 @@ class QuotaEngine:
             self._placements.index.remove(key)  # its sums are rebuilt anyway
         else:
             self._placements.unplace(old)
+        self._users.unplace(key)
 
     def upsert_node(self, node: NodeInfo) -> None:
         old = self._nodes.get(node.name)
@@ -412,6 +424,8 @@ class QuotaEngine:
                 self.settings.system_quota_max,
                 self.settings.default_quota_max,
             ),
+            limit_memo=dict(self._limit_memo),
+            users=self._users.fork(),
         )
 
     def finish_rebuild(self, job: RebuildJob, outcome: RebuildOutcome) -> bool:
@@ -426,7 +440,15 @@ class QuotaEngine:
         self._trees = outcome.trees
         self._placements = outcome.placements
         self._rows = outcome.rows
+        self._users = outcome.users
+        self._limit_memo = outcome.limit_memo
+        self._limit_problems = outcome.limit_problems
         replay(self._placements, job.pods, self._pods, self._changed_since_job)
+        for key in sorted(self._changed_since_job):
+            self._users.unplace(key)
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._users.place(pod, self._placements.index.quota_of.get(key))
         self._changed_since_job = set()
         self._stale = set()
         self._topology_dirty = (
@@ -453,6 +475,7 @@ class QuotaEngine:
             pod_quota=pod_quota,
             pods_by_quota=pods_by_quota,
             problems=self.problems(),
+            user_limits=self.user_limits(),
         )
 
     def _all_results(self) -> Mapping[str, QuotaResult]:
@@ -486,10 +509,18 @@ class QuotaEngine:
             if spec.uid and not spec.holds_name_record
         ]
 
+    def user_limits(self) -> UserLimitsView:
+        """The user and group limits and usage as of now, frozen (O(buckets)); a pass's view
+        after a topology change waits for the rebuild, as ``solve`` does."""
+        self._ensure_topology()
+        return self._users.freeze()
+
     def problems(self) -> list[Problem]:
-        """Structural problems of the current quotas (after the last rebuild)."""
+        """Structural problems of the current quotas (after the last rebuild), and the user limit
+        objects dropped for a rule they break (the quota itself is still computed)."""
         return [
             *self._topology.problems,
             *self._placements.directory.problems,
             *tree_problems(self._topology),
+            *self._limit_problems,
         ]

@@ -2,10 +2,11 @@
 
 New pods of managed quotas carry the scheduling gate ``elasticquota.dev/admission``; the scheduler
 ignores them until it is removed. A gated pod is released when it fits its quota (the PreFilter
-check of ``core.admission``), highest priority first, then oldest. Pods released but not bound yet
-(pending, no gate) are counted as if they already used their request, so that releasing several
-pods that each fit alone never overshoots the runtime together. Pods of reserved quotas are never
-held back.
+check of ``core.admission``) and every user and group limit on its path still holds with it
+(``core.userlimits``), highest priority first, then oldest. Pods released but not bound yet
+(pending, no gate) are counted as if they already used their request, in their quota and in their
+user's and group's usage, so that releasing several pods that each fit alone never overshoots the
+runtime nor a user or group limit together. Pods of reserved quotas are never held back.
 """
 
 from __future__ import annotations
@@ -57,12 +58,17 @@ def is_gated(pod: PodInfo) -> bool:
     return ADMISSION_GATE in pod.scheduling_gates and pod.counts_in_request and not pod.node_name
 
 
+def _is_in_flight(pod: PodInfo) -> bool:
+    """Released (no gate) but not bound yet: it will use its request soon."""
+    return pod.counts_in_request and not pod.node_name and not pod.scheduling_gates
+
+
 def _in_flight(snapshot: Snapshot, quota: str) -> ResourceList:
     """Requests of the quota's released pods that are not bound yet."""
     tracked = snapshot.quotas[quota].max
     total: ResourceList = {}
     for pod in snapshot.pods_of(quota):
-        if pod.counts_in_request and not pod.node_name and not pod.scheduling_gates:
+        if _is_in_flight(pod):
             total = add(total, mask(pod.requests, tracked))
     return total
 
@@ -74,17 +80,25 @@ def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
 
 def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[GateDecision]:
     """One decision per gated pod, in admission order."""
-    gated = admission_order([pod for pod in snapshot.pods.values() if is_gated(pod)])
+    users = snapshot.user_limits.overlay() if snapshot.user_limits.limited else None
+    waiting = []
+    for pod in snapshot.pods.values():
+        if is_gated(pod):
+            waiting.append(pod)
+        elif users is not None and _is_in_flight(pod) and pod.key in snapshot.pod_quota:
+            users.add(pod, snapshot.pod_quota[pod.key])
     extra: dict[str, ResourceList] = {}  # per quota: in-flight requests, growing as pods go
     decisions = []
-    for pod in gated:
+    for pod in admission_order(waiting):
         quota = snapshot.pod_quota[pod.key]
         if quota not in extra:
             extra[quota] = _in_flight(snapshot, quota)
         view = _with_extra_used(snapshot, quota, extra[quota])
-        verdict = check_pod(view, pod, check_ancestors)
+        verdict = check_pod(view, pod, check_ancestors, users)
         if verdict.admitted:
             extra[quota] = add(extra[quota], mask(pod.requests, snapshot.quotas[quota].max))
+            if users is not None:
+                users.add(pod, quota)
         decisions.append(GateDecision(pod, verdict.admitted, verdict))
     return decisions
 

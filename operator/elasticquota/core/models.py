@@ -52,6 +52,9 @@ class QuotaSpec:
     uid: str = ""
     #: The ``elasticquota.dev/name-owner`` annotation (the uid of the object that owns the name).
     name_record: str = ""
+    #: The ``elasticquota.dev/user-limits`` annotation as written (None: absent); parsed and
+    #: checked by the engine (``core.userlimits``), once per change of the quota.
+    user_limits: str | None = None
 
     @property
     def holds_name_record(self) -> bool:
@@ -96,6 +99,12 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()
     #: spec.preemptionPolicy "Never": the pod never takes others' places.
     never_preempts: bool = False
+    #: Who the pod runs for (``elasticquota.dev/user-info``; "" when absent: the engine's default
+    #: user) and that user's groups, for the user and group limits (``core.userlimits``).
+    user: str = ""
+    groups: tuple[str, ...] = ()
+    #: The pod's application key (``userlimits.application_id``: ``<namespace>/<id>``).
+    application: str = ""
 
     @property
     def key(self) -> str:

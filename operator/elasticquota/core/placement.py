@@ -53,6 +53,10 @@ class Placements:
         self.reserved = reserved
         self.index = index or PodIndex()
         self._memo: AggregateMemo = {}
+        #: What the rebuild that made these placements moved: quota -> keys of the pods that left
+        #: it, quota -> the pods that (re-)entered it (``rebuilt``; empty otherwise).
+        self.left: dict[str, set[str]] = {}
+        self.arrived: dict[str, list[PodInfo]] = {}
 
     def place(self, pod: PodInfo) -> None:
         """Count one pod (not placed yet) in its quota."""
@@ -112,6 +116,7 @@ class Placements:
                     leaving.setdefault(before, set()).add(key)
                 arriving.setdefault(quota, []).append(pod)
         self.index.move(leaving, arriving)
+        self.left, self.arrived = leaving, arriving
 
     def _count_all(self, memo: AggregateMemo) -> None:
         """Fill the fresh sums: one aggregate per quota with pods, written to each tree in bulk."""

@@ -5,8 +5,9 @@ and counted again. At 10,000 quotas and 100,000 pods that is about half a second
 beyond the event loop's budget. ``QuotaEngine.prepare_rebuild`` takes what the rebuild reads, each
 part either copied (the specs, the layout memo; milliseconds) or frozen (the pods, and a fork of
 the pod index: O(buckets), see ``cowmap``), into a ``RebuildJob``; ``compute_rebuild`` builds the
-new topology, trees and placements from the job alone, touching nothing the engine changes
-afterwards, so it may run in a worker thread while events keep arriving;
+new topology, trees and placements from the job alone (user limits included: the books and
+every bound pod's usage per user and group), touching nothing the engine changes afterwards, so
+it may run in a worker thread while events keep arriving;
 ``QuotaEngine.finish_rebuild`` installs the outcome and places again, one at a time, the pods that
 changed after the job was prepared. The synchronous rebuild runs the same steps in a row.
 """
@@ -14,18 +15,19 @@ changed after the job was prepared. The synchronous rebuild runs the same steps 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elasticquota.core.accounting import ExactSums, QuotaDirectory
 from elasticquota.core.cowmap import FrozenMap
 from elasticquota.core.keys import DEFAULT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.layout import RowMemo
-from elasticquota.core.models import PodInfo, QuotaSpec
+from elasticquota.core.models import PodInfo, Problem, QuotaSpec
 from elasticquota.core.placement import Placements
 from elasticquota.core.podindex import PodIndex
 from elasticquota.core.resources import ResourceList
 from elasticquota.core.topology import Topology, build_topology
 from elasticquota.core.trees import TreeState, build_trees
+from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitTracker, build_books
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,17 +62,25 @@ class RebuildJob:
     index: PodIndex
     rows: RowMemo
     reserved: ReservedDefaults
+    #: The quotas' parsed user limits, reused where the annotation and max did not change.
+    limit_memo: LimitMemo = field(default_factory=dict)
+    #: A fork of the engine's user limits (books and ledgers), brought to the new topology.
+    users: UserLimitTracker | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RebuildOutcome:
-    """The new topology with its trees and placements (every pod of the job placed)."""
+    """The new topology with its trees and placements (every pod of the job placed), and the
+    user limits of every tree with every bound pod counted."""
 
     topology: Topology
     reserved_specs: dict[str, QuotaSpec]
     trees: dict[str, TreeState]
     placements: Placements
     rows: RowMemo
+    users: UserLimitTracker
+    limit_memo: LimitMemo
+    limit_problems: list[Problem]
 
 
 def compute_rebuild(job: RebuildJob) -> RebuildOutcome:
@@ -93,7 +103,14 @@ def compute_rebuild(job: RebuildJob) -> RebuildOutcome:
         ExactSums(2, reserved_keys),
         job.index,
     )
-    return RebuildOutcome(topology, reserved_specs, trees, placements, rows)
+    memo = job.limit_memo
+    books, limit_problems = build_books(topology, memo)
+    users = (job.users or UserLimitTracker.empty()).rebuilt(
+        topology, books, placements.left, placements.arrived, placements.index.by_quota
+    )
+    return RebuildOutcome(
+        topology, reserved_specs, trees, placements, rows, users, memo, limit_problems
+    )
 
 
 def reserved_quota_specs(topology: Topology, defaults: ReservedDefaults) -> dict[str, QuotaSpec]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from elasticquota.core.keys import ROOT_QUOTA
 from elasticquota.core.models import PodInfo, Problem
 from elasticquota.core.resources import ResourceList
+from elasticquota.core.userlimits.tracker import NO_USER_LIMITS, UserLimitsView
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,9 @@ class Snapshot:
     #: tree id -> the name of the ElasticQuotaProfile that heads it, for titles. The engine leaves
     #: it empty (it never needs it); ``plan`` and ``tree`` fill it from the root quotas' labels.
     tree_profiles: Mapping[str, str] = field(default_factory=dict)
+    #: The user and group limits and every user's and group's usage (``core.userlimits``), frozen
+    #: with the snapshot.
+    user_limits: UserLimitsView = NO_USER_LIMITS
 
     def pods_of(self, quota: str) -> Sequence[PodInfo]:
         """Pods accounted directly to ``quota``, sorted by key."""

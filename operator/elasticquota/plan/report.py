@@ -1,6 +1,10 @@
 """The ``plan -o json`` contract: a stable, documented shape (see README, "plan JSON output").
 
 Resource lists (RL) are maps from resource name to a Kubernetes quantity string, keys sorted.
+``users`` and ``groups`` (user and group limits, ``core.userlimits``): per user (group), per quota
+on the path of its pods or where a limit names it, ``used`` (RL, with ``pods``), ``applications``
+(running), ``maxResources`` / ``maxApplications`` of the limit in force (null: none) and ``limit``
+(the limit object's ``limit`` text, ``*`` through a wildcard, else its position ``#N``).
 """
 
 from __future__ import annotations
@@ -62,4 +66,5 @@ def plan_report(plan: Plan) -> dict[str, Any]:
         "problems": [
             {"object": problem.object, "message": problem.message} for problem in plan.problems
         ],
+        **snapshot.user_limits.usage_document(),
     }

@@ -8,6 +8,10 @@ ceiling (an unset max, a profile root's huge max) shows as ``-``, as an absent o
 are printed exactly when they fit and rounded with a "~" otherwise. A used figure above the runtime
 is flagged with "!". A profile's tree is titled with the profile's name and its id cut short (the
 full id is in ``plan -o json`` and on the quotas' ``tree-id`` label).
+
+``--users`` shows the user and group limits instead: one row per user (group) and quota, with the
+running applications (of ``maxapplications``) and per resource the usage of the limit in force
+(``-``: not limited; ``!``: above it, left by a limit lowered after the fact).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from elasticquota.core.admission import Verdict
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.quantity import CPU, MEMORY, format_units, is_unlimited
 from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.userlimits.config import PODS
+from elasticquota.core.userlimits.ledger import SubjectUsage
 from elasticquota.plan.compute import Plan
 
 WIDTH = 100
@@ -177,8 +183,79 @@ def _verdict(verdict: Verdict) -> str:
     entry = f"{'admit' if verdict.admitted else 'wait '} {verdict.pod} ({verdict.quota})"
     if verdict.admitted:
         return entry
-    reason = "; ".join(item.describe(readable) for item in verdict.shortfalls) or verdict.reason
-    return f"{entry}: {reason}"
+    reasons = [
+        *(item.describe(readable) for item in verdict.shortfalls),
+        *(item.message for item in verdict.limit_refusals),
+    ]
+    return f"{entry}: {'; '.join(reasons) or verdict.reason}"
+
+
+SUBJECT_WIDTH = 20
+QUOTA_WIDTH = 22
+LIMIT_WIDTH = 16
+APPS_WIDTH = 6
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def users_header() -> str:
+    subject, quota, limit, apps = "USER / GROUP", "QUOTA", "LIMIT", "APPS"
+    return (
+        f"{subject:<{SUBJECT_WIDTH}} {quota:<{QUOTA_WIDTH}} {limit:<{LIMIT_WIDTH}} "
+        f"{apps:>{APPS_WIDTH}}  USED / MAX"
+    )
+
+
+def usage_row(line: SubjectUsage, resources: set[str] | None) -> list[str]:
+    """One user (group) at one quota: the limit in force, running applications of its maximum,
+    and per resource the usage of the maximum it lists ("!" above it, "-" when not limited; the
+    pod count only when a limit lists ``pods``)."""
+    limit = line.limit
+    max_apps = limit.max_applications if limit is not None else 0
+    apps = f"{len(line.applications)}/{max_apps}" if max_apps else str(len(line.applications))
+    if max_apps and len(line.applications) > max_apps:
+        apps += "!"
+    limited = limit.max_resources if limit is not None else {}
+    figures = []
+    for resource in sorted(set(line.used) | set(limited)):
+        if (resources is not None and resource not in resources) or (
+            resource == PODS and resource not in limited
+        ):
+            continue
+        used = line.used.get(resource, 0)
+        cap = limited.get(resource)
+        over = "!" if cap is not None and used > cap else ""
+        shown_cap = "-" if cap is None else readable(resource, cap)
+        figures.append(f"{resource} {readable(resource, used)}/{shown_cap}{over}")
+    text = (
+        f"{_cut(f'{line.kind} {line.name}', SUBJECT_WIDTH):<{SUBJECT_WIDTH}} "
+        f"{_cut(line.quota, QUOTA_WIDTH):<{QUOTA_WIDTH}} "
+        f"{_cut(line.limit_name or '-', LIMIT_WIDTH):<{LIMIT_WIDTH}} "
+        f"{apps:>{APPS_WIDTH}}  {', '.join(figures)}"
+    )
+    return _wrapped(text.rstrip()) or [text]
+
+
+def render_users(plan: Plan, resources: set[str] | None = None) -> str:
+    """The ``--users`` view: every user and group at every quota of its path (or where a limit
+    names it), then the usage above a limit (reported, nothing is evicted), the pending pods and
+    the problems."""
+    view = plan.snapshot.user_limits
+    lines = [users_header()]
+    for line in view.usage():
+        lines += usage_row(line, resources)
+    over = [
+        item.message
+        for tree in sorted(plan.snapshot.totals)
+        if (ledger := view.ledger(tree)) is not None
+        for item in ledger.over_use()
+    ]
+    lines += _section("Over a user or group limit (new pods held back, none evicted)", over)
+    lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
+    lines += _section("Problems", (f"{p.object}: {p.message}" for p in plan.problems))
+    return "\n".join(lines) + "\n"
 
 
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:

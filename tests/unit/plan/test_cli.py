@@ -31,7 +31,15 @@ def test_plan_o_json_prints_one_json_document(run_cli: CliRunner, examples: Path
     result = run_cli("plan", "-f", examples, "-o", "json")
     assert result.code == 0
     assert result.out.endswith("}\n")
-    assert set(result.json()) == {"quotas", "trees", "revocations", "admission", "problems"}
+    assert set(result.json()) == {
+        "quotas",
+        "trees",
+        "revocations",
+        "admission",
+        "problems",
+        "users",
+        "groups",
+    }
 
 
 def test_table_and_json_can_be_asked_for_by_name(run_cli: CliRunner, examples: Path) -> None:

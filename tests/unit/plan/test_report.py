@@ -59,8 +59,16 @@ def example(plan_json: PlanJson, examples: Path) -> Any:
 # -- shape ------------------------------------------------------------------------------------
 
 
-def test_the_document_has_exactly_the_five_sections(example: Any) -> None:
-    assert list(example) == ["quotas", "trees", "revocations", "admission", "problems"]
+def test_the_document_has_exactly_the_seven_sections(example: Any) -> None:
+    assert list(example) == [
+        "quotas",
+        "trees",
+        "revocations",
+        "admission",
+        "problems",
+        "users",
+        "groups",
+    ]
 
 
 def test_every_quota_has_every_field_and_nothing_else(example: Any) -> None:

@@ -26,6 +26,9 @@ Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the eng
   holds with the pod added, at its quota and every ancestor; a new application must fit
   ``maxapplications``; exactly at the limit is allowed; decreases are never refused), the over-use
   left by a limit lowered after the fact (listed, never evicted) and the ``plan`` usage view.
+- ``tracker``: what the engine keeps: the books of every tree (each quota's annotation parsed once
+  per change), one ledger per tree fed as pods are placed, carried over a topology rebuild on a
+  fork (only moved pods counted again), and frozen into each ``Snapshot`` (``user_limits``).
 - ``report``: the usage view bounded for metrics (at most N subjects per quota, the rest summed
   under ``(other)``).
 

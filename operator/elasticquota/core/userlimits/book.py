@@ -144,6 +144,7 @@ def check_hierarchy(
         kept: list[LimitEntry] = []
         for entry in limits[quota].entries:
             found = _entry_problems(quota, entry, above)
+            found += _lone_wildcard_problems(quota, entry, kept)
             problems.extend(found)
             if not found:
                 kept.append(entry)
@@ -151,6 +152,27 @@ def check_hierarchy(
         carried[quota] = here
         checked[quota] = QuotaLimits.of(quota, kept)
     return checked, problems
+
+
+def _lone_wildcard_problems(
+    quota: str, entry: LimitEntry, kept: list[LimitEntry]
+) -> list[LimitProblem]:
+    """Rule 5 again over the objects kept so far: dropping an earlier object that named a group
+    can leave a group wildcard alone, which is refused as if the dropped one were not written."""
+    if WILDCARD not in entry.groups:
+        return []
+    named = {group for earlier in kept for group in earlier.groups} | set(entry.groups)
+    if named != {WILDCARD}:
+        return []
+    return [
+        LimitProblem(
+            quota,
+            entry.label,
+            "lone-group-wildcard",
+            'should not specify only one group limit that is using the wildcard "*": the '
+            "named group limit before it was dropped (alone it would repeat the quota's own max)",
+        )
+    ]
 
 
 def _top_down(limits: Mapping[str, QuotaLimits], parent_of: Mapping[str, str | None]) -> list[str]:

@@ -64,7 +64,13 @@ def parse_user_info(text: str) -> Identity:
     groups = raw.get("groups") or []
     if not isinstance(groups, list) or not all(isinstance(group, str) for group in groups):
         raise ValueError('"groups" must be a list of texts')
+    if any(_has_control(name) for name in (user, *groups)):
+        raise ValueError("names must not contain control characters")
     return Identity(user, _unique(group for group in groups if group))
+
+
+def _has_control(name: str) -> bool:
+    return any(ord(char) < 32 or ord(char) == 127 for char in name)
 
 
 def read_identity(
@@ -81,7 +87,9 @@ def read_identity(
         except ValueError as error:
             return IdentityReading(
                 Identity(default_user),
-                problem=f"annotation {key} ignored, counted as user {default_user}: {error}",
+                problem=f"annotation {key} ignored, counted as "
+                + (f"user {default_user}" if default_user else "the default user")
+                + f": {error}",
             )
     return IdentityReading(Identity(default_user))
 
@@ -101,7 +109,7 @@ def application_id(
     namespace: str,
     name: str,
     labels: Mapping[str, str] | None = None,
-    owner_references: Sequence[Mapping[str, Any]] | None = None,
+    owner_references: Sequence[Any] | None = None,
 ) -> str:
     """The pod's application key, always ``<namespace>/<id>``.
 
@@ -111,8 +119,8 @@ def application_id(
         value = (labels or {}).get(key)
         if value:
             return f"{namespace}/{value}"
-    for owner in owner_references or ():
-        if owner.get("controller") is True and owner.get("uid"):
+    for owner in owner_references if isinstance(owner_references, list | tuple) else ():
+        if isinstance(owner, Mapping) and owner.get("controller") is True and owner.get("uid"):
             return f"{namespace}/uid:{owner['uid']}"
     return f"{namespace}/pod:{name}"
 

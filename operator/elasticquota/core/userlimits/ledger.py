@@ -2,12 +2,16 @@
 
 ``UserLimitLedger`` is updated pod by pod: ``add`` when a pod starts counting in its quota's
 ``used``, ``remove`` when it stops. Each event costs O(path length x resources); nothing grows with
-the number of pods. A configuration change (``replace_book``) resolves the tracked group again once
-per distinct (path, groups) among the counted pods and moves only the pods whose group changed, as a
-recomputation from scratch would (YuniKorn keeps an application's first group instead). Usage is
-hierarchical: a pod counts for its user,
-and for its tracked group if it has one, at every quota from its own to the root. An application
-runs for a subject at a quota while at least one of its pods counts there.
+the number of pods. Its figures live in copy-on-write maps (``core.cowmap``): ``freeze`` gives a
+snapshot a ``LedgerView`` that never changes and ``fork`` a rebuild its own copy, both in
+O(buckets); ``LedgerView.overlay`` counts pods on top of a view without changing it (gating).
+
+A configuration change (``replace_book``) resolves the tracked group again once per distinct
+(path, groups) among the counted pods and looks at the pods only when some group changed, moving
+those, as a recomputation from scratch would (YuniKorn keeps an application's first group
+instead). Usage is hierarchical: a pod counts for its user, and for its tracked group if it has
+one, at every quota from its own to the root. An application runs for a subject at a quota while
+at least one of its pods counts there.
 
 ``check`` is the admission rule (semantics §6): a pod may start when, at every quota on its path,
 for its user and its tracked group, (a) for every resource the limit in force lists and the pod
@@ -19,10 +23,11 @@ stopping is never refused; a limit lowered below usage holds back new pods and i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
+from elasticquota.core.cowmap import CowMap
 from elasticquota.core.quantity import format_units
 from elasticquota.core.resources import ResourceList, format_resource_list
 from elasticquota.core.userlimits.book import LimitBook, QuotaPath
@@ -32,6 +37,7 @@ Kind = Literal["user", "group"]
 #: Who a figure is about: ("user", name) or ("group", name); the catch-all group is "*".
 Subject = tuple[Kind, str]
 APPLICATIONS: Final = "applications"
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,31 +171,44 @@ class SubjectUsage:
         }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Counted:
     pod: LimitedPod
     group: str | None
     counted: ResourceList
 
 
-class UserLimitLedger:
-    """Incremental usage per subject and quota, the limit book, and the admission check."""
+#: Separates the parts of a storage key (subject kind, name, quota, application): names never
+#: hold it (identities with control characters are refused, Kubernetes names cannot).
+_SEP: Final = "\x00"
 
-    def __init__(self, book: LimitBook | None = None) -> None:
-        self._book = book or LimitBook()
-        self._pods: dict[str, _Counted] = {}
-        self._used: dict[Subject, dict[str, ResourceList]] = {}
-        #: subject → quota → application → number of its pods counted there.
-        self._apps: dict[Subject, dict[str, dict[str, int]]] = {}
-        #: Counted pods by what decides their group: (path, set of groups) → keys.
-        self._classes: dict[tuple[QuotaPath, frozenset[str]], dict[str, None]] = {}
 
-    @classmethod
-    def from_pods(cls, book: LimitBook, pods: Iterable[LimitedPod]) -> UserLimitLedger:
-        ledger = cls(book)
-        for pod in pods:
-            ledger.add(pod)
-        return ledger
+def _at_key(kind: str, name: str, quota: str) -> str:
+    return f"{kind}{_SEP}{name}{_SEP}{quota}"
+
+
+class LedgerView:
+    """The ledger's figures and the admission check, read-only.
+
+    The state is held in four string-keyed maps: counted pods by key; usage per subject and
+    quota (``kind NUL name NUL quota``, values never changed in place); the number of running
+    applications per subject and quota; pods per subject, quota and application. The live
+    ledger keeps them as copy-on-write maps, so that ``UserLimitLedger.freeze`` hands a snapshot
+    a view that never changes in O(buckets), whatever the number of pods."""
+
+    def __init__(
+        self,
+        book: LimitBook,
+        pods: Mapping[str, _Counted],
+        used: Mapping[str, ResourceList],
+        running: Mapping[str, int],
+        apps: Mapping[str, int],
+    ) -> None:
+        self._book = book
+        self._pods = pods
+        self._used = used
+        self._running = running
+        self._apps = apps
 
     @property
     def book(self) -> LimitBook:
@@ -204,78 +223,19 @@ class UserLimitLedger:
     def pods(self) -> list[LimitedPod]:
         return [entry.pod for entry in self._pods.values()]
 
-    # -- events ----------------------------------------------------------------------------------
-
-    def add(self, pod: LimitedPod) -> None:
-        """The pod counts from now on (an already counted key is replaced). Never refused."""
-        if pod.key in self._pods:
-            self.remove(pod.key)
-        group = self._book.tracked_group(pod.path, pod.groups)
-        entry = _Counted(pod, group, pod.counted())
-        self._pods[pod.key] = entry
-        self._classes.setdefault(_group_class(pod), {})[pod.key] = None
-        for subject in _subjects(pod.user, group):
-            used = self._used.setdefault(subject, {})
-            apps = self._apps.setdefault(subject, {})
-            for quota in _levels(pod.path):
-                at = used.setdefault(quota, {})
-                for name, value in entry.counted.items():
-                    at[name] = at.get(name, 0) + value
-                running = apps.setdefault(quota, {})
-                running[pod.app] = running.get(pod.app, 0) + 1
-
-    def remove(self, key: str) -> LimitedPod | None:
-        """The pod no longer counts (finished, deleted, moved). Unknown keys are ignored."""
-        entry = self._pods.pop(key, None)
-        if entry is None:
-            return None
-        pod = entry.pod
-        members = self._classes[_group_class(pod)]
-        del members[key]
-        if not members:
-            del self._classes[_group_class(pod)]
-        for subject in _subjects(pod.user, entry.group):
-            used = self._used[subject]
-            apps = self._apps[subject]
-            for quota in _levels(pod.path):
-                running = apps[quota]
-                running[pod.app] -= 1
-                if not running[pod.app]:
-                    del running[pod.app]
-                if not running:
-                    del apps[quota]
-                    del used[quota]
-                    continue
-                at = used[quota]
-                for name, value in entry.counted.items():
-                    at[name] -= value
-                    if not at[name]:
-                        del at[name]
-            if not apps:
-                del self._apps[subject]
-                del self._used[subject]
-        return pod
-
-    def replace_book(self, book: LimitBook) -> None:
-        """New limits: later checks use them, and counted pods whose tracked group changes move
-        their usage to the new group (which may then be over its limit: reported only)."""
-        self._book = book
-        for (path, groups), keys in list(self._classes.items()):
-            group = book.tracked_group(path, groups)
-            if group == self._pods[next(iter(keys))].group:
-                continue
-            for key in list(keys):
-                pod = self._pods[key].pod
-                self.remove(key)
-                self.add(pod)
+    def overlay(self) -> LedgerOverlay:
+        """A scratch ledger over this one: ``add`` changes the overlay only (for a pass that
+        releases several pods and must count each one before checking the next)."""
+        return LedgerOverlay(self)
 
     # -- admission -------------------------------------------------------------------------------
 
     def check(self, pod: LimitedPod) -> UserLimitVerdict:
         """May ``pod`` start counting? An already counted pod changes nothing and is allowed."""
         group = self._book.tracked_group(pod.path, pod.groups)
-        if pod.key in self._pods:
-            return UserLimitVerdict(pod.user, self._pods[pod.key].group)
+        known = self._pods.get(pod.key)
+        if known is not None:
+            return UserLimitVerdict(pod.user, known.group)
         counted = pod.counted()
         refusals: list[LimitRefusal] = []
         for quota in _levels(pod.path):
@@ -301,7 +261,8 @@ class UserLimitLedger:
             return []
         kind, name = subject
         label = entry.report_name(through_wildcard)
-        used = self._used.get(subject, {}).get(quota, {})
+        at = _at_key(kind, name, quota)
+        used = self._used.get(at) or {}
         refusals = [
             LimitRefusal(
                 kind, name, quota, resource, counted[resource], used.get(resource, 0), limit, label
@@ -310,18 +271,11 @@ class UserLimitLedger:
             if counted.get(resource, 0) > 0 and used.get(resource, 0) + counted[resource] > limit
         ]
         if entry.max_applications:
-            running = self._apps.get(subject, {}).get(quota, {})
-            if pod.app not in running and len(running) + 1 > entry.max_applications:
+            running = self._running.get(at) or 0
+            if f"{at}{_SEP}{pod.app}" not in self._apps and running + 1 > entry.max_applications:
                 refusals.append(
                     LimitRefusal(
-                        kind,
-                        name,
-                        quota,
-                        APPLICATIONS,
-                        1,
-                        len(running),
-                        entry.max_applications,
-                        label,
+                        kind, name, quota, APPLICATIONS, 1, running, entry.max_applications, label
                     )
                 )
         return refusals
@@ -329,10 +283,12 @@ class UserLimitLedger:
     # -- reading ---------------------------------------------------------------------------------
 
     def used(self, kind: Kind, name: str, quota: str) -> ResourceList:
-        return dict(self._used.get((kind, name), {}).get(quota, {}))
+        return dict(self._used.get(_at_key(kind, name, quota)) or {})
 
     def running_applications(self, kind: Kind, name: str, quota: str) -> frozenset[str]:
-        return frozenset(self._apps.get((kind, name), {}).get(quota, {}))
+        """The applications running for a subject at a quota (a scan: for reports, not passes)."""
+        prefix = _at_key(kind, name, quota) + _SEP
+        return frozenset(key[len(prefix) :] for key in self._apps if key.startswith(prefix))
 
     def tracked_group(self, key: str) -> str | None:
         """The group a counted pod's usage goes to (None: not counted, or no group)."""
@@ -341,13 +297,16 @@ class UserLimitLedger:
 
     def snapshot(self) -> dict[Subject, dict[str, tuple[ResourceList, frozenset[str]]]]:
         """Every subject's usage and running applications per quota (a copy)."""
-        return {
-            subject: {
-                quota: (dict(used), frozenset(self._apps[subject][quota]))
-                for quota, used in quotas.items()
-            }
-            for subject, quotas in self._used.items()
-        }
+        running: dict[str, set[str]] = {}
+        for key in self._apps:
+            at, _, app = key.rpartition(_SEP)
+            running.setdefault(at, set()).add(app)
+        result: dict[Subject, dict[str, tuple[ResourceList, frozenset[str]]]] = {}
+        for at, used in self._used.items():
+            kind, name, quota = at.split(_SEP)
+            subject: Subject = ("user" if kind == "user" else "group", name)
+            result.setdefault(subject, {})[quota] = (dict(used), frozenset(running.get(at, ())))
+        return result
 
     def limit_in_force(
         self, kind: Kind, name: str, quota: str
@@ -362,8 +321,8 @@ class UserLimitLedger:
     def over_use(self) -> list[OverUse]:
         """Every subject and quota whose usage is above the limit in force, sorted."""
         found: list[OverUse] = []
-        for (kind, name), quotas in self._used.items():
-            for quota, used in quotas.items():
+        for (kind, name), quotas in self.snapshot().items():
+            for quota, (used, apps) in quotas.items():
                 entry, label = self.limit_in_force(kind, name, quota)
                 if entry is None or label is None:
                     continue
@@ -372,19 +331,25 @@ class UserLimitLedger:
                         found.append(
                             OverUse(kind, name, quota, resource, used[resource], limit, label)
                         )
-                running = len(self._apps[(kind, name)][quota])
-                if entry.max_applications and running > entry.max_applications:
+                if entry.max_applications and len(apps) > entry.max_applications:
                     found.append(
                         OverUse(
-                            kind, name, quota, APPLICATIONS, running, entry.max_applications, label
+                            kind,
+                            name,
+                            quota,
+                            APPLICATIONS,
+                            len(apps),
+                            entry.max_applications,
+                            label,
                         )
                     )
         return sorted(found, key=lambda item: (item.kind, item.name, item.quota, item.resource))
 
     def usage(self) -> list[SubjectUsage]:
         """Every subject at every quota where it has usage or a named limit, sorted."""
+        figures = self.snapshot()
         keys: set[tuple[Kind, str, str]] = {
-            (kind, name, quota) for (kind, name), quotas in self._used.items() for quota in quotas
+            (kind, name, quota) for (kind, name), quotas in figures.items() for quota in quotas
         }
         for quota, limits in self._book.quotas.items():
             keys.update(("user", user, quota) for user in limits.users)
@@ -392,17 +357,8 @@ class UserLimitLedger:
         lines = []
         for kind, name, quota in sorted(keys):
             entry, label = self.limit_in_force(kind, name, quota)
-            lines.append(
-                SubjectUsage(
-                    kind,
-                    name,
-                    quota,
-                    self.used(kind, name, quota),
-                    self.running_applications(kind, name, quota),
-                    entry,
-                    label,
-                )
-            )
+            used, apps = figures.get((kind, name), {}).get(quota, ({}, frozenset()))
+            lines.append(SubjectUsage(kind, name, quota, used, apps, entry, label))
         return lines
 
     def usage_document(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
@@ -414,6 +370,223 @@ class UserLimitLedger:
         return document
 
 
+class _Writable(Protocol[_V]):
+    """What ``_count`` needs of a map: a ``CowMap`` or an overlay's ``_Layered``."""
+
+    def get(self, key: str, /) -> _V | None: ...
+
+    def __setitem__(self, key: str, value: _V, /) -> None: ...
+
+    def __delitem__(self, key: str, /) -> None: ...
+
+
+def _count(
+    entry: _Counted,
+    sign: int,
+    used: _Writable[ResourceList],
+    running: _Writable[int],
+    apps: _Writable[int],
+) -> None:
+    """Add (+1) or remove (-1) one counted pod at every level, for its user and its group.
+
+    Usage values are replaced, never changed in place (frozen views may share them); entries
+    that drop to nothing are removed, so that nothing is left behind."""
+    pod = entry.pod
+    levels = _levels(pod.path)
+    for kind, name in _subjects(pod.user, entry.group):
+        for quota in levels:
+            at = _at_key(kind, name, quota)
+            app_key = f"{at}{_SEP}{pod.app}"
+            pods_of_app = (apps.get(app_key) or 0) + sign
+            if pods_of_app:
+                apps[app_key] = pods_of_app
+            else:
+                del apps[app_key]
+            if pods_of_app == (1 if sign > 0 else 0):  # the application starts or stops here
+                count = (running.get(at) or 0) + sign
+                if count:
+                    running[at] = count
+                else:
+                    del running[at]
+                    del used[at]
+                    continue
+            before = used.get(at) or {}
+            after = dict(before)
+            for resource, value in entry.counted.items():
+                amount = after.get(resource, 0) + sign * value
+                if amount:
+                    after[resource] = amount
+                else:
+                    after.pop(resource, None)
+            used[at] = after
+
+
+#: Per class of counted pods (the same path and groups: the same tracked group), the path, the
+#: groups, the group their usage goes to and how many pods the class has.
+_Class = tuple[QuotaPath, frozenset[str], str | None, int]
+
+
+class UserLimitLedger(LedgerView):
+    """Incremental usage per subject and quota, the limit book, and the admission check."""
+
+    def __init__(self, book: LimitBook | None = None) -> None:
+        self._pods_live: CowMap[_Counted] = CowMap()
+        self._used_live: CowMap[ResourceList] = CowMap()
+        self._running_live: CowMap[int] = CowMap()
+        self._apps_live: CowMap[int] = CowMap()
+        super().__init__(
+            book or LimitBook(),
+            self._pods_live,
+            self._used_live,
+            self._running_live,
+            self._apps_live,
+        )
+        self._classes: CowMap[_Class] = CowMap()
+
+    @classmethod
+    def from_pods(cls, book: LimitBook, pods: Iterable[LimitedPod]) -> UserLimitLedger:
+        ledger = cls(book)
+        for pod in pods:
+            ledger.add(pod)
+        return ledger
+
+    def freeze(self) -> LedgerView:
+        """The ledger as it is now, for good: O(buckets), later events leave it alone."""
+        return LedgerView(
+            self._book,
+            self._pods_live.freeze(),
+            self._used_live.freeze(),
+            self._running_live.freeze(),
+            self._apps_live.freeze(),
+        )
+
+    def fork(self) -> UserLimitLedger:
+        """An independent ledger with the same content, O(buckets) (for a rebuild that runs off
+        the event loop while this one keeps changing)."""
+        forked = UserLimitLedger(self._book)
+        forked._pods = forked._pods_live = self._pods_live.fork()
+        forked._used = forked._used_live = self._used_live.fork()
+        forked._running = forked._running_live = self._running_live.fork()
+        forked._apps = forked._apps_live = self._apps_live.fork()
+        forked._classes = self._classes.fork()
+        return forked
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def add(self, pod: LimitedPod) -> None:
+        """The pod counts from now on (an already counted key is replaced). Never refused."""
+        if pod.key in self._pods_live:
+            self.remove(pod.key)
+        group = self._book.tracked_group(pod.path, pod.groups)
+        entry = _Counted(pod, group, pod.counted())
+        self._pods_live[pod.key] = entry
+        key = _class_key(pod)
+        known = self._classes.get(key)
+        self._classes[key] = (
+            pod.path,
+            frozenset(pod.groups),
+            group,
+            1 + (known[3] if known else 0),
+        )
+        _count(entry, +1, self._used_live, self._running_live, self._apps_live)
+
+    def remove(self, key: str) -> LimitedPod | None:
+        """The pod no longer counts (finished, deleted, moved). Unknown keys are ignored."""
+        entry = self._pods_live.pop(key)
+        if entry is None:
+            return None
+        class_key = _class_key(entry.pod)
+        path, groups, group, count = self._classes[class_key]
+        if count > 1:
+            self._classes[class_key] = (path, groups, group, count - 1)
+        else:
+            del self._classes[class_key]
+        _count(entry, -1, self._used_live, self._running_live, self._apps_live)
+        return entry.pod
+
+    def replace_book(self, book: LimitBook) -> None:
+        """New limits: later checks use them, and counted pods whose tracked group changes move
+        their usage to the new group (which may then be over its limit: reported only).
+
+        O(classes) when no group changes (one resolution per distinct path and groups); the
+        counted pods are looked at only when some class's group changed."""
+        self._book = book
+        moved = {
+            key
+            for key, (path, groups, group, _) in self._classes.items()
+            if book.tracked_group(path, groups) != group
+        }
+        if not moved:
+            return
+        for entry in list(self._pods_live.values()):
+            if _class_key(entry.pod) in moved:
+                self.remove(entry.pod.key)
+                self.add(entry.pod)
+
+
+class LedgerOverlay(LedgerView):
+    """A ledger view plus pods added on top, in plain dicts; the view below is never changed."""
+
+    def __init__(self, base: LedgerView) -> None:
+        super().__init__(
+            base.book,
+            _Layered(base._pods),
+            _Layered(base._used),
+            _Layered(base._running),
+            _Layered(base._apps),
+        )
+
+    def add(self, pod: LimitedPod) -> None:
+        """Count ``pod`` in the overlay (a pod already counted below is left as it is)."""
+        if pod.key in self._pods:
+            return
+        entry = _Counted(pod, self._book.tracked_group(pod.path, pod.groups), pod.counted())
+        assert isinstance(self._pods, _Layered)
+        assert isinstance(self._used, _Layered)
+        assert isinstance(self._running, _Layered)
+        assert isinstance(self._apps, _Layered)
+        self._pods[pod.key] = entry
+        _count(entry, +1, self._used, self._running, self._apps)
+
+
+_DELETED: Final = object()
+
+
+class _Layered(MutableMapping[str, _V]):
+    """Writes go to a dict of its own; reads fall through to ``base`` (never written)."""
+
+    def __init__(self, base: Mapping[str, _V]) -> None:
+        self._base = base
+        self._local: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> _V:
+        if key in self._local:
+            value = self._local[key]
+            if value is _DELETED:
+                raise KeyError(key)
+            return cast(_V, value)
+        return self._base[key]
+
+    def __setitem__(self, key: str, value: _V) -> None:
+        self._local[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._local[key] = _DELETED
+
+    def __iter__(self) -> Iterator[str]:
+        for key, value in self._local.items():
+            if value is not _DELETED:
+                yield key
+        for key in self._base:
+            if key not in self._local:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 def _subjects(user: str, group: str | None) -> list[Subject]:
     return [("user", user)] if group is None else [("user", user), ("group", group)]
 
@@ -423,5 +596,6 @@ def _levels(path: QuotaPath) -> Iterable[str]:
     return dict.fromkeys(path)
 
 
-def _group_class(pod: LimitedPod) -> tuple[QuotaPath, frozenset[str]]:
-    return pod.path, frozenset(pod.groups)
+def _class_key(pod: LimitedPod) -> str:
+    """What decides a pod's tracked group, as a key: its path and (the set of) its groups."""
+    return _SEP.join(pod.path) + "\x01" + _SEP.join(sorted(set(pod.groups)))

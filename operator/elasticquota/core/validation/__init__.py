@@ -9,8 +9,10 @@ reference, which stops at its first error, every independent violation is report
 
 Extensions of this project are checked too: parent cycles (the reference cannot meet one, its
 topology is built by its own admissions), the lending / borrowing limit annotations, malformed
-JSON in the ``namespaces`` annotation (the reference silently ignores it), and parent / tree labels
-that are not valid label values (reported as such rather than as a parent that does not exist).
+JSON in the ``namespaces`` annotation (the reference silently ignores it), parent / tree labels
+that are not valid label values (reported as such rather than as a parent that does not exist),
+and the ``user-limits`` annotation (``userlimits``: YuniKorn's limit rules, the very checks ``plan``
+and the engine apply, on the quota and against its ancestors' and descendants' limits).
 
 Nothing here does I/O: the Kopf handlers (``elasticquota.controller.webhooks``) build the view
 from the operator's memory, call these functions and turn violations into admission errors.
@@ -37,6 +39,7 @@ from elasticquota.core.validation.requests import (
 )
 from elasticquota.core.validation.self_item import self_item_violations
 from elasticquota.core.validation.topology import topology_violations
+from elasticquota.core.validation.userlimits import user_limit_violations
 from elasticquota.core.validation.view import ClusterView, QuotaCatalog
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "read_quota",
     "self_item_violations",
     "topology_violations",
+    "user_limit_violations",
     "validate_pod",
     "validate_quota_create",
     "validate_quota_delete",

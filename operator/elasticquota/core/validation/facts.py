@@ -19,6 +19,7 @@ _WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_NAMESPACES,
     keys.ANNO_LENDING_LIMIT,
     keys.ANNO_BORROWING_LIMIT,
+    keys.ANNO_USER_LIMITS,
 )
 _KEY_CHECK: Final = (
     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: "

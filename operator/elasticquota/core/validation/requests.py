@@ -22,6 +22,7 @@ from elasticquota.core.validation.self_item import (
 from elasticquota.core.validation.topology import (
     topology_violations,
 )
+from elasticquota.core.validation.userlimits import user_limit_violations
 from elasticquota.core.validation.view import ClusterView
 
 
@@ -62,6 +63,7 @@ def validate_quota_create(new: Mapping[str, Any], view: ClusterView) -> list[Vio
     found += self_item_violations(quota)
     unreadable = label_value_violations(quota.name, quota.labels)
     found += unreadable or topology_violations(quota, None, view)
+    found += user_limit_violations(quota, None, view)
     return found
 
 
@@ -107,6 +109,7 @@ def validate_quota_update(
     found += self_item_violations(quota)
     unreadable = label_value_violations(quota.name, quota.labels)
     found += unreadable or topology_violations(quota, stored, view, old_namespaces)
+    found += user_limit_violations(quota, stored, view)
     return found
 
 

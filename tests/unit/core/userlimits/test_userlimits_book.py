@@ -268,3 +268,21 @@ def test_a_change_is_blamed_only_for_the_problems_it_brings() -> None:
     assert [(p.quota, p.rule) for p in change_problems(before, smaller)] == [
         ("leaf", "exceeds-quota-max")
     ]
+
+
+def test_a_group_wildcard_left_alone_by_a_dropped_named_group_limit_is_dropped_too() -> None:
+    """Found by the survivors property: the named group object before the wildcard breaks the
+    ancestor's limit and is dropped; the wildcard is then alone (rule 5) and dropped as well."""
+    tree: Tree = {
+        "root": (None, "- groups: [g1]\n  maxresources: {cpu: 1}"),
+        "b": (
+            "root",
+            '- groups: [g1]\n  maxresources: {cpu: 2}\n- groups: ["*"]\n  maxapplications: 1',
+        ),
+    }
+    assert rules_of(tree) == [
+        ("b", "#1", "exceeds-ancestor-limit"),
+        ("b", "#2", "lone-group-wildcard"),
+    ]
+    book, _ = book_of(tree)
+    assert book.at("b") is None

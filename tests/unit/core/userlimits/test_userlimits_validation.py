@@ -1,0 +1,84 @@
+"""The quota webhook's rules for the ``user-limits`` annotation (``core.validation``): the same
+problems ``plan`` reports, refused at CREATE and UPDATE with the quota, the limit and the rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticquota.core import keys
+from elasticquota.core.validation import (
+    ClusterView,
+    validate_quota_create,
+    validate_quota_update,
+)
+
+Raw = dict[str, Any]
+
+
+def quota(
+    name: str, limits: str | None = None, parent: str | None = None, is_parent: bool = False
+) -> Raw:
+    labels = {keys.LABEL_PARENT: parent} if parent else {}
+    if is_parent:
+        labels[keys.LABEL_IS_PARENT] = "true"
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": labels,
+            "annotations": {keys.ANNO_USER_LIMITS: limits} if limits is not None else {},
+        },
+        "spec": {"min": {"cpu": "1"}, "max": {"cpu": "8"}},
+    }
+
+
+def rules(violations: list[Any]) -> list[str]:
+    return [violation.rule for violation in violations if violation.rule.startswith("user-")]
+
+
+def test_a_broken_annotation_is_refused_at_create_naming_quota_limit_and_rule() -> None:
+    view = ClusterView([])
+    (violation,) = validate_quota_create(
+        quota("q", '- limit: "big"\n  users: [sue]\n  maxresources: {cpu: 9}'), view
+    )
+    assert violation.rule == "user-limits:exceeds-quota-max"
+    assert violation.message == (
+        'quota q: user limit #1 "big": maxresources exceed the quota\'s max: cpu 9 > 8 '
+        "(rule exceeds-quota-max)"
+    )
+    assert validate_quota_create(quota("q", "- users: [sue]\n  maxapplications: 1"), view) == []
+    assert rules(validate_quota_create(quota("q", "users: [sue"), view)) == ["user-limits:syntax"]
+
+
+def test_an_annotation_only_update_is_checked_and_its_ancestors_limits_apply() -> None:
+    parent = quota("parent", "- users: [sue]\n  maxapplications: 2", is_parent=True)
+    old = quota("child", None, parent="parent")
+    view = ClusterView([parent, old])
+    new = quota("child", "- users: [sue]\n  maxapplications: 3", parent="parent")
+    assert rules(validate_quota_update(old, new, view)) == [
+        "user-limits:exceeds-ancestor-applications"
+    ]
+    fits = quota("child", "- users: [sue]\n  maxapplications: 2", parent="parent")
+    assert validate_quota_update(old, fits, view) == []
+
+
+def test_lowering_a_parent_limit_below_a_childs_is_refused_on_the_child() -> None:
+    parent = quota("parent", "- users: [sue]\n  maxresources: {cpu: 4}", is_parent=True)
+    child = quota("child", "- users: [sue]\n  maxresources: {cpu: 3}", parent="parent")
+    view = ClusterView([parent, child])
+    lowered = quota("parent", "- users: [sue]\n  maxresources: {cpu: 2}", is_parent=True)
+    (violation,) = validate_quota_update(parent, lowered, view)
+    assert violation.rule == "user-limits:exceeds-ancestor-limit"
+    assert violation.message.startswith(
+        "quota child: user limit #1: user sue maxresources cpu 3 > 2"
+    )
+
+
+def test_a_problem_the_tree_already_had_does_not_refuse_an_unrelated_change() -> None:
+    broken = quota("q", '- users: ["*", sue]\n  maxapplications: 1')  # written before the webhook
+    view = ClusterView([broken])
+    changed = quota("q", '- users: ["*", sue]\n  maxapplications: 1')
+    changed["spec"]["max"] = {"cpu": "9"}
+    assert validate_quota_update(broken, changed, view) == []
