@@ -54,6 +54,14 @@ class Topology:
         """Every tree id with at least one quota, plus the default tree, sorted."""
         return sorted({DEFAULT_TREE, *self.top_level})
 
+    def path_to_root(self, name: str) -> list[str]:
+        """``[name, parent, ..., top-level quota]`` (the virtual root excluded): the levels whose
+        user and group limits a pod of ``name`` counts against."""
+        path = [name]
+        while (parent := self.quotas[path[-1]].parent) != ROOT_QUOTA:
+            path.append(parent)
+        return path
+
     def breadth_first(self, tree_id: str) -> list[str]:
         """Quotas of one tree in BFS order, siblings sorted by name (byte order)."""
         order = list(self.top_level.get(tree_id, []))
