@@ -58,7 +58,11 @@ async def as_sue() -> AsyncIterator[client.ApiClient]:
 
 
 def identity_of(metadata: Any) -> Identity:
-    return read_identity(metadata.annotations).identity
+    """The pod's identity, without the group every authenticated user is in (the API server adds
+    ``system:authenticated`` to an impersonated user's groups)."""
+    identity = read_identity(metadata.annotations).identity
+    groups = tuple(group for group in identity.groups if group != "system:authenticated")
+    return Identity(identity.user, groups)
 
 
 def deployment(namespace: str, name: str, annotations: dict[str, str]) -> dict[str, Any]:
@@ -118,4 +122,4 @@ async def test_pods_and_deployments_run_for_whoever_created_them(
         patched = await apps.patch_namespaced_deployment(name, namespace, claim)
         assert identity_of(patched.spec.template.metadata) == SUE
         stamped = json.loads(patched.spec.template.metadata.annotations[ANNO_USER_INFO])
-        assert stamped == {"user": "sue", "groups": ["dev"]}
+        assert stamped == {"user": "sue", "groups": ["dev", "system:authenticated"]}
