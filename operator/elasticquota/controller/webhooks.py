@@ -61,6 +61,7 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.controller.userlimit_admission import UserLimitAdmission
 from elasticquota.core.affinity import affinity_with_profile
 from elasticquota.core.gating import gates_with_admission
 from elasticquota.core.models import ProfileSpec
@@ -288,6 +289,7 @@ class Admission:
         self.recent = RecentAdmissions()
         self.quotas = QuotaMirror(state, self.recent)
         self.trust = trust_rules(settings)
+        self.user_limits = UserLimitAdmission(state, settings.user_limits_refuse_pods)
         #: The handlers registered with Kopf for these decisions (``register_webhooks``).
         self.registered: list[Registration] = []
 
@@ -385,6 +387,9 @@ class Admission:
             return
         view = self.view()
         violations = validate_pod(body, old if operation == "UPDATE" else None, view)
+        violations = violations or self.user_limits.violations(
+            operation, body, pod_quota(body, view)
+        )
         if violations:
             self.metrics.denied(pod_quota(body, view))
         deny(violations, f"{operation} Pod {namespace}/{name}")
