@@ -5,11 +5,15 @@ with ``USER_LIMITS_REFUSE_PODS`` its validating pod webhook refuses a new pod th
 user's limit. User sue (impersonated, so the mutating webhook stamps her identity from the real
 request) runs a pod of 4 cpu bound to a node in a quota that limits her to 5 cpu: her next pod of
 2 cpu is refused with the user, quota, resource and numbers; one of 1 cpu (exactly at the limit)
-is admitted; another user is not concerned.
+is admitted; another user is not concerned. ``elastic-quota usage users -n sue -o json`` then
+reads the same cluster and shows her usage under the limit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator
 
 import harness
@@ -24,6 +28,16 @@ from elasticquota.kube.apply import apply_manifest
 pytestmark = pytest.mark.timeout(300)
 
 LIMITS = '[{"limit": "specific user", "users": ["sue"], "maxresources": {"cpu": "5"}}]'
+
+
+async def cli(*argv: str) -> tuple[int, str, str]:
+    """``elastic-quota ARGV`` in a process of its own (KUBECONFIG: the suite's cluster)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "elasticquota", *argv,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    return process.returncode or 0, out.decode(), err.decode()
 
 
 @pytest.fixture
@@ -74,3 +88,23 @@ async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
         assert created.metadata.name == "sue-small"
         other = harness.pod_manifest(namespace, "admin-big", "3", "1Gi")
         assert (await client.CoreV1Api(api).create_namespaced_pod(namespace, other)).metadata.name
+
+        code, out, err = await cli("usage", "users", "-n", "sue", "-o", "json")
+        assert code == 0, err
+        print(f"elastic-quota usage users -n sue -o json:\n{out}")
+        assert json.loads(out) == {
+            "users": {
+                "sue": {
+                    namespace: {
+                        "used": {"cpu": "4", "memory": "1Gi", "pods": "1"},
+                        "applications": 1,
+                        "maxResources": {"cpu": "5"},
+                        "maxApplications": None,
+                        "limit": "specific user",
+                    }
+                }
+            }
+        }
+        code, out, err = await cli("usage", "users", "-n", "nobody-here")
+        assert (code, out) == (1, "")
+        assert err.startswith("error: user nobody-here has no usage") and err.count("\n") == 1
