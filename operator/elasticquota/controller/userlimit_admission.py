@@ -57,9 +57,10 @@ class UserLimitAdmission:
         return self.enabled and not self._state.gates_supported
 
     def violations(
-        self, operation: str | None, body: Mapping[str, Any], quota: str
+        self, operation: str | None, body: Mapping[str, Any], quota: str, remember: bool = True
     ) -> list[Violation]:
-        """The refusal of a new pod of ``quota`` (empty: admitted, and remembered as counting)."""
+        """The refusal of a new pod of ``quota`` (empty: admitted, and remembered as counting
+        unless ``remember`` is off: a dry run creates nothing)."""
         if not self.active or operation != "CREATE":
             return []
         pod, _ = parse_pod(body)
@@ -74,7 +75,8 @@ class UserLimitAdmission:
                 overlay.add(admitted, admitted_quota)
         verdict = overlay.check(pod, quota)
         if verdict is None or verdict.allowed:
-            self._remember(now, pod, quota)
+            if remember:
+                self._remember(now, pod, quota)
             return []
         reasons = "; ".join(refusal.message for refusal in verdict.refusals)
         return [

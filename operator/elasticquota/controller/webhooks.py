@@ -380,7 +380,11 @@ class Admission:
         return None
 
     def validate_pod(
-        self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
+        self,
+        operation: str | None,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        dryrun: bool = False,
     ) -> None:
         namespace, name = _key(body)
         if namespace in self.unjudged_pod_namespaces or not self.ready(self.pods_fail_closed):
@@ -388,7 +392,7 @@ class Admission:
         view = self.view()
         violations = validate_pod(body, old if operation == "UPDATE" else None, view)
         violations = violations or self.user_limits.violations(
-            operation, body, pod_quota(body, view)
+            operation, body, pod_quota(body, view), remember=not dryrun
         )
         if violations:
             self.metrics.denied(pod_quota(body, view))
@@ -493,10 +497,13 @@ def register_webhooks(
         subresource: str | None,
         operation: str | None = None,
         old: kopf.Body | None = None,
+        dryrun: bool = False,
         **_: Any,
     ) -> None:
         await admission.quotas.follow()
-        admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
+        admission.answer(
+            VALIDATE_POD, subresource, admission.validate_pod, operation, body, old, dryrun
+        )
 
     quota_operations: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
     register(QUOTAS, Registration(VALIDATE_QUOTA, False, quota_operations, ignore, validate_quota))

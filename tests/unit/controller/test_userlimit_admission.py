@@ -71,20 +71,26 @@ def review() -> Review:
     registries: dict[int, kopf.OperatorRegistry] = {}
 
     async def send(
-        state: ControllerState, settings: Settings, pod: dict[str, Any], operation: str = "CREATE"
+        state: ControllerState,
+        settings: Settings,
+        pod: dict[str, Any],
+        operation: str = "CREATE",
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         registry = registries.get(id(settings))
         if registry is None:
             registry = registries[id(settings)] = make_registry(state, settings)
-        return await _review(registry, pod, operation)
+        return await _review(registry, pod, operation, dry_run)
 
     return send
 
 
 async def _review(
-    registry: kopf.OperatorRegistry, pod: dict[str, Any], operation: str
+    registry: kopf.OperatorRegistry, pod: dict[str, Any], operation: str, dry_run: bool
 ) -> dict[str, Any]:
-    extra = {"oldObject": pod} if operation == "UPDATE" else {}
+    extra: dict[str, Any] = {"oldObject": pod} if operation == "UPDATE" else {}
+    if dry_run:
+        extra["dryRun"] = True
     return await admission_review(
         registry, VALIDATE_POD, POD_RESOURCE, operation=operation, object=pod, **extra
     )
@@ -136,6 +142,15 @@ async def test_a_burst_of_new_pods_counts_the_ones_admitted_a_moment_ago(
     world.on_pod(sue_pod(k8s, "a", "1", node="n1"))
     world.on_pod_deleted(sue_pod(k8s, "running", "4", node="n1"))
     assert (await review(world, refusing, sue_pod(k8s, "b", "4")))["allowed"] is True
+
+
+async def test_a_dry_run_is_judged_but_does_not_count_afterwards(
+    world: ControllerState, review: Review, refusing: Settings, k8s: type[Bodies]
+) -> None:
+    assert (await review(world, refusing, sue_pod(k8s, "a", "1"), dry_run=True))["allowed"]
+    assert (await review(world, refusing, sue_pod(k8s, "b", "1")))["allowed"] is True
+    refused = await review(world, refusing, sue_pod(k8s, "c", "1"), dry_run=True)
+    assert refused["allowed"] is False  # a dry run is refused like the real request
 
 
 async def test_a_group_applications_limit_is_refused_on_applications(
