@@ -111,6 +111,12 @@ class Settings(BaseSettings):
     gating_exclude_namespaces: list[NamespaceName] = Field(default_factory=lambda: ["kube-system"])
     """Pods of these namespaces are never gated."""
 
+    user_limits_refuse_pods: bool = False
+    """Where gating does not hold pods back (API servers without scheduling gates, < 1.27; or
+    ``gating`` off) the validating pod webhook refuses a new pod that would break its user or
+    group limit (quota annotation ``elasticquota.dev/user-limits``) instead of letting it in
+    unchecked. Off by default; without effect where gating runs."""
+
     trusted_identity_users: list[IdentityPattern] = Field(
         default_factory=lambda: list(DEFAULT_TRUSTED_USERS)
     )

@@ -1,4 +1,4 @@
-"""The `elastic-quota` command: `plan`, `run`, `tree`, `explain`.
+"""The `elastic-quota` command: `plan`, `run`, `tree`, `explain`, `usage`.
 
 The demo on a local control plane is development tooling (``make run``, ``devtools/eqdev/demo``),
 not a command of the installed package.
@@ -15,6 +15,7 @@ from elasticquota.cli.explain_command import add_explain_parser
 from elasticquota.cli.plan_command import add_plan_parser
 from elasticquota.cli.run_command import add_run_parser
 from elasticquota.cli.tree_command import add_tree_parser
+from elasticquota.cli.usage_command import add_usage_parser
 
 
 def parser() -> argparse.ArgumentParser:
@@ -28,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     add_run_parser(commands)
     add_tree_parser(commands)
     add_explain_parser(commands)
+    add_usage_parser(commands)
     return top
 
 

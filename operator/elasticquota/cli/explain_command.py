@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from elasticquota.cli.errors import ClusterReadError
 from elasticquota.core.explain import explain
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
@@ -35,24 +36,17 @@ def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     command.set_defaults(handler=run_explain)
 
 
-async def _from_cluster(kubeconfig: str | None) -> Manifests:
-    from elasticquota.cli.cluster_objects import cluster_manifests
-    from elasticquota.kube.client import make_api_client
+def _from_cluster(kubeconfig: str | None) -> Manifests:
+    from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
 
-    api = await make_api_client(kubeconfig)
-    try:
-        return await cluster_manifests(api)
-    finally:
-        await api.close()
+    return asyncio.run(read_cluster(kubeconfig))
 
 
 def run_explain(args: argparse.Namespace) -> int:
     key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
     try:
-        manifests = (
-            load_paths(args.paths) if args.paths else asyncio.run(_from_cluster(args.kubeconfig))
-        )
-    except UnreadableInputError as error:
+        manifests = load_paths(args.paths) if args.paths else _from_cluster(args.kubeconfig)
+    except (UnreadableInputError, ClusterReadError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_UNREADABLE
     snapshot = compute_plan(manifests, check_ancestors=args.check_parent_quota).snapshot

@@ -6,8 +6,11 @@ replica decides for every gated pod (``core.gating``): pods that fit lose the ga
 not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
 resource and the numbers (written again only when the reason changes). A waiting pod that would fit
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
-preemption, ``core.preemption``; one quota at a time, rate-limited like revocation). On older API
-servers, which drop the field, this is detected once, logged, and the operator runs revocation only.
+preemption, ``core.preemption``; one quota at a time, rate-limited like revocation), unless a user
+or group limit holds it too (evictions would not lift the limit). A pod held by a user limit is
+checked again every round, so it is released once pods of its user finish or are deleted. On older
+API servers, which drop the field, this is detected once, logged, and the operator runs revocation
+only.
 
 Metrics: each round leaves the number of pods still held per quota in ``ControllerState.gated``;
 every release counts as ``admitted`` and every preemption eviction by its outcome.
@@ -99,7 +102,12 @@ class GateController(WritingLoop):
         self._metrics.admitted(quota)
 
     async def _preempt(self, snapshot: Snapshot, decision: GateDecision, quota: str) -> bool:
-        """In-quota preemption: evict the fewest lower-priority pods that make room."""
+        """In-quota preemption: evict the fewest lower-priority pods that make room.
+
+        Never for a pod a user or group limit holds: evicting pods makes room in the quota, not
+        under the limit (YuniKorn's user-limit refusals never preempt either)."""
+        if decision.verdict.limit_refusals:
+            return False
         victims = preemption_victims(snapshot, decision.pod)
         if not victims:
             return False

@@ -61,6 +61,7 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.controller.userlimit_admission import UserLimitAdmission
 from elasticquota.core.affinity import affinity_with_profile
 from elasticquota.core.gating import gates_with_admission
 from elasticquota.core.models import ProfileSpec
@@ -288,6 +289,7 @@ class Admission:
         self.recent = RecentAdmissions()
         self.quotas = QuotaMirror(state, self.recent)
         self.trust = trust_rules(settings)
+        self.user_limits = UserLimitAdmission(state, settings.user_limits_refuse_pods)
         #: The handlers registered with Kopf for these decisions (``register_webhooks``).
         self.registered: list[Registration] = []
 
@@ -378,13 +380,20 @@ class Admission:
         return None
 
     def validate_pod(
-        self, operation: str | None, body: Mapping[str, Any], old: Mapping[str, Any] | None
+        self,
+        operation: str | None,
+        body: Mapping[str, Any],
+        old: Mapping[str, Any] | None,
+        dryrun: bool = False,
     ) -> None:
         namespace, name = _key(body)
         if namespace in self.unjudged_pod_namespaces or not self.ready(self.pods_fail_closed):
             return
         view = self.view()
         violations = validate_pod(body, old if operation == "UPDATE" else None, view)
+        violations = violations or self.user_limits.violations(
+            operation, body, pod_quota(body, view), remember=not dryrun
+        )
         if violations:
             self.metrics.denied(pod_quota(body, view))
         deny(violations, f"{operation} Pod {namespace}/{name}")
@@ -488,10 +497,13 @@ def register_webhooks(
         subresource: str | None,
         operation: str | None = None,
         old: kopf.Body | None = None,
+        dryrun: bool = False,
         **_: Any,
     ) -> None:
         await admission.quotas.follow()
-        admission.answer(VALIDATE_POD, subresource, admission.validate_pod, operation, body, old)
+        admission.answer(
+            VALIDATE_POD, subresource, admission.validate_pod, operation, body, old, dryrun
+        )
 
     quota_operations: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
     register(QUOTAS, Registration(VALIDATE_QUOTA, False, quota_operations, ignore, validate_quota))

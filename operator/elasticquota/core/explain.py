@@ -2,9 +2,14 @@
 
 For a pending pod: each level from its quota up to the top, with runtime / used / request for the
 pod's resources; the admission verdict (``core.admission``) and, when blocked, how much would have
-to be freed or added at the blocking level. For a running pod of a quota above its runtime: whether
-the next revocation round would evict it (``core.revocation.victims_of``, as the operator decides
-it). Pure: it reads a solved ``Snapshot``.
+to be freed or added at the blocking level. A pod held by a user or group limit
+(``core.userlimits``) gets a ``held by`` line per limit (whose, which limit object, at which
+quota, on what) and advice with the numbers: the usage the subject must drop to, or the value the
+limit must be raised to (or, for applications, that one of the running ones must stop).
+
+For a running pod of a quota above its runtime: whether the next revocation round would evict it
+(``core.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
+``Snapshot``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from elasticquota.core.quantity import format_units
 from elasticquota.core.resources import mask
 from elasticquota.core.results import Snapshot
 from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.userlimits import APPLICATIONS, LimitRefusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,8 @@ class Explanation:
     advice: list[str] = field(default_factory=list)
     #: Why the pod is not where it asked to be (its quota is left out of its tree).
     notes: list[str] = field(default_factory=list)
+    #: The user and group limits that hold the pod back, one line each.
+    held_by: list[str] = field(default_factory=list)
 
     def render(self) -> str:
         lines = [
@@ -47,6 +55,7 @@ class Explanation:
             f"quota: {self.quota}",
             *(f"note: {note}" for note in self.notes),
             f"verdict: {self.verdict}",
+            *(f"held by: {line}" for line in self.held_by),
         ]
         if self.levels:
             lines.append("path to the root (pod's resources: runtime / used / request):")
@@ -96,6 +105,48 @@ def _advice(shortfall: Shortfall) -> str:
     )
 
 
+def _subject(refusal: LimitRefusal, user: str) -> str:
+    if refusal.kind == "user":
+        return f"user {refusal.name}"
+    return f"group {refusal.name} (the group user {user}'s pods are tracked under here)"
+
+
+def _held_by(refusal: LimitRefusal, user: str) -> str:
+    what = refusal.resource if refusal.resource == APPLICATIONS else f"resource {refusal.resource}"
+    return (
+        f"{_subject(refusal, user)}: limit '{refusal.limit_name}' at quota {refusal.quota} ({what})"
+    )
+
+
+def _limit_advice(refusal: LimitRefusal, user: str) -> str:
+    """What would let the pod start under one user or group limit, with the numbers."""
+    owner = f"{refusal.kind} {refusal.name}"
+    at = f"at quota {refusal.quota} (limit '{refusal.limit_name}')"
+    if refusal.resource == APPLICATIONS:
+        return (
+            f"{_subject(refusal, user)} runs {refusal.used} of {refusal.limit} applications {at} "
+            f"and this pod starts a new one; it starts when one of them stops (all its pods "
+            f"finish), or the limit's maxapplications is raised to {refusal.used + 1}"
+        )
+    r = refusal.resource
+
+    def fmt(units: int) -> str:
+        return format_units(r, units)
+
+    has = f"{_subject(refusal, user)} has {fmt(refusal.used)} of {fmt(refusal.limit)} {r} {at}"
+    room = refusal.limit - refusal.requested
+    if room < 0:
+        return (
+            f"{has}; the pod alone requests {fmt(refusal.requested)} {r}, more than the limit: "
+            f"it starts only when the limit is raised to {fmt(refusal.requested)} or more"
+        )
+    return (
+        f"{has}; the pod requests {fmt(refusal.requested)}: it starts when {owner}'s usage "
+        f"there drops to {fmt(room)} or less (pods counted for {owner} at {refusal.quota} or "
+        f"below finishing), or the limit is raised to {fmt(refusal.used + refusal.requested)}"
+    )
+
+
 def _left_out_notes(snapshot: Snapshot, pod: PodInfo, quota: str) -> list[str]:
     """A pod that lands in the default quota because the quota it names (its label, or the quota
     named like its namespace) is left out: that quota's problems, which say so."""
@@ -140,7 +191,13 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
     if verdict.admitted:
         return Explanation(pod_key, quota, state, f"fits now ({verdict.reason})", levels)
     advice = [_advice(item) for item in verdict.shortfalls]
-    return Explanation(pod_key, quota, state, f"waits: {verdict.reason}", levels, advice)
+    found = Explanation(pod_key, quota, state, f"waits: {verdict.reason}", levels, advice)
+    if verdict.limit_refusals:
+        limits = snapshot.user_limits.check(pod, quota)
+        user = limits.user if limits is not None else snapshot.user_limits.default_user
+        found.held_by = [_held_by(item, user) for item in verdict.limit_refusals]
+        found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
+    return found
 
 
 def _explain_running(

@@ -48,6 +48,7 @@ def test_defaults() -> None:
     assert (settings.reconcile_interval, settings.profile_debounce) == (1.0, 1.0)
     assert settings.revocation_delay == 120.0
     assert settings.dry_run is False
+    assert settings.user_limits_refuse_pods is False
     assert settings.metrics_port == 8080
     assert settings.log_level == "INFO"
     assert settings.ignore_namespaces == []

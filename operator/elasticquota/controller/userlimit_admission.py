@@ -1,0 +1,103 @@
+"""User and group limits enforced by the validating pod webhook, on API servers without gates.
+
+Where the API server has pod scheduling gates (1.27+), a pod over its user's or group's limit is
+held back by the admission gate and released when it fits (``controller.gating``). Older servers
+drop the gate; with ``USER_LIMITS_REFUSE_PODS`` the validating pod webhook refuses such a pod at
+CREATE instead, whenever gating does not run (no gates on the server, detected once the memory is
+loaded; or ``GATING=false``), with the reason the gate would give (user or group, quota, resource or
+applications, numbers). Updates are never refused (decreases never are; a pod admitted before
+must still be able to change).
+
+The check is ``core.userlimits``'s, on the engine's ledger as of now (bound, unfinished pods), plus
+the pods this webhook admitted in the last ``RECENT_TTL`` seconds that the ledger does not count
+yet: on these servers a pod is scheduled right after it is created, so a burst of pods must see
+each other, or every one of them would pass against the same usage. A pod admitted and then
+pending for longer than that stops counting until it is bound (it can be scheduled at any
+moment; an over-use it causes is reported, never evicted, as for a lowered limit).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from elasticquota.api.parse import parse_pod
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.models import PodInfo
+from elasticquota.core.validation import Violation
+
+#: Seconds an admitted pod counts for its user before the ledger sees it bound.
+RECENT_TTL: Final = 60.0
+#: At most this many admitted pods are remembered (the oldest are forgotten first).
+RECENT_MAX: Final = 10_000
+RULE: Final = "user-limit"
+
+
+class UserLimitAdmission:
+    """Refuses new pods over a user or group limit, when enabled and gating cannot hold them."""
+
+    def __init__(
+        self,
+        state: ControllerState,
+        enabled: bool,
+        ttl: float = RECENT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._state = state
+        self.enabled = enabled
+        self._ttl = ttl
+        self._clock = clock
+        self._recent: OrderedDict[str, tuple[float, PodInfo, str]] = OrderedDict()
+
+    @property
+    def active(self) -> bool:
+        """Enabled, and gating does not run (no gates on the server, or gating off)."""
+        return self.enabled and not self._state.gates_supported
+
+    def violations(
+        self, operation: str | None, body: Mapping[str, Any], quota: str, remember: bool = True
+    ) -> list[Violation]:
+        """The refusal of a new pod of ``quota`` (empty: admitted, and remembered as counting
+        unless ``remember`` is off: a dry run creates nothing)."""
+        if not self.active or operation != "CREATE":
+            return []
+        pod, _ = parse_pod(body)
+        if not isinstance(pod, PodInfo) or pod.is_terminal:
+            return []
+        view = self._state.engine.user_limits()
+        overlay = view.overlay()
+        now = self._clock()
+        self._forget(now)
+        for key, (_, admitted, admitted_quota) in list(self._recent.items()):
+            if key != pod.key:
+                overlay.add(admitted, admitted_quota)
+        verdict = overlay.check(pod, quota)
+        if verdict is None or verdict.allowed:
+            if remember:
+                self._remember(now, pod, quota)
+            return []
+        reasons = "; ".join(refusal.message for refusal in verdict.refusals)
+        return [
+            Violation(
+                RULE,
+                f"pod {pod.key} would break a user or group limit: {reasons} (this API server "
+                f"has no scheduling gates to hold the pod until it fits, so it is refused; "
+                f"create it again once the usage has dropped)",
+            )
+        ]
+
+    def _remember(self, now: float, pod: PodInfo, quota: str) -> None:
+        self._recent.pop(pod.key, None)
+        self._recent[pod.key] = (now, pod, quota)
+        while len(self._recent) > RECENT_MAX:
+            self._recent.popitem(last=False)
+
+    def _forget(self, now: float) -> None:
+        """Drop what expired and what the engine counts itself now (bound, finished or gone)."""
+        pods = self._state.engine.pods
+        for key, (since, _, _) in list(self._recent.items()):
+            known = pods.get(key)
+            if now - since > self._ttl or (known is not None and known.node_name):
+                del self._recent[key]

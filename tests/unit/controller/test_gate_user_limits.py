@@ -1,0 +1,141 @@
+"""The gate controller with user limits: a pod held back by its user's limit is released as soon
+as another pod of the same user finishes or is deleted (the limit is checked again every round
+against the ledger the pod events keep), and a user-limit refusal never triggers in-quota
+preemption (as YuniKorn: evicting other pods could not lift the limit)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from fake_cluster import FakeCluster
+
+from elasticquota.controller.context import LoopContext
+from elasticquota.controller.gating import GateController
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.engine import EngineSettings
+from elasticquota.core.keys import (
+    ADMISSION_GATE,
+    ANNO_USER_INFO,
+    ANNO_USER_LIMITS,
+    LABEL_ALLOW_LENT,
+    POD_LABEL_QUOTA,
+)
+from elasticquota.settings import Settings
+
+SUE_LIMIT = '- limit: "specific user"\n  users: [sue]\n  maxresources: {cpu: 5}'
+
+
+def pod(
+    name: str,
+    cpu: str,
+    *,
+    user: str = "sue",
+    gated: bool = False,
+    node: str = "",
+    phase: str = "",
+    priority: int = 0,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "priority": priority,
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if gated:
+        spec["schedulingGates"] = [{"name": ADMISSION_GATE}]
+    if node:
+        spec["nodeName"] = node
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {POD_LABEL_QUOTA: "team"},
+            "annotations": {ANNO_USER_INFO: json.dumps({"user": user, "groups": []})},
+        },
+        "spec": spec,
+        "status": {"phase": phase or ("Running" if node else "Pending")},
+    }
+
+
+def world_with(quota_cpu: str) -> ControllerState:
+    state = ControllerState.create(EngineSettings())
+    state.on_quota(
+        {
+            "metadata": {
+                "name": "team",
+                "namespace": "ns",
+                "labels": {LABEL_ALLOW_LENT: "false"},
+                "annotations": {ANNO_USER_LIMITS: SUE_LIMIT},
+            },
+            "spec": {"min": {"cpu": quota_cpu}, "max": {"cpu": quota_cpu}},
+        }
+    )
+    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "100"}}})
+    state.mark_synced()
+    return state
+
+
+@pytest.fixture
+def world() -> ControllerState:
+    return world_with("20")
+
+
+async def held_then(
+    world: ControllerState, cluster: FakeCluster, change: dict[str, Any] | None
+) -> GateController:
+    """sue runs 4 of her 5 cpu; her new 2-cpu pod is held; then ``change`` (None: delete)."""
+    running = pod("a", "4", node="n1")
+    world.on_pod(running)
+    world.on_pod(pod("new", "2", gated=True))
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+    await gate.step()
+    assert list(gate.released) == []
+    condition = next(body for verb, *_, body in cluster.calls if verb == "set_waiting_condition")
+    assert condition == {
+        "waiting": True,
+        "message": "user sue at quota team: cpu: requested 2, used 4 of limit 5 "
+        "(user limit specific user)",
+    }
+    if change is None:
+        world.on_pod_deleted(running)
+    else:
+        world.on_pod(change)
+    await gate.step()
+    return gate
+
+
+async def test_a_pod_held_by_its_user_limit_is_released_when_another_pod_of_the_user_finishes(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    gate = await held_then(world, cluster, pod("a", "4", node="n1", phase="Succeeded"))
+    assert list(gate.released) == ["ns/new"]
+    assert ("set_scheduling_gates", "ns", "new", []) in cluster.calls
+
+
+async def test_a_pod_held_by_its_user_limit_is_released_when_another_pod_of_the_user_is_deleted(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    gate = await held_then(world, cluster, None)
+    assert list(gate.released) == ["ns/new"]
+
+
+async def test_another_users_pod_finishing_does_not_release_it(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    world.on_pod(pod("bob-1", "1", user="bob", node="n1"))
+    gate = await held_then(world, cluster, pod("bob-1", "1", user="bob", phase="Succeeded"))
+    assert list(gate.released) == []
+
+
+async def test_a_user_limit_refusal_never_preempts_pods_of_the_quota(cluster: FakeCluster) -> None:
+    """The quota is full too, with a lower-priority pod of bob: evicting it would make room in
+    the quota, but sue's limit would still hold her pod, so nothing is evicted."""
+    world = world_with("6")
+    world.on_pod(pod("sue-1", "4", node="n1", priority=10))
+    world.on_pod(pod("bob-1", "1", user="bob", node="n1", priority=0))
+    world.on_pod(pod("new", "2", gated=True, priority=5))
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+    await gate.step()
+    assert cluster.named("evict") == []
+    assert list(gate.preempted) == [] and list(gate.released) == []
