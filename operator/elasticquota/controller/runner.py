@@ -80,6 +80,7 @@ def make_state(settings: Settings) -> ControllerState:
     engine_settings = EngineSettings(
         scale_min_quota=settings.scale_min_quota,
         reserved_namespace=settings.reserved_namespace,
+        default_user=settings.default_user,
     )
     return ControllerState.create(engine_settings, frozenset(settings.ignore_namespaces))
 
