@@ -70,6 +70,12 @@ PANEL_IDS = {
     20: "timeseries",
     21: "timeseries",
     22: "timeseries",
+    105: "row",
+    23: "timeseries",
+    24: "timeseries",
+    25: "timeseries",
+    26: "timeseries",
+    27: "stat",
 }
 SEVERITIES = {"warning", "critical"}
 

@@ -143,7 +143,9 @@ class Operator:
             on_renew_failure=self.metrics.lease_renew_failed,
             fence=fence,
         )
-        self.metrics.watch(self.state, self.leader.leading)
+        self.metrics.watch(
+            self.state, self.leader.leading, self.settings.user_metrics_max_per_quota
+        )
         self.context = LoopContext(
             self.state, self.cluster, settings, self.leader.leading, self.metrics
         )
