@@ -421,6 +421,20 @@ def test_helm_renders_the_rule() -> None:
 
 
 @needs_helm
+def test_the_user_limit_alert_waits_the_chart_value() -> None:
+    (rule,) = helm_template(
+        "templates/prometheusrule.yaml",
+        "metrics.prometheusRule.enabled=true",
+        "metrics.prometheusRule.userLimitHoldingSeconds=600",
+    )
+    rendered = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    holding = rendered["ElasticQuotaUserLimitHolding"]
+    assert holding["for"] == "600s"
+    assert "over 600s" in holding["annotations"]["description"]
+    assert "{{ $labels.reason }}" in holding["annotations"]["summary"]
+
+
+@needs_helm
 def test_helm_leaves_the_over_use_alert_out_without_revocation() -> None:
     (rule,) = helm_template(
         "templates/prometheusrule.yaml",
