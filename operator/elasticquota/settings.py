@@ -32,9 +32,13 @@ DOTTED_SUBDOMAIN_OR_EMPTY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-
 #: A Kubernetes user or group name, or a pattern of them (``*`` matches any text): printable
 #: ASCII without spaces.
 IDENTITY_NAME = r"^[!-~]+$"
+#: A user name a user limit can name (YuniKorn's user name rule): a letter or ``_``, then letters,
+#: digits and ``: # / _ . @ -``, optionally ending with ``$``.
+USER_NAME = r"^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*\$?$"
 #: The words of those patterns, for messages.
 PATTERN_WORDS = {
     IDENTITY_NAME: "a user or group name without spaces ('*' matches any text)",
+    USER_NAME: "a user name (a letter or '_', then letters, digits and ':#/_.@-')",
     DNS_LABEL: "a DNS label (lowercase letters, digits and '-', a letter or digit at both ends)",
     DNS_SUBDOMAIN: "a DNS subdomain (DNS labels joined by '.')",
     DOTTED_SUBDOMAIN_OR_EMPTY: "empty, or a DNS subdomain with at least one '.'",
@@ -127,6 +131,18 @@ class Settings(BaseSettings):
 
     trusted_identity_groups: list[IdentityPattern] = Field(default_factory=list)
     """The same by group: members of these groups may hand pods another identity."""
+
+    default_user: str = Field(
+        default="nobody", min_length=1, max_length=MAX_NAME, pattern=USER_NAME
+    )
+    """The user a pod without the ``elasticquota.dev/user-info`` identity counts for in user
+    limits (YuniKorn's anonymous user): a limit naming this user, or the ``*`` user limit, applies
+    to its pods."""
+
+    user_metrics_max_per_quota: int = Field(default=20, ge=0, le=10000)
+    """At most this many users, and this many groups, per quota get series of their own in the
+    ``elastic_quota_user_*`` and ``elastic_quota_group_*`` metrics (those with the most pods);
+    the others are summed under ``user="(other)"`` (``group="(other)"``). 0: only the sums."""
 
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""

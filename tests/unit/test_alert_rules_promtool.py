@@ -46,6 +46,8 @@ VARIABLES = {
     "tree": ".*",
     "quota": "(team-a|team-b|team-c)",
     "resource": "cpu",
+    "user": ".*",
+    "group": ".*",
     "__rate_interval": "2m",
     "__interval": "30s",
     "__range": "1h",
@@ -259,7 +261,10 @@ def synthetic_series() -> list[dict[str, str]]:
     pods = {**TARGET, "kind": "pods"}
     for name, value in (("watch_connected", 1), ("watch_down_seconds", 0)):
         found.append(series(f"elastic_quota_{name}", pods, f"{value}{SAMPLES}"))
-    found.append(series("elastic_quota_gated_pods", {**TARGET, "quota": "team-a"}, f"2{SAMPLES}"))
+    for reason, count in (("quota", 2), ("user-limit", 1)):
+        held = {**TARGET, "quota": "team-a", "reason": reason}
+        found.append(series("elastic_quota_gated_pods", held, f"{count}{SAMPLES}"))
+    found.extend(subject_series())
     counters = {
         "elastic_quota_evictions_total": {"quota": "team-a", "result": "evicted"},
         "elastic_quota_admissions_total": {"quota": "team-a", "result": "admitted"},
@@ -282,6 +287,21 @@ def synthetic_series() -> list[dict[str, str]]:
             found.append(series(f"{name}_bucket", bucket, f"0+{rank}{SAMPLES}"))
         found.append(series(f"{name}_count", {**TARGET, **labels}, f"0+4{SAMPLES}"))
         found.append(series(f"{name}_sum", {**TARGET, **labels}, f"0+0.05{SAMPLES}"))
+    return found
+
+
+def subject_series() -> list[dict[str, str]]:
+    """sue and the group dev at team-a, with limits; users folded into (other)."""
+    found: list[dict[str, str]] = []
+    for kind, name in (("user", "sue"), ("group", "dev")):
+        at = {**TARGET, "quota": "team-a", kind: name}
+        for figure, value in (("used", 2), ("limit", 4)):
+            labels = {**at, "resource": "cpu"}
+            found.append(series(f"elastic_quota_{kind}_{figure}", labels, f"{value}{SAMPLES}"))
+        for figure, value in (("applications", 1), ("max_applications", 3)):
+            found.append(series(f"elastic_quota_{kind}_{figure}", at, f"{value}{SAMPLES}"))
+    folded = {**TARGET, "kind": "user"}
+    found.append(series("elastic_quota_user_subjects_folded", folded, f"5{SAMPLES}"))
     return found
 
 

@@ -70,6 +70,12 @@ PANEL_IDS = {
     20: "timeseries",
     21: "timeseries",
     22: "timeseries",
+    105: "row",
+    23: "timeseries",
+    24: "timeseries",
+    25: "timeseries",
+    26: "timeseries",
+    27: "stat",
 }
 SEVERITIES = {"warning", "critical"}
 
@@ -412,6 +418,20 @@ def test_helm_renders_the_rule() -> None:
     assert "{{ $labels.quota }}" in over["annotations"]["description"]
     for alert in rendered.values():
         assert alert["annotations"]["runbook_url"].startswith("docs/alerts.md#")
+
+
+@needs_helm
+def test_the_user_limit_alert_waits_the_chart_value() -> None:
+    (rule,) = helm_template(
+        "templates/prometheusrule.yaml",
+        "metrics.prometheusRule.enabled=true",
+        "metrics.prometheusRule.userLimitHoldingSeconds=600",
+    )
+    rendered = {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+    holding = rendered["ElasticQuotaUserLimitHolding"]
+    assert holding["for"] == "600s"
+    assert "over 600s" in holding["annotations"]["description"]
+    assert "{{ $labels.reason }}" in holding["annotations"]["summary"]
 
 
 @needs_helm

@@ -12,7 +12,8 @@ checked again every round, so it is released once pods of its user finish or are
 API servers, which drop the field, this is detected once, logged, and the operator runs revocation
 only.
 
-Metrics: each round leaves the number of pods still held per quota in ``ControllerState.gated``;
+Metrics: each round leaves the number of pods still held per quota and reason in
+``ControllerState.gated`` (``held_reason``: a user limit, a group limit, or the quota itself);
 every release counts as ``admitted`` and every preemption eviction by its outcome.
 """
 
@@ -24,8 +25,14 @@ import logging
 from collections import Counter
 
 from elasticquota.controller.context import LoopContext, WritingLoop
+from elasticquota.controller.metrics.names import (
+    HELD_BY_GROUP_LIMIT,
+    HELD_BY_QUOTA,
+    HELD_BY_USER_LIMIT,
+)
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
+from elasticquota.core.admission import Verdict
 from elasticquota.core.gating import GateDecision, gate_decisions
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.preemption import preemption_victims
@@ -40,9 +47,28 @@ logger = logging.getLogger(__name__)
 RECENT = 1000
 
 
-def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[str, int]:
-    """How many gated pods each quota keeps waiting (the gated-pods gauge)."""
-    return dict(Counter(snapshot.pod_quota[d.pod.key] for d in decisions if not d.release))
+def held_reason(verdict: Verdict) -> str:
+    """Why a pod is held, for the gated-pods gauge: ``user-limit`` when a user limit refuses it,
+    else ``group-limit`` when a group limit does, else ``quota`` (its quota has no room). A pod
+    held by a limit and its quota at once counts for the limit: the limit is what its user can
+    act on, and what the alert on user limits watches."""
+    kinds = {refusal.kind for refusal in verdict.limit_refusals}
+    if "user" in kinds:
+        return HELD_BY_USER_LIMIT
+    if "group" in kinds:
+        return HELD_BY_GROUP_LIMIT
+    return HELD_BY_QUOTA
+
+
+def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[tuple[str, str], int]:
+    """How many gated pods each quota keeps waiting, per reason (the gated-pods gauge)."""
+    return dict(
+        Counter(
+            (snapshot.pod_quota[d.pod.key], held_reason(d.verdict))
+            for d in decisions
+            if not d.release
+        )
+    )
 
 
 class GateController(WritingLoop):

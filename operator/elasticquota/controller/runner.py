@@ -80,6 +80,7 @@ def make_state(settings: Settings) -> ControllerState:
     engine_settings = EngineSettings(
         scale_min_quota=settings.scale_min_quota,
         reserved_namespace=settings.reserved_namespace,
+        default_user=settings.default_user,
     )
     return ControllerState.create(engine_settings, frozenset(settings.ignore_namespaces))
 
@@ -142,7 +143,9 @@ class Operator:
             on_renew_failure=self.metrics.lease_renew_failed,
             fence=fence,
         )
-        self.metrics.watch(self.state, self.leader.leading)
+        self.metrics.watch(
+            self.state, self.leader.leading, self.settings.user_metrics_max_per_quota
+        )
         self.context = LoopContext(
             self.state, self.cluster, settings, self.leader.leading, self.metrics
         )

@@ -133,8 +133,8 @@ class ControllerState:
     gates_supported: bool = False
     #: Each tree's results as its loop last solved them (active replica only).
     results: dict[str, Mapping[str, QuotaResult]] = field(default_factory=dict)
-    #: Pods the admission gate held back at the last gating round, per quota.
-    gated: dict[str, int] = field(default_factory=dict)
+    #: Pods the admission gate held back at the last gating round, per quota and reason.
+    gated: dict[tuple[str, str], int] = field(default_factory=dict)
     #: Per tree: when the first pod event not yet reflected in its writes arrived (monotonic).
     pod_event_at: dict[str, float] = field(default_factory=dict)
     #: Names of the quota objects seen (changed, echoed, relisted, deleted) since the reconciler

@@ -6,6 +6,7 @@ The controller writes to the in-memory cluster; the decisions come from the real
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -15,7 +16,13 @@ from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
-from elasticquota.core.keys import ADMISSION_GATE, LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.core.keys import (
+    ADMISSION_GATE,
+    ANNO_USER_INFO,
+    ANNO_USER_LIMITS,
+    LABEL_ALLOW_LENT,
+    POD_LABEL_QUOTA,
+)
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 
@@ -96,3 +103,47 @@ async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     gate = await stepped(world, cluster, *(pod(name, "1", 5, gated=True) for name in "abc"))
     assert cluster.verbs() == ["set_scheduling_gates"]
     assert list(gate.released) == []
+
+
+async def test_held_pods_are_counted_per_quota_and_reason(cluster: FakeCluster) -> None:
+    """A user limit, a group limit and the quota itself each hold one pod back: the gated-pods
+    gauge tells them apart (``reason``), so that an alert can watch the limits alone."""
+    state = ControllerState.create(EngineSettings())
+    limits = [
+        {"users": ["sue"], "maxresources": {"cpu": "1"}},
+        {"groups": ["dev"], "maxresources": {"cpu": "1"}},
+    ]
+    state.on_quota(
+        {
+            "metadata": {
+                "name": "team",
+                "namespace": "ns",
+                "labels": {LABEL_ALLOW_LENT: "false"},
+                "annotations": {ANNO_USER_LIMITS: json.dumps(limits)},
+            },
+            "spec": {"min": {"cpu": "4"}, "max": {"cpu": "4"}},
+        }
+    )
+    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
+    state.mark_synced()
+
+    def of(body: dict[str, Any], user: str, groups: list[str]) -> dict[str, Any]:
+        info = json.dumps({"user": user, "groups": groups})
+        body["metadata"]["annotations"] = {ANNO_USER_INFO: info}
+        return body
+
+    await stepped(
+        state,
+        cluster,
+        of(pod("sue-running", "1", 5, node="n1"), "sue", []),
+        of(pod("bob-running", "1", 5, node="n1"), "bob", ["dev"]),
+        of(pod("sue-new", "500m", 5, gated=True), "sue", []),
+        of(pod("bob-new", "500m", 5, gated=True), "bob", ["dev"]),
+        of(pod("carol-new", "3", 5, gated=True), "carol", []),
+    )
+
+    assert state.gated == {
+        ("team", "user-limit"): 1,
+        ("team", "group-limit"): 1,
+        ("team", "quota"): 1,
+    }

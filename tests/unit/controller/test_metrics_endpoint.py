@@ -15,6 +15,7 @@ from prometheus_client.core import Metric
 from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
+from elasticquota.core.keys import ANNO_USER_LIMITS
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -41,6 +42,25 @@ async def test_metrics_are_served_next_to_the_probes(
             'resource="cpu",tree=""} 2.0'
         ) in text
         assert (await client.get("/readyz")).status == 200
+
+
+async def test_user_metrics_are_served_from_the_scrape_thread(
+    state: ControllerState, leading: asyncio.Event, metrics: Metrics, k8s: Bodies
+) -> None:
+    """The per-user gauges go through the same worker-thread exposition as the others."""
+    state.on_node(k8s.node("n1"))
+    limits = '[{"users": ["*"], "maxresources": {"cpu": "1"}}]'
+    state.on_quota(k8s.quota("team", max={"cpu": "2"}, annotations={ANNO_USER_LIMITS: limits}))
+    pod = k8s.pod("p", quota="team", requests={"cpu": "500m"}, node="n1", phase="Running")
+    state.on_pod(pod)
+    state.mark_synced()
+    app = health_app(state, leading, metrics.registry)
+    async with TestClient(TestServer(app)) as client:
+        text = await (await client.get("/metrics")).text()
+    labels = 'quota="team",resource="cpu",tree="",user="nobody"'
+    assert f"elastic_quota_user_used{{{labels}}} 0.5" in text
+    assert f"elastic_quota_user_limit{{{labels}}} 1.0" in text
+    assert 'elastic_quota_user_subjects_folded{kind="user"} 0.0' in text
 
 
 async def test_openmetrics_when_the_scraper_asks_for_it(

@@ -175,11 +175,12 @@ def test_invalid_quotas_counts_the_quotas_left_out(
 def test_gated_pods_per_quota_on_the_active_replica_only(
     state: ControllerState, metrics: Metrics, leading: asyncio.Event
 ) -> None:
-    state.gated = {"team-a": 3}
+    state.gated = {("team-a", "quota"): 3, ("team-a", "user-limit"): 1}
     value = metrics.registry.get_sample_value
-    assert value("elastic_quota_gated_pods", {"quota": "team-a"}) == 3.0
+    assert value("elastic_quota_gated_pods", {"quota": "team-a", "reason": "quota"}) == 3.0
+    assert value("elastic_quota_gated_pods", {"quota": "team-a", "reason": "user-limit"}) == 1.0
     leading.clear()
-    assert value("elastic_quota_gated_pods", {"quota": "team-a"}) is None
+    assert value("elastic_quota_gated_pods", {"quota": "team-a", "reason": "quota"}) is None
 
 
 def test_nothing_is_registered_globally(state: ControllerState, leading: asyncio.Event) -> None:

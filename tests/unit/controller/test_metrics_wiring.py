@@ -218,7 +218,7 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
     await gate.step()
     assert list(gate.released) == ["team/fits"] and list(gate.preempted) == ["team/low"]
     assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1
-    assert count(metrics, "elastic_quota_gated_pods", quota="team") == 1
+    assert count(metrics, "elastic_quota_gated_pods", quota="team", reason="quota") == 1
     assert count(metrics, "elastic_quota_evictions_total", quota="team", result="evicted") == 1
 
 

@@ -251,3 +251,25 @@ async def test_a_report_after_a_quota_change_rebuilds_the_topology_off_the_loop(
 
     assert worker.names("compute_rebuild") >= 1
     assert threading.get_ident() not in worker.threads()
+
+
+async def test_a_broken_user_limit_is_posted_on_its_quota_which_is_not_marked(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
+) -> None:
+    """A user limit object that breaks a rule is a note on a quota that is still computed: one
+    Warning Event naming the limit and the rule, like every problem, and no invalid marker."""
+    limits = '[{"limit": "interns", "users": [], "groups": [], "maxapplications": 2}]'
+    body = k8s.quota("team", max={"cpu": "4"}, annotations={keys.ANNO_USER_LIMITS: limits})
+    stored(cluster, state, body)
+    reporter = reporter_of(state, cluster)
+
+    await reporter.report()
+    await reporter.report()
+
+    (event,) = cluster.events
+    assert event["reason"] == REASON and event["type"] == "Warning"
+    assert event["involvedObject"] == state.quotas[("team", "team")].involved()
+    assert "interns" in event["message"] and "empty user and group lists" in event["message"]
+    assert keys.ANNO_INVALID not in cluster.quotas[("team", "team")]["metadata"]["annotations"]
+    assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert state.engine.tree_of_result("team") is not None  # still computed

@@ -28,12 +28,14 @@ import pytest
 from pydantic import ValidationError
 
 from elasticquota.cli import main
+from elasticquota.controller.runner import make_state
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
 from elasticquota.settings import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
     DOTTED_SUBDOMAIN_OR_EMPTY,
     IDENTITY_NAME,
+    USER_NAME,
     Settings,
     allowed_values,
     invalid_settings_message,
@@ -55,6 +57,7 @@ def test_defaults() -> None:
     assert (settings.lease_name, settings.lease_namespace) == ("elastic-quota-operator", None)
     assert settings.lease_duration == 15.0
     assert settings.write_concurrency == 16
+    assert (settings.default_user, settings.user_metrics_max_per_quota) == ("nobody", 20)
 
 
 def test_the_default_identity_is_the_pod_name_else_the_host_name(
@@ -186,9 +189,10 @@ LONGEST = {
     DNS_SUBDOMAIN: lambda length: ".".join(["a" * 63] * 3) + "." + "a" * (length - 3 * 64),
     DOTTED_SUBDOMAIN_OR_EMPTY: lambda length: LONGEST[DNS_SUBDOMAIN](length),
     IDENTITY_NAME: lambda length: "system:serviceaccount:*" + "a" * (length - 23),
+    USER_NAME: lambda length: "system:serviceaccount:" + "a" * (length - 23) + "$",
 }
 #: A value each pattern refuses (for names: not a DNS name).
-OFF_PATTERN = {IDENTITY_NAME: "two words"}
+OFF_PATTERN = {IDENTITY_NAME: "two words", USER_NAME: "*"}
 
 
 def limits(schema: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -399,3 +403,10 @@ def test_the_operator_refuses_a_bad_environment_value_at_start_up(
         f"error: invalid settings: {name} = {value!r} (from {variable}): allowed: {words}"
     )
     assert "Traceback" not in done.stderr
+
+
+def test_the_default_user_reaches_the_engine() -> None:
+    """``DEFAULT_USER`` is who a pod without identity counts for in the engine's user limits."""
+    state = make_state(Settings(identity="test", default_user="anonymous"))
+    assert state.engine.settings.default_user == "anonymous"
+    assert state.engine.user_limits().default_user == "anonymous"

@@ -10,7 +10,15 @@ exposed: counters with ``_total``, histograms by their base name). Families and 
   cores, memory (and other byte resources) in bytes, anything else in its plain unit. An unset
   figure (e.g. no ``max`` for the resource: unlimited) has no series; so has a value at the
   operator's own "no limit" sentinels. The default tree is ``tree=""``.
-* ``elastic_quota_gated_pods{quota}``: pods the admission gate holds back (last gating round).
+* per user (group) and quota, from the user limits' frozen view at scrape time (``users``; active
+  replica only): ``elastic_quota_user_used{tree, quota, user, resource}``,
+  ``elastic_quota_user_applications{tree, quota, user}``, the limit in force
+  ``elastic_quota_user_limit{tree, quota, user, resource}`` and
+  ``elastic_quota_user_max_applications{tree, quota, user}``, the ``_group_`` twins with a
+  ``group`` label; at most ``USER_METRICS_MAX_PER_QUOTA`` users (groups) per quota, the rest
+  summed under ``(other)``, counted by ``elastic_quota_user_subjects_folded{kind}``.
+* ``elastic_quota_gated_pods{quota, reason}``: pods the admission gate holds back (last gating
+  round), by reason: ``quota``, ``user-limit``, ``group-limit``.
 * ``elastic_quota_evictions_total{quota, result}``: ``evicted``, ``blocked`` (a
   PodDisruptionBudget's 429), ``gone`` (404: already deleted), ``failed`` (any other error);
   revocation and in-quota preemption alike.

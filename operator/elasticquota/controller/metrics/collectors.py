@@ -16,11 +16,14 @@ of their trees because they are broken.
 
 At 10,000 quotas a scrape builds and encodes some 70,000 series, far beyond the event loop's
 ~100-ms budget, so ``/metrics`` encodes in a worker thread. What must be read on the loop (the
-leader flag, readiness, the problem count, which brings the engine's topology up to date, and
-the references to each tree's results) is captured there first (``capture_view``) and handed to
-the thread in ``SCRAPE_VIEW``; the results a view holds are never changed afterwards (a tree pass
-publishes a new mapping), so the thread reads them safely. Without a captured view (a direct
+leader flag, readiness, the problem count, which brings the engine's topology up to date, the
+references to each tree's results, and the frozen view of the user limits) is captured there
+first (``capture_view``) and handed to the thread in ``SCRAPE_VIEW``; the results and the user
+limits a view holds are never changed afterwards (a tree pass publishes a new mapping, the engine
+freezes a new view), so the thread reads them safely. Without a captured view (a direct
 ``generate_latest`` on the loop, e.g. in tests) the collectors capture one themselves.
+
+``UserLimitCollector`` (``users``) turns that view into the per-user and per-group gauges.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from elasticquota.core.keys import QUOTA_KIND
 from elasticquota.core.models import Problem
 from elasticquota.core.quantity import CPU, is_unlimited
 from elasticquota.core.results import QuotaResult
+from elasticquota.core.userlimits.tracker import UserLimitsView
 
 if TYPE_CHECKING:
     from elasticquota.controller.state import ControllerState
@@ -58,9 +62,11 @@ class ScrapeView:
     leading: bool
     ready: bool
     invalid_quotas: int
-    gated: tuple[tuple[str, int], ...]
+    gated: tuple[tuple[tuple[str, str], int], ...]
     #: Each tree's latest results, by tree id (mappings that are never changed once published).
     results: tuple[tuple[str, Mapping[str, QuotaResult]], ...]
+    #: The user and group limits and usage, frozen (a view that never changes).
+    user_limits: UserLimitsView
 
 
 def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
@@ -71,6 +77,7 @@ def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
         invalid_quotas=invalid_quotas(state),
         gated=tuple(sorted(state.gated.items())),
         results=tuple(sorted(state.results.items())),
+        user_limits=state.engine.user_limits(),  # O(buckets): topology already brought up to date
     )
 
 
@@ -78,7 +85,8 @@ def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
 SCRAPE_VIEW: ContextVar[ScrapeView | None] = ContextVar("scrape_view", default=None)
 
 
-def _view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
+def scrape_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
+    """The view captured for this scrape, else one captured now."""
     return SCRAPE_VIEW.get() or capture_view(state, leading)
 
 
@@ -116,7 +124,7 @@ class QuotaCollector:
 
     def collect(self) -> Iterator[Metric]:
         families = _quota_families()
-        view = _view(self._state, self._leading)
+        view = scrape_view(self._state, self._leading)
         if view.leading:
             for result in self._existing_results(view):
                 for name, (field, _) in QUOTA_FIGURES.items():
@@ -156,17 +164,17 @@ class StateCollector:
         yield GaugeMetricFamily(LEADER, _LEADER_HELP)
         yield GaugeMetricFamily(READY, _READY_HELP)
         yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP)
-        yield GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota"])
+        yield GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota", "reason"])
 
     def collect(self) -> Iterator[Metric]:
-        view = _view(self._state, self._leading)
+        view = scrape_view(self._state, self._leading)
         yield GaugeMetricFamily(LEADER, _LEADER_HELP, value=int(view.leading))
         yield GaugeMetricFamily(READY, _READY_HELP, value=int(view.ready))
         yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP, value=view.invalid_quotas)
-        gated = GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota"])
+        gated = GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota", "reason"])
         if view.leading:
-            for quota, count in view.gated:
-                gated.add_metric([quota], count)
+            for (quota, reason), count in view.gated:
+                gated.add_metric([quota, reason], count)
         yield gated
 
 
@@ -176,4 +184,7 @@ _READY_HELP = (
     "down for less than a few seconds), else 0"
 )
 _INVALID_HELP = "ElasticQuota objects left out of their tree because they are broken"
-_GATED_HELP = "Pods held back by the admission gate at the last gating round, per quota"
+_GATED_HELP = (
+    "Pods held back by the admission gate at the last gating round, per quota and reason "
+    "(quota, user-limit, group-limit)"
+)

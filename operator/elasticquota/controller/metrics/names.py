@@ -30,6 +30,24 @@ QUOTA_FIGURES: Final = {
 }
 QUOTA_LABELS: Final = ("tree", "quota", "namespace", "parent", "resource")
 
+# -- per user (group) and quota, read from the user limits' frozen view at scrape time ---------
+
+USER_USED: Final = "elastic_quota_user_used"
+USER_APPLICATIONS: Final = "elastic_quota_user_applications"
+USER_LIMIT: Final = "elastic_quota_user_limit"
+USER_MAX_APPLICATIONS: Final = "elastic_quota_user_max_applications"
+GROUP_USED: Final = "elastic_quota_group_used"
+GROUP_APPLICATIONS: Final = "elastic_quota_group_applications"
+GROUP_LIMIT: Final = "elastic_quota_group_limit"
+GROUP_MAX_APPLICATIONS: Final = "elastic_quota_group_max_applications"
+#: Users (groups) per quota folded into ``(other)`` by the cardinality guard, at this scrape.
+USER_SUBJECTS_FOLDED: Final = "elastic_quota_user_subjects_folded"
+#: The four families of each kind of subject: used, applications, limit, max applications.
+SUBJECT_FAMILIES: Final = {
+    "user": (USER_USED, USER_APPLICATIONS, USER_LIMIT, USER_MAX_APPLICATIONS),
+    "group": (GROUP_USED, GROUP_APPLICATIONS, GROUP_LIMIT, GROUP_MAX_APPLICATIONS),
+}
+
 # -- the operator's state, read at scrape time ---------------------------------------------------
 
 GATED_PODS: Final = "elastic_quota_gated_pods"
@@ -67,6 +85,9 @@ WATCH_RELISTS: Final = "elastic_quota_watch_relists_total"
 METRIC_NAMES: Final = frozenset(
     {
         *QUOTA_FIGURES,
+        *SUBJECT_FAMILIES["user"],
+        *SUBJECT_FAMILIES["group"],
+        USER_SUBJECTS_FOLDED,
         GATED_PODS,
         LEADER,
         READY,
@@ -101,6 +122,12 @@ EVICTION_RESULTS: Final = (EVICTED, BLOCKED, GONE, FAILED)
 ADMITTED: Final = "admitted"
 DENIED: Final = "denied"
 ADMISSION_RESULTS: Final = (ADMITTED, DENIED)
+
+#: ``elastic_quota_gated_pods{reason}``: what holds the pods back.
+HELD_BY_QUOTA: Final = "quota"
+HELD_BY_USER_LIMIT: Final = "user-limit"
+HELD_BY_GROUP_LIMIT: Final = "group-limit"
+HELD_REASONS: Final = (HELD_BY_QUOTA, HELD_BY_USER_LIMIT, HELD_BY_GROUP_LIMIT)
 
 #: ``elastic_quota_webhook_requests_total{result}``.
 ALLOWED: Final = "allowed"

@@ -36,6 +36,7 @@ from elasticquota.controller.metrics.names import (
     WEBHOOK_REQUESTS,
 )
 from elasticquota.controller.metrics.readers import ReaderCollector
+from elasticquota.controller.metrics.users import DEFAULT_USERS_PER_QUOTA, UserLimitCollector
 
 if TYPE_CHECKING:
     from elasticquota.controller.state import ControllerState
@@ -93,9 +94,16 @@ class Metrics:
         info = Gauge(INFO, "The operator's version (always 1)", ["version"], registry=on)
         info.labels(version=__version__).set(1)
 
-    def watch(self, state: ControllerState, leading: asyncio.Event) -> None:
-        """Serve the gauges read from ``state`` at scrape time (per quota, leader, ready, ...)."""
+    def watch(
+        self,
+        state: ControllerState,
+        leading: asyncio.Event,
+        users_per_quota: int = DEFAULT_USERS_PER_QUOTA,
+    ) -> None:
+        """Serve the gauges read from ``state`` at scrape time (per quota, per user and group,
+        leader, ready, ...); ``users_per_quota``: the user metrics' cardinality guard."""
         self.registry.register(QuotaCollector(state, leading))
+        self.registry.register(UserLimitCollector(state, leading, users_per_quota))
         self.registry.register(StateCollector(state, leading))
         self.registry.register(ReaderCollector(state))
 

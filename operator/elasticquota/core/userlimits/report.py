@@ -34,9 +34,9 @@ def capped(lines: Iterable[SubjectUsage], per_quota: int) -> tuple[list[SubjectU
             continue
         folded += len(rest)
         used: dict[str, int] = {}
-        applications: frozenset[str] = frozenset()
+        applications: set[str] = set()  # grown in place: a frozenset union copies it each time
         for line in rest:
             used = add(used, line.used)
-            applications |= line.applications
-        kept.append(SubjectUsage(kind, OTHER, quota, used, applications, None, None))
+            applications.update(line.applications)
+        kept.append(SubjectUsage(kind, OTHER, quota, used, frozenset(applications), None, None))
     return kept, folded

@@ -165,6 +165,10 @@ class UserLimitsView:
         lines = [line for ledger in self._ledgers.values() for line in ledger.usage()]
         return sorted(lines, key=lambda line: (line.kind, line.name, line.quota))
 
+    def usage_by_tree(self) -> list[tuple[str, list[SubjectUsage]]]:
+        """Each tree's usage lines, by tree id (the metrics label them with their tree)."""
+        return [(tree, self._ledgers[tree].usage()) for tree in sorted(self._ledgers)]
+
     def usage_document(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
         """``plan -o json``'s ``users`` and ``groups`` over every tree."""
         document: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"users": {}, "groups": {}}
