@@ -29,6 +29,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.certs import self_signed_certificate
+from elasticquota.controller.identity import workload_webhooks
 from elasticquota.core import keys
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION, patch_quota
 
@@ -92,6 +93,16 @@ class WebhookOperator:
                     raise
 
 
+def registered_names(suffix: str) -> list[list[str]]:
+    """The webhook names of the validating and the mutating configuration the operator manages:
+    the quota and pod webhooks, and the workloads' identity webhooks (controller.identity)."""
+    workloads = [f"{webhook}.{suffix}" for _, webhook, _ in workload_webhooks()]
+    return [
+        [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
+        sorted([f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}", *workloads]),
+    ]
+
+
 @contextlib.asynccontextmanager
 async def running(api: client.ApiClient, operator: WebhookOperator) -> AsyncIterator[None]:
     """The operator runs inside; afterwards its configurations are gone, whatever happened."""
@@ -145,10 +156,7 @@ async def test_the_api_server_refuses_what_the_rules_refuse_and_fills_defaults(
 ) -> None:
     await wait_serving(api, webhooks)
     suffix = webhooks.configuration
-    assert await webhooks.configurations(api) == [
-        [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
-        [f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}"],
-    ]
+    assert await webhooks.configurations(api) == registered_names(suffix)
     namespace = harness.unique("admit")
     await harness.ensure_namespace(api, namespace)
     dept, team, other = harness.unique("dept"), harness.unique("team"), harness.unique("other")
@@ -319,10 +327,7 @@ async def crashed_with_configurations(api: client.ApiClient, operator: WebhookOp
     await wait_serving(api, operator)
     operator.process.kill()
     suffix = operator.configuration
-    assert await operator.configurations(api) == [
-        [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],
-        [f"mutate-elasticquota.{suffix}", f"mutate-pod.{suffix}"],
-    ]
+    assert await operator.configurations(api) == registered_names(suffix)
 
 
 async def test_a_crashed_operator_blocks_no_pod_and_every_quota_write(
@@ -342,6 +347,7 @@ async def test_a_crashed_operator_blocks_no_pod_and_every_quota_write(
             f"mutate-elasticquota.{suffix}": "Fail",
             f"validate-pod.{suffix}": "Ignore",
             f"mutate-pod.{suffix}": "Ignore",
+            **{f"{webhook}.{suffix}": "Ignore" for _, webhook, _ in workload_webhooks()},
         }
         team = harness.quota_manifest(namespace, harness.unique("team"), {"cpu": "1"}, {"cpu": "2"})
         await create_quota(api, team)

@@ -22,11 +22,14 @@ from test_admission_webhooks import WebhookOperator, running, wait_serving
 
 from elasticquota.core.keys import ANNO_USER_INFO
 from elasticquota.core.userlimits.identity import Identity, read_identity
+from elasticquota.core.userlimits.stamping import DEFAULT_TRUSTED_USERS
 from elasticquota.kube.client import make_api_client
 
 pytestmark = pytest.mark.timeout(300)
 
 ALIAS = "yunikorn.apache.org/user.info"
+#: The user of the local control plane's kubeconfig (eqdev.cluster), which its controllers use.
+ADMIN = "elastic-quota-admin"
 SUE = Identity("sue", ("dev",))
 
 
@@ -85,7 +88,11 @@ def deployment(namespace: str, name: str, annotations: dict[str, str]) -> dict[s
 async def test_pods_and_deployments_run_for_whoever_created_them(
     api: client.ApiClient, as_sue: client.ApiClient, namespace: str
 ) -> None:
-    operator = WebhookOperator()
+    # The local control plane's controller manager runs with the admin's credentials (a real
+    # one runs as system:kube-controller-manager or kube-system's service accounts, trusted by
+    # default): trust it too, as a cluster whose controllers run otherwise would.
+    controllers = json.dumps([*DEFAULT_TRUSTED_USERS, ADMIN])
+    operator = WebhookOperator(env={"ELASTIC_QUOTA_TRUSTED_IDENTITY_USERS": controllers})
     async with running(api, operator):
         await wait_serving(api, operator)
         mine = client.CoreV1Api(as_sue)
