@@ -124,9 +124,9 @@ class Writer:
         logger.debug("wrote %s/%s", namespace, name)
 
     def _keep(self, body: dict[str, Any] | None) -> None:
-        """The object as the cluster has it after a write (nothing when nothing was sent)."""
-        if body is not None:
-            self._state.on_quota(body)
+        """The object as the cluster has it after a write (nothing when nothing was sent): kept
+        for the next diff, not taken in (the watch brings it to the reader)."""
+        self._state.keep_written(body)
 
 
 def pending_writes(
