@@ -34,6 +34,7 @@ from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
+from elasticquota.controller.identity import WORKLOADS, workload_webhooks
 from elasticquota.controller.reserved import reserved_manifests
 from elasticquota.controller.runner import build_registry, kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
@@ -87,6 +88,10 @@ def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
 # -- registration ---------------------------------------------------------------------------------
 
 
+#: The workload webhooks' ids (user limits: each stamps its pod template's identity).
+WORKLOAD_IDS = [webhook for _, webhook, _ in workload_webhooks()]
+
+
 def registered(state: ControllerState, settings: Settings) -> dict[str, Registration]:
     """The admission handlers the operator registers with Kopf, by id."""
     _, admission = build_registry(state, settings)
@@ -99,13 +104,17 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert registered(state, make_settings()) == {}
     assert kopf_settings(make_settings()).admission.server is None
     handlers = registered(state, make_settings(webhook_port=9443))
-    assert sorted(handlers) == sorted([VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD])
+    assert sorted(handlers) == sorted(
+        [VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD, *WORKLOAD_IDS]
+    )
     assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
     assert sorted(handlers[VALIDATE_QUOTA].operations) == ["CREATE", "DELETE", "UPDATE"]
     assert list(handlers[MUTATE_QUOTA].operations) == ["CREATE"]
     assert sorted(handlers[VALIDATE_POD].operations) == ["CREATE", "UPDATE"]
     assert list(handlers[MUTATE_POD].operations) == ["CREATE"]
-    assert [h.id for h in handlers.values() if h.mutating] == [MUTATE_QUOTA, MUTATE_POD]
+    assert all(sorted(handlers[id_].operations) == ["CREATE", "UPDATE"] for id_ in WORKLOAD_IDS)
+    mutating = [h.id for h in handlers.values() if h.mutating]
+    assert mutating == [MUTATE_QUOTA, MUTATE_POD, *WORKLOAD_IDS]
 
 
 def failure_policies(state: ControllerState, settings: Settings) -> dict[str, str]:
@@ -120,6 +129,7 @@ def test_quota_webhooks_fail_closed_and_pod_webhooks_fail_open_by_default(
 ) -> None:
     assert failure_policies(state, make_settings(webhook_port=1)) == {
         VALIDATE_QUOTA: "Fail", MUTATE_QUOTA: "Fail", VALIDATE_POD: "Ignore", MUTATE_POD: "Ignore",
+        **dict.fromkeys(WORKLOAD_IDS, "Ignore"),
     }  # fmt: skip
 
 
@@ -133,6 +143,7 @@ def test_each_kind_of_webhook_has_its_own_failure_policy(
     )
     assert failure_policies(state, settings) == {
         VALIDATE_QUOTA: quotas, MUTATE_QUOTA: quotas, VALIDATE_POD: pods, MUTATE_POD: pods,
+        **dict.fromkeys(WORKLOAD_IDS, pods),
     }  # fmt: skip
 
 
@@ -166,6 +177,10 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
     resources = [
         kopf.Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
         kopf.Resource("", "v1", "pods", kind="Pod", namespaced=True),
+        *(
+            kopf.Resource(group, "v1", plural, kind=kind, namespaced=True)
+            for group, plural, kind in WORKLOADS
+        ),
     ]
     selectors = {}
     for reason in WebhookType:
@@ -188,6 +203,8 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
         "mutate-elasticquota.eq.example.dev": None,
         "validate-pod.eq.example.dev": pod_selector,
         "mutate-pod.eq.example.dev": pod_selector,
+        **{f"{id_}.eq.example.dev": pod_selector for id_ in WORKLOAD_IDS[:-1]},
+        f"{WORKLOAD_IDS[-1]}.eq.example.dev": None,  # batch/v1beta1: not served here
     }
 
 
