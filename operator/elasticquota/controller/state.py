@@ -1,11 +1,13 @@
 """The operator's memory: the engine, the objects as last seen, and the signals for the loops.
 
-Handlers call ``on_*`` with raw bodies; nothing here does I/O. Each change updates the engine (which
-marks trees dirty) and sets an asyncio event that wakes the loop responsible (tree reconcilers,
-profile controller); the names of the quota objects seen are kept until the reconciler routes them
-to their tree's loop (``take_changed_quotas``). ``synced`` is set once the initial listing of every
-watched kind is in memory: no loop writes before it, so a restart never writes from a half-known
-cluster.
+The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
+way in, where objects are parsed and stored. The write path only keeps the object a write returned
+for the next diff (``keep_written``), without parsing it or waking anything. Nothing here does
+I/O. Each change updates the engine (which marks trees dirty) and sets an asyncio event that wakes
+the loop responsible (tree reconcilers, profile controller); the names of the quota objects seen
+are kept until the reconciler routes them to their tree's loop (``take_changed_quotas``).
+``synced`` is set once the initial listing of every watched kind is in memory: no loop writes
+before it, so a restart never writes from a half-known cluster.
 
 The loops leave what the metrics read at scrape time here too: each tree's latest results, the
 pods the gate holds per quota, and when the first pod event made a tree out of date (monotonic
@@ -117,7 +119,7 @@ def _input_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(slots=True)
 class ControllerState:
-    """Everything the loops read; fed by the Kopf handlers."""
+    """Everything the loops read; fed by the readers."""
 
     engine: QuotaEngine
     ignore_namespaces: frozenset[str] = frozenset()
