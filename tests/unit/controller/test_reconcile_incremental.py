@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from background import reconciling
 
-from elasticquota.controller import reconcile
+from elasticquota.controller import writer as writer_module
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import TreeLoop, Writer, pending_writes
+from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 
@@ -42,7 +43,7 @@ def diffed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         names.append(result.name)
         return quota_write(result, annotations, status)
 
-    monkeypatch.setattr(reconcile, "quota_write", counted)
+    monkeypatch.setattr(writer_module, "quota_write", counted)
     return names
 
 
