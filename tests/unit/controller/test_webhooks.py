@@ -1,7 +1,7 @@
 """The admission webhooks' wiring: Kopf registrations, decisions over the operator's memory, the
 AdmissionReview round trip through Kopf, the server settings and the self-signed certificate.
 
-Rules (controller/webhooks.py): handlers are coroutines registered only when a webhook port is set,
+Rules (controller/webhooks/): handlers are coroutines registered only when a webhook port is set,
 the quota webhooks with the quota failure policy of the settings (Fail by default), the pod webhooks
 with the pod one (Ignore by default); a refusal is a ``kopf.AdmissionError`` (403) carrying every
 violation; before the initial listing the operator refuses (Fail) or abstains (Ignore), each kind by
