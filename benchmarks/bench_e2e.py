@@ -270,7 +270,7 @@ def main() -> None:
         apply_crds_sync(cluster.kubeconfig, default_crd_dir())
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
         port_file = tempfile.mkstemp(prefix="bench-operator-", suffix=".log")[1]
-        from eqdev.cluster.cluster import free_ports
+        from eqdev.cluster.commands import free_ports
 
         port = free_ports(1)[0]
         with open(port_file, "wb") as log:

@@ -69,7 +69,7 @@ from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.loader import Manifests
 from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
-from eqdev.cluster.cluster import free_ports
+from eqdev.cluster.commands import free_ports
 from scale_cluster import (
     LEAF_MAX,
     NAMESPACE,

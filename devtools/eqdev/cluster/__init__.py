@@ -15,13 +15,8 @@ command installs Prometheus' rule checker from Debian's ``prometheus`` package (
 """
 
 from eqdev.cluster.build import Binaries, BuildError, ensure_binaries
-from eqdev.cluster.cluster import (
-    ClusterError,
-    LocalCluster,
-    apply_crds,
-    apply_crds_sync,
-    default_crd_dir,
-)
+from eqdev.cluster.cluster import ClusterError, LocalCluster
+from eqdev.cluster.crds import apply_crds, apply_crds_sync, default_crd_dir
 
 __all__ = [
     "Binaries",

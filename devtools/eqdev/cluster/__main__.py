@@ -19,12 +19,8 @@ from pathlib import Path
 from types import FrameType
 
 from eqdev.cluster.build import BuildError, ensure_binaries, say
-from eqdev.cluster.cluster import (
-    ClusterError,
-    LocalCluster,
-    apply_crds_sync,
-    default_crd_dir,
-)
+from eqdev.cluster.cluster import ClusterError, LocalCluster
+from eqdev.cluster.crds import apply_crds_sync, default_crd_dir
 from eqdev.cluster.pki import PkiError
 from eqdev.cluster.promtool import ToolError, install_promtool
 

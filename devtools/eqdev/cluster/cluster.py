@@ -16,50 +16,48 @@ Choices that differ from a production control plane, and why:
   would otherwise taint them ``unreachable`` after 40 s and evict their pods after five minutes.
   Garbage collection, namespace deletion and the workload controllers run.
 
-:func:`apply_crds` creates or replaces CRDs through the API (kubernetes_asyncio, not kubectl) and
-waits until each is ``Established``.
+The project's CRDs are installed by :mod:`.crds`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
-import base64
 import contextlib
 import json
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import yaml
 
 from eqdev.cluster.build import Binaries, ensure_binaries, say
+from eqdev.cluster.commands import (
+    LOOPBACK,
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+    free_ports,
+    kubeconfig_document,
+    log_tail,
+)
 from eqdev.cluster.pki import Pki, create_pki
 
-LOOPBACK = "127.0.0.1"
-SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
-ENABLED_ADMISSION = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
-DISABLED_ADMISSION = ("ServiceAccount",)
 _T = TypeVar("_T")
 
 CONTROLLERS = ("*", "-serviceaccount-token", "-nodelifecycle")
-CONTEXT_NAME = "elastic-quota-local"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 POLL_INTERVAL = 0.1
 PORT_ATTEMPTS = 3
-LOG_TAIL_LINES = 30
 
 
 class ClusterError(RuntimeError):
@@ -68,121 +66,6 @@ class ClusterError(RuntimeError):
 
 class _PortTakenError(ClusterError):
     """A component lost the race for a port chosen as free; retried with new ports."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Pure helpers
-
-
-def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """``count`` distinct ports that are free on ``host`` right now (the OS picks them)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((host, 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def kubeconfig_document(server: str, ca_pem: bytes, token: str) -> dict[str, Any]:
-    """A kubeconfig with one cluster (CA data inline), one token user and one context."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": CONTEXT_NAME,
-                "cluster": {
-                    "server": server,
-                    "certificate-authority-data": base64.b64encode(ca_pem).decode("ascii"),
-                },
-            }
-        ],
-        "users": [{"name": CONTEXT_NAME, "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": CONTEXT_NAME,
-                "context": {"cluster": CONTEXT_NAME, "user": CONTEXT_NAME, "namespace": "default"},
-            }
-        ],
-        "current-context": CONTEXT_NAME,
-        "preferences": {},
-    }
-
-
-def etcd_args(etcd: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
-    client = f"http://{LOOPBACK}:{client_port}"
-    peer = f"http://{LOOPBACK}:{peer_port}"
-    return [
-        str(etcd),
-        "--name=default",
-        f"--data-dir={data_dir}",
-        f"--listen-client-urls={client}",
-        f"--advertise-client-urls={client}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=default={peer}",
-        "--unsafe-no-fsync",
-        "--logger=zap",
-        "--log-level=warn",
-    ]
-
-
-def apiserver_args(
-    apiserver: Path, pki: Pki, etcd_port: int, secure_port: int, cert_dir: Path
-) -> list[str]:
-    return [
-        str(apiserver),
-        f"--etcd-servers=http://{LOOPBACK}:{etcd_port}",
-        f"--bind-address={LOOPBACK}",
-        f"--advertise-address={LOOPBACK}",
-        f"--secure-port={secure_port}",
-        "--insecure-port=0",
-        f"--cert-dir={cert_dir}",
-        f"--tls-cert-file={pki.serving_cert}",
-        f"--tls-private-key-file={pki.serving_key}",
-        f"--client-ca-file={pki.ca_cert}",
-        f"--token-auth-file={pki.token_file}",
-        "--authorization-mode=RBAC",
-        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-        f"--service-account-key-file={pki.service_account_pub}",
-        f"--service-account-signing-key-file={pki.service_account_key}",
-        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
-        f"--enable-admission-plugins={','.join(ENABLED_ADMISSION)}",
-        f"--disable-admission-plugins={','.join(DISABLED_ADMISSION)}",
-        "--endpoint-reconciler-type=none",
-        "--allow-privileged=true",
-        "--profiling=false",
-    ]
-
-
-def controller_manager_args(
-    controller_manager: Path, kubeconfig: Path, pki: Pki, controllers: Sequence[str]
-) -> list[str]:
-    return [
-        str(controller_manager),
-        f"--kubeconfig={kubeconfig}",
-        "--leader-elect=false",
-        "--port=0",
-        "--secure-port=0",
-        "--use-service-account-credentials=false",
-        f"--service-account-private-key-file={pki.service_account_key}",
-        f"--root-ca-file={pki.ca_cert}",
-        f"--controllers={','.join(controllers)}",
-        "--profiling=false",
-    ]
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,102 +312,3 @@ class LocalCluster:
         if self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
             self._run_dir = None
-
-
-# ---------------------------------------------------------------------------------------------
-# CRDs
-
-
-def default_crd_dir() -> Path:
-    """The repository's ``crds/`` directory (or ``./crds`` when installed elsewhere)."""
-    in_repo = Path(__file__).resolve().parents[3] / "crds"
-    return in_repo if in_repo.is_dir() else Path.cwd() / "crds"
-
-
-def load_crds(crd_dir: Path) -> list[dict[str, Any]]:
-    """Every ``CustomResourceDefinition`` document in ``crd_dir/*.yaml`` (sorted by file name)."""
-    documents: list[dict[str, Any]] = []
-    for path in sorted(crd_dir.glob("*.yaml")):
-        with path.open(encoding="utf-8") as handle:
-            for document in yaml.safe_load_all(handle):
-                if (
-                    isinstance(document, dict)
-                    and document.get("kind") == "CustomResourceDefinition"
-                ):
-                    documents.append(document)
-    if not documents:
-        raise ClusterError(f"no CustomResourceDefinition found in {crd_dir}/*.yaml")
-    return documents
-
-
-def _established(crd: Any) -> tuple[bool, str | None]:
-    """Whether a CRD is Established, and why not if its names were rejected."""
-    conditions: Iterable[Any] = getattr(getattr(crd, "status", None), "conditions", None) or ()
-    for condition in conditions:
-        if condition.type == "NamesAccepted" and condition.status == "False":
-            return False, f"names not accepted: {condition.message}"
-        if condition.type == "Established" and condition.status == "True":
-            return True, None
-    return False, None
-
-
-def _api_error_message(error: Any) -> str:
-    """``HTTP 422: <the Status message>`` from a kubernetes_asyncio ApiException."""
-    try:
-        message = json.loads(error.body)["message"]
-    except (TypeError, ValueError, KeyError):
-        message = error.reason
-    return f"HTTP {error.status}: {message}"
-
-
-async def _create_or_replace(api: Any, document: dict[str, Any]) -> None:
-    from kubernetes_asyncio.client.exceptions import ApiException
-
-    name = str(document["metadata"]["name"])
-    try:
-        try:
-            await api.create_custom_resource_definition(body=document)
-        except ApiException as error:
-            if error.status != 409:
-                raise
-            existing = await api.read_custom_resource_definition(name)
-            version = existing.metadata.resource_version
-            body = {**document, "metadata": {**document["metadata"], "resourceVersion": version}}
-            await api.replace_custom_resource_definition(name, body=body)
-    except ApiException as error:
-        raise ClusterError(f"CRD {name} was refused: {_api_error_message(error)}") from None
-
-
-async def apply_crds(kubeconfig: Path, crd_dir: Path, *, timeout: float = 60.0) -> list[str]:
-    """Create or replace every CRD of ``crd_dir`` and wait until each is Established."""
-    from kubernetes_asyncio import client, config  # the operator's dependency; imported lazily
-
-    documents = load_crds(crd_dir)
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    async with client.ApiClient(configuration=configuration) as api_client:
-        api = client.ApiextensionsV1Api(api_client)
-        for document in documents:
-            await _create_or_replace(api, document)
-        names = [str(document["metadata"]["name"]) for document in documents]
-        deadline = time.monotonic() + timeout
-        for name in names:
-            await _wait_established(api, name, deadline)
-    return names
-
-
-async def _wait_established(api: Any, name: str, deadline: float) -> None:
-    while True:
-        established, problem = _established(await api.read_custom_resource_definition(name))
-        if established:
-            return
-        if problem is not None:
-            raise ClusterError(f"CRD {name}: {problem}")
-        if time.monotonic() > deadline:
-            raise ClusterError(f"CRD {name} is not Established in time")
-        await asyncio.sleep(POLL_INTERVAL)
-
-
-def apply_crds_sync(kubeconfig: Path, crd_dir: Path, *, timeout: float = 60.0) -> list[str]:
-    """:func:`apply_crds` for synchronous callers (runs its own event loop)."""
-    return asyncio.run(apply_crds(kubeconfig, crd_dir, timeout=timeout))

@@ -11,14 +11,6 @@ from typing import Any
 from elasticquota.core.userlimits.identity import application_id, read_identity
 
 
-def first_label(labels: Mapping[str, str], aliases: tuple[str, ...]) -> str:
-    """The value of the first alias set to a non-empty value, or ""."""
-    for key in aliases:
-        if labels.get(key):
-            return labels[key]
-    return ""
-
-
 def timestamp(text: str | None) -> float | None:
     """RFC 3339 to epoch seconds; a time without an offset is UTC, not the local time zone."""
     if not text:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from elasticquota.api.fields import first_label, pod_identity, timestamp
+from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.podfast import read_pod
 from elasticquota.api.schema import (
     ContainerView,
@@ -26,6 +26,7 @@ from elasticquota.api.schema import (
     ProfileView,
 )
 from elasticquota.core import keys
+from elasticquota.core.keys import first_label
 from elasticquota.core.models import (
     LabelRequirement,
     NodeInfo,
@@ -139,7 +140,7 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
         namespace=meta.namespace,
         min=minimum,
         max=maximum,
-        parent=first_label(labels, keys.LABEL_PARENT_ALIASES) or keys.ROOT_QUOTA,
+        parent=keys.parent_quota(labels),
         is_parent=labels.get(keys.LABEL_IS_PARENT) == "true",
         allow_lent=labels.get(keys.LABEL_ALLOW_LENT) != "false",
         tree_id=labels.get(keys.LABEL_TREE_ID, ""),

@@ -23,9 +23,10 @@ from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel
 
-from elasticquota.api.fields import first_label, pod_identity, timestamp
+from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.schema import ContainerView, ObjectMeta, PodSpecView, PodStatusView
 from elasticquota.core import keys
+from elasticquota.core.keys import first_label
 from elasticquota.core.models import PodInfo
 from elasticquota.core.quantity import CPU, parse_quantity
 from elasticquota.core.resources import ResourceList

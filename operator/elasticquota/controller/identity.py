@@ -24,7 +24,7 @@ from elasticquota.core.userlimits.stamping import TrustRules, stamp_identity
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from elasticquota.controller.webhooks import Admission
+    from elasticquota.controller.webhooks.admission import Admission
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ name with its owner (``core.topology.name_order``); what it remembers of who own
 lost at a restart, and creation times have a one-second resolution. So the owner of a shared name
 gets the annotation ``elasticquota.dev/name-owner`` holding its own uid: from then on the name stays
 with it across restarts and on every replica, whatever the creation times and uids say. The record
-is written once per owner (the write echoes back through the watch and the engine sees it), only
+is written once per owner (the object the write returns is kept for the next round, and the engine
+sees the record once the watch brings the object to the reader), only
 for names that are actually shared, and never by a standby (nor in a dry run, whose ``Cluster``
 sends nothing).
 """
@@ -36,6 +37,8 @@ class NameRecorder:
             stored = self._state.quotas.get((owner.namespace, owner.name))
             if stored is None or stored.uid != owner.uid:
                 continue  # gone or replaced meanwhile: the next topology decides again
+            if stored.annotations.get(ANNO_NAME_OWNER) == owner.uid:
+                continue  # written; the engine sees it once the watch brings it in
             patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: owner.uid}}}
             try:
                 body = await self._cluster.patch_quota(owner.namespace, owner.name, patch)
@@ -46,7 +49,7 @@ class NameRecorder:
                 continue
             if body is None:  # not sent (a dry run)
                 continue
-            self._state.on_quota(body)
+            self._state.keep_written(body)
             logger.info(
                 "%s owns the quota name %r that other quotas share: recorded (%s)",
                 owner.ref,

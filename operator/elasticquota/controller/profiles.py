@@ -105,13 +105,12 @@ class ProfileController(WritingLoop):
             created = await self._cluster.create_quota(desired)
             if created is not None:
                 logger.info("profile %s: created root quota %s", profile.ref, profile.quota_name)
-                self._state.on_quota(created)
+                self._state.keep_written(created)
             return
         patch = root_quota_patch(desired, current)
         if patch is not None:
             body = await self._cluster.patch_quota(profile.namespace, profile.quota_name, patch)
-            if body is not None:  # None: not sent (a dry run)
-                self._state.on_quota(body)
+            self._state.keep_written(body)  # None: not sent (a dry run)
 
     async def _label_profile(self, profile: ProfileSpec) -> None:
         """Write the computed tree id back onto the profile, as the reference does."""
@@ -120,8 +119,7 @@ class ProfileController(WritingLoop):
             return
         patch = {"metadata": {"labels": {keys.LABEL_TREE_ID: profile_tree_id(profile)}}}
         body = await self._cluster.patch_profile(profile.namespace, profile.name, patch)
-        if body is not None:  # None: not sent (a dry run)
-            self._state.on_profile(body)
+        self._state.keep_written_profile(body)  # None: not sent (a dry run)
 
     async def _report(self, profile: ProfileSpec, message: str) -> None:
         involved = {

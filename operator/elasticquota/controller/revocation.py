@@ -215,8 +215,7 @@ class RevocationController(WritingLoop):
             self._outage.failed(f"the over-use record of {result.name}", error)
             return
         self._outage.succeeded()
-        if body is not None:  # None: not sent (a dry run)
-            self._state.on_quota(body)
+        self._state.keep_written(body)  # None: not sent (a dry run)
 
     async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
         summary = over_use_summary(result)

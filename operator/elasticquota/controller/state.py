@@ -1,11 +1,13 @@
 """The operator's memory: the engine, the objects as last seen, and the signals for the loops.
 
-Handlers call ``on_*`` with raw bodies; nothing here does I/O. Each change updates the engine (which
-marks trees dirty) and sets an asyncio event that wakes the loop responsible (tree reconcilers,
-profile controller); the names of the quota objects seen are kept until the reconciler routes them
-to their tree's loop (``take_changed_quotas``). ``synced`` is set once the initial listing of every
-watched kind is in memory: no loop writes before it, so a restart never writes from a half-known
-cluster.
+The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
+way in, where objects are parsed and stored. The write path only keeps the object a write returned
+for the next diff (``keep_written``), without parsing it or waking anything. Nothing here does
+I/O. Each change updates the engine (which marks trees dirty) and sets an asyncio event that wakes
+the loop responsible (tree reconcilers, profile controller); the names of the quota objects seen
+are kept until the reconciler routes them to their tree's loop (``take_changed_quotas``).
+``synced`` is set once the initial listing of every watched kind is in memory: no loop writes
+before it, so a restart never writes from a half-known cluster.
 
 The loops leave what the metrics read at scrape time here too: each tree's latest results, the
 pods the gate holds per quota, and when the first pod event made a tree out of date (monotonic
@@ -117,7 +119,7 @@ def _input_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(slots=True)
 class ControllerState:
-    """Everything the loops read; fed by the Kopf handlers."""
+    """Everything the loops read; fed by the readers."""
 
     engine: QuotaEngine
     ignore_namespaces: frozenset[str] = frozenset()
@@ -147,6 +149,10 @@ class ControllerState:
     #: what changed since it last looked (``quota_changes_since``), not all 10,000 of them.
     quota_changes: dict[ObjectKey, int] = field(default_factory=dict)
     quota_sequence: int = 0
+    #: Per quota object: the object whose inputs the engine holds (the reader parsed it). The
+    #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
+    #: decides whether a quota is parsed again.
+    parsed: dict[ObjectKey, QuotaObject] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -158,13 +164,15 @@ class ControllerState:
 
     def on_quota(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
-        previous = self.quotas.get((quota.namespace, quota.name))
-        self.quotas[(quota.namespace, quota.name)] = quota
-        self._note_quota_change((quota.namespace, quota.name))
+        key = (quota.namespace, quota.name)
+        previous = self.parsed.get(key)
+        self.quotas[key] = quota
+        self._note_quota_change(key)
         self.changed_quotas.add(quota.name)
         if previous is not None and previous.same_inputs(quota):
             self._trees_changed()  # the object is diffed again, the engine holds its spec
             return
+        self.parsed[key] = quota
         spec, problems = parse_quota(body)
         self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
         identity = quota_identity(body) if spec is None else None
@@ -181,6 +189,7 @@ class ControllerState:
     def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
         quota = QuotaObject.from_body(body)
         self.quotas.pop((quota.namespace, quota.name), None)
+        self.parsed.pop((quota.namespace, quota.name), None)
         self._note_quota_change((quota.namespace, quota.name))
         self.changed_quotas.add(quota.name)
         self.parse_problems.pop(f"ElasticQuota {quota.namespace}/{quota.name}", None)
@@ -240,6 +249,29 @@ class ControllerState:
         self.profiles.pop(key, None)
         self.profile_labels.pop(key, None)
         self.profiles_changed.set()
+
+    # -- the write path's answers ---------------------------------------------------------------
+
+    def keep_written(self, body: Mapping[str, Any] | None) -> None:
+        """Keep the object a write returned as the one the next diff reads (None: nothing was
+        sent, as in a dry run), so that a pass right after shows what was written. Not intake:
+        nothing is parsed, no loop is woken, the engine is untouched; the watch brings the same
+        object to ``on_quota``, which parses it if its inputs changed and has it diffed again."""
+        if body is None:
+            return
+        quota = QuotaObject.from_body(body)
+        self.quotas[(quota.namespace, quota.name)] = quota
+
+    def keep_written_profile(self, body: Mapping[str, Any] | None) -> None:
+        """``keep_written`` for a profile: its labels as the write left them (what the profile
+        controller checks before labelling); the watch brings the profile itself to
+        ``on_profile``."""
+        if body is None:
+            return
+        metadata = body.get("metadata") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        if key in self.profiles:
+            self.profile_labels[key] = dict(metadata.get("labels") or {})
 
     # -- relists: memory becomes exactly what a complete list returned ----------------------
 

@@ -4,7 +4,8 @@ Koordinator's keys are the default; the seed document's older names are accepted
 reading. Keys under ``elasticquota.dev/`` are this project's extensions.
 """
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 PREFIX: Final = "quota.scheduling.koordinator.sh"
 
@@ -82,3 +83,24 @@ PROFILE_ROOT_MAX: Final = 4611686018427387
 DEFAULT_PROFILE_RESOURCE_KEYS: Final = ("cpu", "memory")
 
 DEFAULT_TREE: Final = ""
+
+
+# -- reading keys that have aliases (the one place each alias is resolved) ------------------------
+
+
+def first_label(labels: Mapping[str, Any], aliases: tuple[str, ...]) -> str:
+    """The value of the first alias set to a non-empty value, or ""."""
+    for key in aliases:
+        if labels.get(key):
+            return str(labels[key])
+    return ""
+
+
+def parent_label(labels: Mapping[str, Any]) -> str:
+    """The parent a quota's labels name (the label, or its older alias); "" when neither is set."""
+    return first_label(labels, LABEL_PARENT_ALIASES)
+
+
+def parent_quota(labels: Mapping[str, Any]) -> str:
+    """The parent of a quota other than the root: ``parent_label``, the root when unset."""
+    return parent_label(labels) or ROOT_QUOTA

@@ -45,8 +45,7 @@ def _parent(labels: Mapping[str, Any], set_labels: dict[str, str]) -> str:
     current = str(labels.get(keys.LABEL_PARENT) or "")
     if current:
         return current
-    alias = next((str(labels[k]) for k in keys.LABEL_PARENT_ALIASES if labels.get(k)), "")
-    set_labels[keys.LABEL_PARENT] = alias or keys.ROOT_QUOTA
+    set_labels[keys.LABEL_PARENT] = keys.parent_quota(labels)
     return set_labels[keys.LABEL_PARENT]
 
 

@@ -38,7 +38,7 @@ def _annotation(annotations: Mapping[str, str], key: str) -> ResourceList:
 
 def _parent_label(labels: Mapping[str, str]) -> str:
     """The parent label, or its older alias (as ``api.parse`` reads it); "" when absent."""
-    return next((labels[key] for key in keys.LABEL_PARENT_ALIASES if labels.get(key)), "")
+    return keys.parent_label(labels)
 
 
 def _result(body: Mapping[str, Any], tree: str) -> QuotaResult:

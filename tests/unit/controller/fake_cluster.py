@@ -57,6 +57,8 @@ class FakeCluster:
         self.latency = 0.0
         self.in_flight = 0
         self.max_in_flight = 0
+        #: Quotas and profiles as each write left them, not yet taken by ``watch``.
+        self._echoes: list[Body] = []
 
     # -- test helpers ---------------------------------------------------------------------------
 
@@ -83,6 +85,12 @@ class FakeCluster:
         """The names the calls of ``verb`` were about, in order."""
         return [name for called, _, name, _ in self.calls if called == verb]
 
+    def watch(self) -> list[Body]:
+        """The objects the writes since the last call changed, as a watch would bring them (one
+        per write, in order): the tests hand them to the state's readers' entry points."""
+        echoes, self._echoes = self._echoes, []
+        return echoes
+
     def writes(self) -> list[tuple[str, str, str, Any]]:
         """Calls that change something (everything but namespace creation)."""
         return [call for call in self.calls if call[0] != "ensure_namespace"]
@@ -104,11 +112,13 @@ class FakeCluster:
         if name in self.refused:
             raise ApiException(status=500, reason=f"refused: {name}")
 
-    @staticmethod
-    def _patched(store: dict[tuple[str, str], Body], key: tuple[str, str], patch: Body) -> Body:
+    def _patched(
+        self, store: dict[tuple[str, str], Body], key: tuple[str, str], patch: Body
+    ) -> Body:
         if key not in store:
             raise ApiException(status=404, reason="Not Found")
         store[key] = merge_patch(store[key], patch)
+        self._echoes.append(copy.deepcopy(store[key]))
         return copy.deepcopy(store[key])
 
     async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
@@ -128,6 +138,7 @@ class FakeCluster:
         created = copy.deepcopy(body)
         created["metadata"]["uid"] = f"uid-{key[0]}-{key[1]}"
         self.quotas[key] = created
+        self._echoes.append(copy.deepcopy(created))
         return copy.deepcopy(created)
 
     async def patch_profile(self, namespace: str, name: str, patch: Body) -> Body | None:

@@ -17,8 +17,9 @@ import pytest
 from elasticquota import __version__
 from elasticquota.controller.metrics import METRIC_NAMES, Metrics
 from elasticquota.controller.metrics.collectors import display_value
-from elasticquota.controller.reconcile import TreeLoop, Writer
+from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.settings import Settings
 

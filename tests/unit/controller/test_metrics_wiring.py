@@ -20,11 +20,12 @@ from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import EVICTION_RESULTS, FAILED
-from elasticquota.controller.reconcile import TreeLoop, Writer
+from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.runner import make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import MUTATE_POD, VALIDATE_POD, VALIDATE_QUOTA
+from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.core.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome

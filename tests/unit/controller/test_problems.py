@@ -20,8 +20,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.problems import REASON, ProblemReporter
-from elasticquota.controller.reconcile import Writer
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.settings import Settings
 

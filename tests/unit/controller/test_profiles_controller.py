@@ -187,8 +187,11 @@ async def test_a_missing_root_quota_is_created_and_the_profile_labelled(
     assert expected["spec"]["min"] == {"cpu": "16", "memory": "64Gi"}  # n1 + n2, not n3
     root = pool.quotas[("team", "gpu-root")]
     assert root.uid == "uid-team-gpu-root"  # the created object is the current one
-    assert TREE_ID in pool.engine.tree_ids()  # and the engine has the profile's tree
     assert pool.profile_labels[("team", "gpu")] == {keys.LABEL_TREE_ID: TREE_ID}
+    assert TREE_ID not in pool.engine.tree_ids()  # a write is not intake: the watch is
+    for body in cluster.watch():
+        (pool.on_quota if body["kind"] == "ElasticQuota" else pool.on_profile)(body)
+    assert TREE_ID in pool.engine.tree_ids()  # and the engine has the profile's tree
 
 
 @pytest.mark.looptime

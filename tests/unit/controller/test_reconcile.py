@@ -27,14 +27,14 @@ from yielding import yields_during
 
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import (
-    TreeLoop,
+from elasticquota.controller.reconcile import TreeLoop
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.writer import (
     Writer,
     moved_in_slices,
     pending_writes,
     pending_writes_in_slices,
 )
-from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write
 from elasticquota.core.engine import EngineSettings
@@ -229,7 +229,7 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
     writer = Writer(cluster, world, make_settings())
 
-    with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.reconcile"):
+    with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.writer"):
         outcomes = [await writer.write(change) for _ in range(4)]
 
     assert outcomes == [False, False, False, True]

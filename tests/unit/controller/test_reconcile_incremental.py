@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from background import reconciling
 
-from elasticquota.controller import reconcile
+from elasticquota.controller import writer as writer_module
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import TreeLoop, Writer, pending_writes
+from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
 from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
 
@@ -42,7 +43,7 @@ def diffed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         names.append(result.name)
         return quota_write(result, annotations, status)
 
-    monkeypatch.setattr(reconcile, "quota_write", counted)
+    monkeypatch.setattr(writer_module, "quota_write", counted)
     return names
 
 
@@ -75,19 +76,22 @@ def with_objects(state: ControllerState, tree_id: str) -> set[str]:
     return {name for name, result in results.items() if (result.namespace, name) in state.quotas}
 
 
-def route_echoes(state: ControllerState, loop: TreeLoop) -> None:
-    """What the dispatcher does with the objects seen since (here: our own writes' replies)."""
+def route_echoes(state: ControllerState, loop: TreeLoop, cluster: FakeCluster) -> None:
+    """The watch brings our own writes back to the reader; the dispatcher routes the objects
+    seen since to their tree's loop."""
+    for body in cluster.watch():
+        state.on_quota(body)
     loop.note_objects(state.take_changed_quotas())
 
 
 @pytest.fixture
-async def settled(world: ControllerState, context: LoopContext) -> TreeLoop:
+async def settled(world: ControllerState, context: LoopContext, cluster: FakeCluster) -> TreeLoop:
     """The default tree's loop, its writes all done and their echoes diffed."""
     loop = tree_loop(context)
     await loop.reconcile_once()
-    route_echoes(world, loop)
+    route_echoes(world, loop, cluster)
     await loop.reconcile_once()
-    route_echoes(world, loop)
+    route_echoes(world, loop, cluster)
     return loop
 
 
@@ -140,7 +144,7 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
     edited = cluster.quotas[("team", "leaf5")]
     edited["metadata"]["annotations"][keys.ANNO_REQUEST] = '{"cpu":"99"}'
     world.on_quota(edited)  # someone edits our annotation
-    route_echoes(world, loop)
+    route_echoes(world, loop, cluster)
     start = len(cluster.writes())
 
     await loop.reconcile_once()
@@ -150,7 +154,7 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
         ("patch_quota", "leaf5")
     ]
     diffed.clear()
-    route_echoes(world, loop)  # the reply of that write
+    route_echoes(world, loop, cluster)  # the reply of that write
     await loop.reconcile_once()
     assert diffed == ["leaf5"] and len(cluster.writes()) == start + 1
 
@@ -168,7 +172,7 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
     cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
-    route_echoes(world, loop)
+    route_echoes(world, loop, cluster)
     diffed.clear()
 
     assert await loop.reconcile_once()

@@ -122,6 +122,28 @@ def test_an_echo_of_our_own_write_is_not_parsed_again(
     assert "a" in solved(state)
 
 
+def test_what_a_write_returns_is_kept_for_the_diff_and_taken_in_only_by_the_reader(
+    state: ControllerState, k8s: Bodies
+) -> None:
+    """The write path never re-enters intake: the object a write returned is what the next diff
+    reads, but nothing is parsed or woken until the watch brings it to ``on_quota``, which parses
+    it since its inputs differ from those the engine holds."""
+    state.on_quota(k8s.quota("a", max={CPU: "4"}))
+    before = solved(state)["a"]
+    assert state.take_changed_quotas() == {"a"}
+    clear_events(state)
+    written = k8s.quota("a", max={CPU: "8"})
+    state.keep_written(written)
+    assert state.quotas[("team", "a")].spec["max"] == {CPU: "8"}
+    assert not state.trees_changed.is_set() and not state.profiles_changed.is_set()
+    assert state.take_changed_quotas() == set()
+    assert solved(state)["a"] == before  # the engine still holds what the reader gave it
+    state.keep_written(None)  # a dry run sent nothing
+    state.on_quota(written)  # the watch
+    assert state.trees_changed.is_set() and state.take_changed_quotas() == {"a"}
+    assert solved(state)["a"] != before
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -1,7 +1,7 @@
 """The admission webhooks' wiring: Kopf registrations, decisions over the operator's memory, the
 AdmissionReview round trip through Kopf, the server settings and the self-signed certificate.
 
-Rules (controller/webhooks.py): handlers are coroutines registered only when a webhook port is set,
+Rules (controller/webhooks/): handlers are coroutines registered only when a webhook port is set,
 the quota webhooks with the quota failure policy of the settings (Fail by default), the pod webhooks
 with the pod one (Ignore by default); a refusal is a ``kopf.AdmissionError`` (403) carrying every
 violation; before the initial listing the operator refuses (Fail) or abstains (Ignore), each kind by
@@ -34,7 +34,7 @@ from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
 
 from elasticquota.controller.certs import self_signed_certificate, split_names
-from elasticquota.controller.identity import workload_webhooks
+from elasticquota.controller.identity import WORKLOADS, workload_webhooks
 from elasticquota.controller.reserved import reserved_manifests
 from elasticquota.controller.runner import build_registry, kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
@@ -88,8 +88,8 @@ def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
 # -- registration ---------------------------------------------------------------------------------
 
 
-#: The identity webhooks of the workloads (controller.identity), in registration order.
-WORKLOAD_WEBHOOKS = [webhook for _, webhook, _ in workload_webhooks()]
+#: The workload webhooks' ids (user limits: each stamps its pod template's identity).
+WORKLOAD_IDS = [webhook for _, webhook, _ in workload_webhooks()]
 
 
 def registered(state: ControllerState, settings: Settings) -> dict[str, Registration]:
@@ -105,18 +105,16 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert kopf_settings(make_settings()).admission.server is None
     handlers = registered(state, make_settings(webhook_port=9443))
     assert sorted(handlers) == sorted(
-        [VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD, *WORKLOAD_WEBHOOKS]
+        [VALIDATE_QUOTA, MUTATE_QUOTA, MUTATE_POD, VALIDATE_POD, *WORKLOAD_IDS]
     )
     assert [h.id for h in handlers.values() if not inspect.iscoroutinefunction(h.fn)] == []
     assert sorted(handlers[VALIDATE_QUOTA].operations) == ["CREATE", "DELETE", "UPDATE"]
     assert list(handlers[MUTATE_QUOTA].operations) == ["CREATE"]
     assert sorted(handlers[VALIDATE_POD].operations) == ["CREATE", "UPDATE"]
     assert list(handlers[MUTATE_POD].operations) == ["CREATE"]
-    assert all(
-        list(handlers[each].operations) == ["CREATE", "UPDATE"] for each in WORKLOAD_WEBHOOKS
-    )
+    assert all(sorted(handlers[id_].operations) == ["CREATE", "UPDATE"] for id_ in WORKLOAD_IDS)
     mutating = [h.id for h in handlers.values() if h.mutating]
-    assert mutating == [MUTATE_QUOTA, MUTATE_POD, *WORKLOAD_WEBHOOKS]
+    assert mutating == [MUTATE_QUOTA, MUTATE_POD, *WORKLOAD_IDS]
 
 
 def failure_policies(state: ControllerState, settings: Settings) -> dict[str, str]:
@@ -131,7 +129,7 @@ def test_quota_webhooks_fail_closed_and_pod_webhooks_fail_open_by_default(
 ) -> None:
     assert failure_policies(state, make_settings(webhook_port=1)) == {
         VALIDATE_QUOTA: "Fail", MUTATE_QUOTA: "Fail", VALIDATE_POD: "Ignore", MUTATE_POD: "Ignore",
-        **dict.fromkeys(WORKLOAD_WEBHOOKS, "Ignore"),
+        **dict.fromkeys(WORKLOAD_IDS, "Ignore"),
     }  # fmt: skip
 
 
@@ -145,7 +143,7 @@ def test_each_kind_of_webhook_has_its_own_failure_policy(
     )
     assert failure_policies(state, settings) == {
         VALIDATE_QUOTA: quotas, MUTATE_QUOTA: quotas, VALIDATE_POD: pods, MUTATE_POD: pods,
-        **dict.fromkeys(WORKLOAD_WEBHOOKS, pods),
+        **dict.fromkeys(WORKLOAD_IDS, pods),
     }  # fmt: skip
 
 
@@ -179,7 +177,10 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
     resources = [
         kopf.Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
         kopf.Resource("", "v1", "pods", kind="Pod", namespaced=True),
-        kopf.Resource("apps", "v1", "deployments", kind="Deployment", namespaced=True),
+        *(
+            kopf.Resource(group, "v1", plural, kind=kind, namespaced=True)
+            for group, plural, kind in WORKLOADS
+        ),
     ]
     selectors = {}
     for reason in WebhookType:
@@ -189,8 +190,7 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
             name_suffix="eq.example.dev",
             client_config={"url": "https://operator"},
         ):
-            if webhook["rules"]:  # (Kopf lists a handler of no listed resource without rules)
-                selectors[webhook["name"]] = webhook.get("namespaceSelector")
+            selectors[webhook["name"]] = webhook.get("namespaceSelector")
     excluded = list(pod_webhook_excluded_namespaces(settings))
     assert {"eq-system", "kube-system"} <= set(excluded)
     pod_selector = {
@@ -203,7 +203,8 @@ def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_na
         "mutate-elasticquota.eq.example.dev": None,
         "validate-pod.eq.example.dev": pod_selector,
         "mutate-pod.eq.example.dev": pod_selector,
-        "mutate-workload-deployments.eq.example.dev": pod_selector,
+        **{f"{id_}.eq.example.dev": pod_selector for id_ in WORKLOAD_IDS[:-1]},
+        f"{WORKLOAD_IDS[-1]}.eq.example.dev": None,  # batch/v1beta1: not served here
     }
 
 

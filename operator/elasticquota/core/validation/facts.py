@@ -60,12 +60,7 @@ class QuotaFacts:
     @property
     def parent(self) -> str:
         """The parent's name: the label (or its alias), the virtual root when empty."""
-        if self.name == keys.ROOT_QUOTA:
-            return ""
-        for key in keys.LABEL_PARENT_ALIASES:
-            if self.labels.get(key):
-                return self.labels[key]
-        return keys.ROOT_QUOTA
+        return "" if self.name == keys.ROOT_QUOTA else keys.parent_quota(self.labels)
 
     @property
     def is_parent(self) -> bool:
@@ -158,12 +153,9 @@ def read_quota(raw: Mapping[str, Any]) -> tuple[QuotaFacts, list[Violation]]:
     return facts, found
 
 
-def _parent_label(raw: Mapping[str, Any]) -> str:
-    labels = _mapping(_mapping(raw.get("metadata")).get("labels"))
-    for key in keys.LABEL_PARENT_ALIASES:
-        if labels.get(key):
-            return str(labels[key])
-    return keys.ROOT_QUOTA
+def parent_of_body(raw: Mapping[str, Any]) -> str:
+    """The parent a raw quota's labels name (``keys.parent_quota``)."""
+    return keys.parent_quota(_mapping(_mapping(raw.get("metadata")).get("labels")))
 
 
 QuotaKey = tuple[str, str]

@@ -12,9 +12,9 @@ from elasticquota.core.validation.facts import (
     QuotaKey,
     _mapping,
     _namespaces,
-    _parent_label,
     _string_map,
     object_name,
+    parent_of_body,
     read_quota,
 )
 
@@ -51,7 +51,7 @@ class QuotaCatalog:
         self._raw[key] = raw
         self._by_name.setdefault(name, set()).add(key)
         if name != keys.ROOT_QUOTA:
-            self._children.setdefault(_parent_label(raw), {})[key] = name
+            self._children.setdefault(parent_of_body(raw), {})[key] = name
         annotations = _string_map(_mapping(raw.get("metadata")).get("annotations"))
         self._namespaces[key] = _namespaces(name, annotations, [])
         for namespace in self._namespaces[key]:
@@ -64,7 +64,7 @@ class QuotaCatalog:
         self._facts.pop(key, None)
         _discard(self._by_name, key[1], key)
         if key[1] != keys.ROOT_QUOTA:
-            siblings = self._children.get(_parent_label(raw), {})
+            siblings = self._children.get(parent_of_body(raw), {})
             siblings.pop(key, None)
         for namespace in self._namespaces.pop(key, ()):
             _discard(self._owners, namespace, key)

@@ -8,17 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from eqdev.cluster.cluster import (
-    ClusterError,
-    LocalCluster,
+from eqdev.cluster.cluster import ClusterError, LocalCluster
+from eqdev.cluster.commands import (
     apiserver_args,
     controller_manager_args,
-    default_crd_dir,
     etcd_args,
     free_ports,
     kubeconfig_document,
-    load_crds,
 )
+from eqdev.cluster.crds import default_crd_dir, load_crds
 from eqdev.cluster.pki import Pki
 
 PKI = Pki(

@@ -1,0 +1,135 @@
+"""What the admission webhooks read: the memory's quotas as a ``QuotaCatalog`` kept current
+incrementally, with the quotas admitted a moment ago that the watch has not delivered yet.
+
+Without the recent admissions a child created right after its parent would be refused because the
+parent "does not exist" yet (the reference likewise updates its topology on every accepted
+admission).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.core.timeslice import TimeSlice
+from elasticquota.core.validation import ClusterView, QuotaCatalog
+
+#: How long an admitted object stands in for what the watch has not delivered yet.
+RECENT_TTL = 30.0
+#: Quotas indexed between two yields when the catalog is built ahead of the first request.
+CATALOG_SLICE = 500
+
+
+def quota_body(quota: QuotaObject) -> dict[str, Any]:
+    """A quota of the memory as the raw object the rules read (no copies of the maps)."""
+    return {
+        "metadata": {
+            "name": quota.name,
+            "namespace": quota.namespace,
+            "labels": quota.labels,
+            "annotations": quota.annotations,
+        },
+        "spec": quota.spec,
+        "status": quota.status,
+    }
+
+
+@dataclass(slots=True)
+class Admitted:
+    body: Mapping[str, Any] | None  # None: deleted
+    #: What the memory held for this key when it was admitted: once that changes, the watch has
+    #: caught up and the memory is the truth again.
+    seen: QuotaObject | None
+    deadline: float
+
+
+class RecentAdmissions:
+    """Quotas admitted (created, updated, deleted) whose watch event has not arrived yet."""
+
+    def __init__(self, ttl: float = RECENT_TTL, clock: Callable[[], float] = time.monotonic):
+        self._ttl = ttl
+        self._clock = clock
+        self._entries: dict[ObjectKey, Admitted] = {}
+
+    def remember(
+        self, state: ControllerState, key: ObjectKey, body: Mapping[str, Any] | None
+    ) -> None:
+        self._entries[key] = Admitted(body, state.quotas.get(key), self._clock() + self._ttl)
+
+    def overlay(self, state: ControllerState) -> dict[ObjectKey, Mapping[str, Any] | None]:
+        """The admissions still ahead of the memory (stale ones are forgotten here)."""
+        now = self._clock()
+        for key, entry in list(self._entries.items()):
+            if now > entry.deadline or state.quotas.get(key) is not entry.seen:
+                del self._entries[key]
+        return {key: entry.body for key, entry in self._entries.items()}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class QuotaMirror:
+    """A ``QuotaCatalog`` that follows the memory (and the recent admissions) incrementally.
+
+    On each request only the quotas the memory changed since the last request
+    (``ControllerState.quota_changes_since``) and those an admission stands in for, now or at the
+    last request, are looked at; of those, the objects not already held (compared by identity: the
+    memory replaces a quota's object on every event) are re-indexed. A request costs what changed,
+    not a pass over 10,000 quotas.
+    """
+
+    def __init__(self, state: ControllerState, recent: RecentAdmissions) -> None:
+        self._state = state
+        self._recent = recent
+        self.catalog = QuotaCatalog()
+        self._held: dict[ObjectKey, object] = {}
+        self._sequence = 0
+        self._overlaid: set[ObjectKey] = set()
+
+    def refresh(self) -> QuotaCatalog:
+        overlay = self._recent.overlay(self._state)
+        changed = self._state.quota_changes_since(self._sequence)
+        self._sequence = self._state.quota_sequence
+        for key in {*changed, *overlay, *self._overlaid}:
+            source = overlay[key] if key in overlay else self._state.quotas.get(key)
+            self._hold(key, source)
+        self._overlaid = set(overlay)
+        return self.catalog
+
+    async def follow(self, size: int = CATALOG_SLICE) -> None:
+        """Index what the memory changed since the last request now, oldest first, yielding to
+        the event loop after ``size`` quotas or once a stretch has run for its time budget (the
+        admissions in flight are applied by the next request). The mirror's place in the change
+        log moves with each quota indexed, so a request (``refresh``) or another ``follow`` in
+        the meantime takes on only what this one has not reached yet."""
+        changes = self._state.quota_changes
+        pending = [
+            (key, changes[key]) for key in reversed(self._state.quota_changes_since(self._sequence))
+        ]
+        stretch = TimeSlice()
+        for position, (key, sequence) in enumerate(pending, start=1):
+            if sequence > self._sequence:
+                self._hold(key, self._state.quotas.get(key))
+                self._sequence = sequence
+            if position % size == 0 or stretch.due():
+                await asyncio.sleep(0)
+                stretch.restart()
+        await asyncio.sleep(0)
+
+    def _hold(self, key: ObjectKey, source: QuotaObject | Mapping[str, Any] | None) -> None:
+        if source is None:
+            if self._held.pop(key, None) is not None:
+                self.catalog.remove(key)
+        elif self._held.get(key) is not source:
+            body = quota_body(source) if isinstance(source, QuotaObject) else source
+            self.catalog.upsert(body)
+            self._held[key] = source
+
+
+def cluster_view(mirror: QuotaMirror, state: ControllerState) -> ClusterView:
+    """The quotas and pods as the operator knows them, recent admissions included."""
+    return ClusterView(mirror.refresh(), state.engine.pods.values(), state.engine.name_owner)

@@ -1,0 +1,112 @@
+"""The webhooks registered with Kopf: one table of ``Registration`` (id, mutating, operations,
+failure policy, handler), kept on ``Admission.registered`` for the tests and the configurations.
+
+Handlers are coroutines: Kopf would run synchronous ones in a thread pool, where reading the
+memory races the event loop that changes it. Kopf serves them at ``/<handler id>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from elasticquota.controller.identity import workload_handler, workload_webhooks
+from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks.admission import (
+    KOPF_OBJECTS,
+    MUTATE_POD,
+    MUTATE_QUOTA,
+    REFUSAL_ECHO,
+    VALIDATE_POD,
+    VALIDATE_QUOTA,
+    Admission,
+    Operation,
+    Registration,
+)
+from elasticquota.kube.quotas import QUOTAS
+from elasticquota.settings import Settings
+
+PODS = ("", "v1", "pods")
+
+
+def register_webhooks(
+    registry: kopf.OperatorRegistry,
+    state: ControllerState,
+    settings: Settings,
+    metrics: Metrics | None = None,
+) -> Admission:
+    """Register the admission handlers into ``registry`` (the server: ``configure_admission``);
+    what was registered is kept in ``Admission.registered``."""
+    admission = Admission(state, settings, metrics)
+    if REFUSAL_ECHO not in KOPF_OBJECTS.filters:
+        KOPF_OBJECTS.addFilter(REFUSAL_ECHO)
+    ignore = settings.webhook_failure_policy == "Ignore"
+    ignore_for_pods = settings.pod_webhook_failure_policy == "Ignore"
+
+    def register(resource: tuple[str, ...], handler: Registration) -> None:
+        on = kopf.on.mutate if handler.mutating else kopf.on.validate
+        on(
+            *resource,
+            id=handler.id,
+            operations=list(handler.operations),
+            ignore_failures=handler.ignore_failures,
+            registry=registry,
+        )(handler.fn)
+        admission.registered.append(handler)
+
+    async def validate_quota(
+        body: kopf.Body,
+        dryrun: bool,
+        subresource: str | None,
+        operation: str | None = None,
+        old: kopf.Body | None = None,
+        **_: Any,
+    ) -> None:
+        await admission.quotas.follow()  # a backlog of changed quotas: indexed in slices
+        admission.answer(
+            VALIDATE_QUOTA, subresource, admission.validate_quota, operation, body, old, dryrun
+        )
+
+    async def mutate_quota(
+        body: kopf.Body, patch: kopf.Patch, subresource: str | None, **_: Any
+    ) -> None:
+        await admission.quotas.follow()
+        admission.answer(MUTATE_QUOTA, subresource, admission.mutate_quota, body, patch)
+
+    async def mutate_pod(
+        body: kopf.Body,
+        patch: kopf.Patch,
+        subresource: str | None,
+        userinfo: kopf.UserInfo | None = None,
+        **_: Any,
+    ) -> None:
+        await admission.quotas.follow()
+        admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo)
+
+    async def validate_pod(
+        body: kopf.Body,
+        subresource: str | None,
+        operation: str | None = None,
+        old: kopf.Body | None = None,
+        dryrun: bool = False,
+        **_: Any,
+    ) -> None:
+        await admission.quotas.follow()
+        admission.answer(
+            VALIDATE_POD, subresource, admission.validate_pod, operation, body, old, dryrun
+        )
+
+    quota_operations: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
+    register(QUOTAS, Registration(VALIDATE_QUOTA, False, quota_operations, ignore, validate_quota))
+    register(QUOTAS, Registration(MUTATE_QUOTA, True, ("CREATE",), ignore, mutate_quota))
+    register(PODS, Registration(MUTATE_POD, True, ("CREATE",), ignore_for_pods, mutate_pod))
+    pod_operations: tuple[Operation, ...] = ("CREATE", "UPDATE")
+    register(PODS, Registration(VALIDATE_POD, False, pod_operations, ignore_for_pods, validate_pod))
+    for selector, webhook, kind in workload_webhooks():
+        handler = workload_handler(admission, webhook, kind)
+        register(
+            selector, Registration(webhook, True, ("CREATE", "UPDATE"), ignore_for_pods, handler)
+        )
+    return admission

@@ -1,0 +1,117 @@
+"""The webhooks' HTTPS server and the configurations Kopf manages for them.
+
+When ``webhook_configuration`` is set, Kopf creates the webhook configurations and keeps their URL
+and CA bundle current; a replica that stops cleanly removes its webhooks again (Kopf's
+non-persistent webhooks), one that crashes leaves them to the failure policy. The pod webhooks get
+a ``namespaceSelector`` on the ``kubernetes.io/metadata.name`` label (``pod_namespace_selector``),
+which API servers set on every namespace since 1.21 (on older ones a namespace without it is
+matched: label it yourself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+import kopf
+from kopf._core.engines import admission as kopf_admission
+
+from elasticquota.controller.certs import self_signed_certificate
+from elasticquota.controller.identity import WORKLOAD_RESOURCES
+from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
+from elasticquota.settings import Settings
+
+#: The label API servers put on every namespace since 1.21, its value the namespace's name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+class WebhookServer(kopf.WebhookServer):
+    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography``."""
+
+    @staticmethod
+    def build_certificate(
+        hostnames: Collection[str], password: str | None = None
+    ) -> tuple[bytes, bytes]:
+        return self_signed_certificate(hostnames, password)
+
+
+def webhook_server(settings: Settings) -> kopf.WebhookServer:
+    """The webhook server the settings describe: a provided certificate, else a self-signed one
+    for the advertised host and the listen address."""
+    return WebhookServer(
+        addr=settings.webhook_address,
+        port=settings.webhook_port,
+        host=settings.webhook_host,
+        certfile=settings.webhook_cert_file,
+        pkeyfile=settings.webhook_key_file,
+        cafile=settings.webhook_ca_file,
+    )
+
+
+def configure_admission(tuned: kopf.OperatorSettings, settings: Settings) -> None:
+    """Serve the webhooks, and manage their configurations unless someone else does (then with
+    the pod webhooks' namespaceSelector)."""
+    tuned.admission.server = webhook_server(settings)
+    tuned.admission.managed = settings.webhook_configuration or None
+    if settings.webhook_configuration:
+        _POD_EXCLUSIONS[settings.webhook_configuration] = pod_webhook_excluded_namespaces(settings)
+        kopf_admission.build_webhooks = build_webhooks_excluding_namespaces
+
+
+def pod_namespace_selector(excluded: Iterable[str]) -> dict[str, Any]:
+    """The pod webhooks' ``namespaceSelector``: every namespace but ``excluded``, by name label.
+
+    API servers label every namespace with its name since 1.21; a namespace without the label
+    (older servers) is matched, so the exclusion then needs the label set by hand."""
+    return {
+        "matchExpressions": [
+            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": sorted(excluded)}
+        ]
+    }
+
+
+def matches_pods(webhook: Mapping[str, Any]) -> bool:
+    """Whether a webhook of a configuration is called for pods (or a subresource of pods), or
+    for the workloads that make them (``controller.identity``)."""
+    kinds = {("", "pods"), *WORKLOAD_RESOURCES}
+    return any(
+        (group, str(resource).split("/")[0]) in kinds
+        for rule in webhook.get("rules") or []
+        for group in rule.get("apiGroups") or []
+        for resource in rule.get("resources") or []
+    )
+
+
+#: Kopf's own builder of the managed configurations' webhooks.
+_KOPF_BUILD_WEBHOOKS = kopf_admission.build_webhooks
+#: The pod webhooks' excluded namespaces, by managed configuration (Kopf's name suffix).
+_POD_EXCLUSIONS: dict[str, tuple[str, ...]] = {}
+
+
+def build_webhooks_excluding_namespaces(
+    handlers_: Iterable[Any],
+    *,
+    resources: Iterable[Any],
+    name_suffix: str,
+    client_config: Any,
+    persistent_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Kopf's webhooks of a managed configuration, each pod webhook with the namespaceSelector.
+
+    Kopf builds the configurations it manages with ``build_webhooks`` (every time the URL or CA
+    bundle changes) and has no option for a namespaceSelector, so this replaces that function in
+    Kopf's admission engine (``configure_admission``); tests/integration/test_admission_webhooks.py
+    reads the selector back from the API server, so a Kopf that stopped calling it is noticed."""
+    webhooks = _KOPF_BUILD_WEBHOOKS(
+        handlers_,
+        resources=resources,
+        name_suffix=name_suffix,
+        client_config=client_config,
+        persistent_only=persistent_only,
+    )
+    excluded = _POD_EXCLUSIONS.get(name_suffix)
+    if excluded:
+        for webhook in webhooks:
+            if matches_pods(webhook):
+                webhook["namespaceSelector"] = pod_namespace_selector(excluded)
+    return webhooks
