@@ -35,6 +35,7 @@ def metrics_handler(
 
     async def metrics(request: web.Request) -> web.Response:
         encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+        await rebuild_off_loop(state.engine)  # the view reads the user limits' topology
         SCRAPE_VIEW.set(capture_view(state, leading))  # to_thread runs in a copy of this context
         body = await asyncio.to_thread(encode, registry)
         return web.Response(body=body, headers={"Content-Type": content_type})

@@ -19,7 +19,7 @@ from elasticquota.core.keys import ANNO_USER_LIMITS
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies
+    from conftest import Bodies, WorkerThreads
 
 
 async def test_metrics_are_served_next_to_the_probes(
@@ -45,9 +45,16 @@ async def test_metrics_are_served_next_to_the_probes(
 
 
 async def test_user_metrics_are_served_from_the_scrape_thread(
-    state: ControllerState, leading: asyncio.Event, metrics: Metrics, k8s: Bodies
+    state: ControllerState,
+    leading: asyncio.Event,
+    metrics: Metrics,
+    k8s: Bodies,
+    worker: WorkerThreads,
 ) -> None:
-    """The per-user gauges go through the same worker-thread exposition as the others."""
+    """The per-user gauges go through the same worker-thread exposition as the others; the quota
+    change before the scrape made the topology stale: it is rebuilt off the loop, not by the
+    scrape's view on it."""
+    epoch = state.engine.topology_epoch
     state.on_node(k8s.node("n1"))
     limits = '[{"users": ["*"], "maxresources": {"cpu": "1"}}]'
     state.on_quota(k8s.quota("team", max={"cpu": "2"}, annotations={ANNO_USER_LIMITS: limits}))
@@ -57,6 +64,7 @@ async def test_user_metrics_are_served_from_the_scrape_thread(
     app = health_app(state, leading, metrics.registry)
     async with TestClient(TestServer(app)) as client:
         text = await (await client.get("/metrics")).text()
+    assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 1
     labels = 'quota="team",resource="cpu",tree="",user="nobody"'
     assert f"elastic_quota_user_used{{{labels}}} 0.5" in text
     assert f"elastic_quota_user_limit{{{labels}}} 1.0" in text

@@ -60,7 +60,7 @@ from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
-    from conftest import Bodies
+    from conftest import Bodies, WorkerThreads
 
 
 @pytest.fixture
@@ -685,8 +685,11 @@ async def test_no_gate_where_the_server_drops_it_or_for_unmanaged_pods(
 
 
 async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies, worker: WorkerThreads
 ) -> None:
+    """The quota changes before each pod made the topology stale: the webhook waits for its
+    rebuild in a worker thread (every rebuild installed ran there), never rebuilds on the loop."""
+    epoch = synced.engine.topology_epoch
     profile = {
         "apiVersion": "quota.koordinator.sh/v1alpha1",
         "kind": "ElasticQuotaProfile",
@@ -708,6 +711,7 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     default_tree_pod = k8s.pod("q", quota="team")
     synced.on_quota(k8s.quota("team"))
     answer = await gate_answer(synced, webhook_settings, default_tree_pod)
+    assert synced.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 2
     assert "patch" not in answer or all(
         op["path"] != "/spec/affinity" for op in json.loads(base64.b64decode(answer["patch"]))
     )

@@ -77,7 +77,7 @@ def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
         invalid_quotas=invalid_quotas(state),
         gated=tuple(sorted(state.gated.items())),
         results=tuple(sorted(state.results.items())),
-        user_limits=state.engine.user_limits(),  # O(buckets): topology already brought up to date
+        user_limits=state.engine.user_limits(),  # O(buckets); the caller rebuilt off the loop first
     )
 
 

@@ -13,6 +13,7 @@ import kopf
 
 from elasticquota.controller.identity import workload_handler, workload_webhooks
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks.admission import (
     KOPF_OBJECTS,
@@ -56,6 +57,12 @@ def register_webhooks(
         )(handler.fn)
         admission.registered.append(handler)
 
+    async def pods_caught_up() -> None:
+        """The pod webhooks read the engine's topology (a profile's tree, the user limits): a
+        quota change made it stale, so it is rebuilt off the loop first, never on it."""
+        await admission.quotas.follow()
+        await rebuild_off_loop(state.engine)
+
     async def validate_quota(
         body: kopf.Body,
         dryrun: bool,
@@ -82,7 +89,7 @@ def register_webhooks(
         userinfo: kopf.UserInfo | None = None,
         **_: Any,
     ) -> None:
-        await admission.quotas.follow()
+        await pods_caught_up()
         admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo)
 
     async def validate_pod(
@@ -93,7 +100,7 @@ def register_webhooks(
         dryrun: bool = False,
         **_: Any,
     ) -> None:
-        await admission.quotas.follow()
+        await pods_caught_up()
         admission.answer(
             VALIDATE_POD, subresource, admission.validate_pod, operation, body, old, dryrun
         )
