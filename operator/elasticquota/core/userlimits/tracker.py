@@ -5,14 +5,16 @@ again only when its text or its max changed since the last topology (``LimitMemo
 each tree that has limits between levels (``book.check_hierarchy``). Every broken limit object is
 a ``Problem`` on its quota naming the limit and the rule; only that object is dropped.
 
-``UserLimitTracker`` keeps one ``UserLimitLedger`` per tree. The engine tells it when a pod is
-placed in a quota or leaves it; only pods that count in their quota's ``used`` (bound to a node,
-not finished) count here, at every quota from theirs to the tree's top. Pods of the reserved
-quotas (system, default) are not tracked: nothing can limit them. Each event costs O(path x
-resources). A topology change works on a fork of the tracker (O(buckets), off the event loop, in
-``core.rebuild``): the new books replace the old ones and only the pods the rebuild moved, or whose
-quota's path changed, are counted again. ``freeze`` gives snapshots a view that never changes, in
-O(buckets).
+``UserLimitTracker`` keeps one ``UserLimitLedger`` per tree that has a limit (a tree without any
+``user-limits`` annotation has no ledger: its pods cost nothing here, which is what most clusters
+run). The engine tells it when a pod is placed in a quota or leaves it; only pods that count in
+their quota's ``used`` (bound to a node, not finished) count here, at every quota from theirs to
+the tree's top. Pods of the reserved quotas (system, default) are not tracked: nothing can limit
+them. Each event costs O(path x resources) in a limited tree, O(1) elsewhere. A topology change
+works on a fork of the tracker (O(buckets), off the event loop, in ``core.rebuild``): the new books
+replace the old ones and only the pods the rebuild moved, whose quota's path changed, or whose tree
+got its first limit, are counted again; a tree that lost its last limit drops its ledger.
+``freeze`` gives snapshots a view that never changes, in O(buckets).
 """
 
 from __future__ import annotations
@@ -258,10 +260,12 @@ class UserLimitTracker:
         (or tree) changed are counted again: a rebuild that moves nothing looks at no pod. The
         ledgers take the new books, moving only the pods whose tracked group changes."""
         old = self.paths.topology
+        newly_limited = {tree for tree in books if tree not in self.books}
         self.paths = _Paths(topology)
         self.books = books
-        for tree, ledger in list(self._ledgers.items()):
-            ledger.replace_book(books.get(tree) or LimitBook())
+        self._drop_unlimited_trees()
+        for tree, ledger in self._ledgers.items():
+            ledger.replace_book(books[tree])
         for keys in left.values():
             for key in keys:
                 self.unplace(key)
@@ -270,7 +274,8 @@ class UserLimitTracker:
             for quota in topology.tree_of
             if quota in placed
             and (
-                old.tree_of.get(quota) != topology.tree_of[quota]
+                topology.tree_of[quota] in newly_limited
+                or old.tree_of.get(quota) != topology.tree_of[quota]
                 or tuple(old.path_to_root(quota)) != self.paths(quota)
             )
         }
@@ -282,21 +287,26 @@ class UserLimitTracker:
             key = pod.key
             self.unplace(key)
             self.place(pod, quota, key)
-        for tree in [tree for tree, ledger in self._ledgers.items() if not len(ledger)]:
-            if tree not in books:
-                del self._ledgers[tree]
         return self
 
+    def _drop_unlimited_trees(self) -> None:
+        """Ledgers of trees that have no limit any more go, with their pods' records."""
+        for tree in [tree for tree in self._ledgers if tree not in self.books]:
+            for pod in self._ledgers.pop(tree).pods():
+                self._tree_of_pod.pop(pod.key)
+
     def place(self, pod: PodInfo, quota: str | None, key: str | None = None) -> None:
-        """The pod is placed in ``quota``: it counts if it is bound and not finished."""
+        """The pod is placed in ``quota``: it counts if it is bound and not finished, and its
+        tree has a limit."""
         if quota is None or not pod.is_assigned:
             return
         tree = self.paths.tree_of(quota)
-        if tree is None:
+        book = None if tree is None else self.books.get(tree)
+        if tree is None or book is None:
             return
         ledger = self._ledgers.get(tree)
         if ledger is None:
-            ledger = self._ledgers[tree] = UserLimitLedger(self.books.get(tree))
+            ledger = self._ledgers[tree] = UserLimitLedger(book)
         key = key or pod.key
         ledger.add(limited_pod(pod, self.paths(quota), self.default_user, key))
         self._tree_of_pod[key] = tree

@@ -71,6 +71,10 @@ def tree(root_limits: str | None = None, leaf_limits: str | None = None) -> list
     ]
 
 
+#: A limit no pod of these tests reaches: it makes the tree one whose usage is tracked.
+GENEROUS = '[{"users": ["*"], "maxresources": {"cpu": "1000"}}]'
+
+
 def fresh_document(engine: QuotaEngine) -> dict[str, Any]:
     """What an engine loaded from scratch with the same objects publishes."""
     specs = list(engine._specs.values())  # the quotas it holds now
@@ -79,7 +83,7 @@ def fresh_document(engine: QuotaEngine) -> dict[str, Any]:
 
 
 def test_usage_follows_pod_events_at_every_level_of_the_path() -> None:
-    engine = QuotaEngine().load(tree(), [pod("a", "leaf", app="ns/x")], [NODE])
+    engine = QuotaEngine().load(tree(GENEROUS), [pod("a", "leaf", app="ns/x")], [NODE])
     users = engine.solve().user_limits.usage_document()["users"]
     assert users["sue"]["leaf"]["used"] == {"cpu": "1", "pods": "1"}
     assert users["sue"]["root"]["used"] == {"cpu": "1", "pods": "1"}
@@ -101,7 +105,7 @@ def test_usage_follows_pod_events_at_every_level_of_the_path() -> None:
 
 
 def test_a_snapshot_keeps_the_usage_it_was_made_with() -> None:
-    engine = QuotaEngine().load(tree(), [pod("a", "leaf")], [NODE])
+    engine = QuotaEngine().load(tree(GENEROUS), [pod("a", "leaf")], [NODE])
     before = engine.solve()
     engine.upsert_pod(pod("b", "leaf"))
     engine.delete_pod("ns", "a")
@@ -112,8 +116,27 @@ def test_a_snapshot_keeps_the_usage_it_was_made_with() -> None:
     assert before.user_limits.ledger("").pods()[0].key == "ns/a"  # type: ignore[union-attr]
 
 
+def test_a_tree_without_limits_tracks_nothing_until_a_limit_comes() -> None:
+    """Most trees have no user limit: their pods cost no ledger. A limit added later counts the
+    pods already running; removing the last one drops the tree's ledger again."""
+    engine = QuotaEngine().load(tree(), [pod("a", "leaf"), pod("b", "other")], [NODE])
+    assert engine.solve().user_limits.ledger("") is None
+    engine.upsert_pod(pod("c", "leaf"))
+    engine.upsert_quota(quota("root", limits=GENEROUS, is_parent=True))
+    document = engine.solve().user_limits.usage_document()
+    assert document["users"]["sue"]["root"]["used"] == {"cpu": "3", "pods": "3"}
+    assert document == fresh_document(engine)
+    engine.upsert_quota(quota("root", is_parent=True))
+    assert engine.solve().user_limits.ledger("") is None
+    engine.delete_pod("ns", "a")  # the pod's record left with the ledger
+    engine.upsert_quota(quota("root", limits=GENEROUS, is_parent=True))
+    document = engine.solve().user_limits.usage_document()
+    assert document["users"]["sue"]["root"]["used"] == {"cpu": "2", "pods": "2"}
+    assert document == fresh_document(engine)
+
+
 def test_pods_of_the_reserved_quotas_are_not_tracked() -> None:
-    engine = QuotaEngine().load(tree(), [pod("a", "nowhere")], [NODE])
+    engine = QuotaEngine().load(tree(GENEROUS), [pod("a", "nowhere")], [NODE])
     snapshot = engine.solve()
     assert snapshot.pod_quota["ns/a"] == DEFAULT_QUOTA
     assert snapshot.user_limits.usage_document() == {"users": {}, "groups": {}}
@@ -121,7 +144,7 @@ def test_pods_of_the_reserved_quotas_are_not_tracked() -> None:
 
 def test_a_pod_without_identity_counts_as_the_configured_default_user() -> None:
     engine = QuotaEngine(EngineSettings(default_user="anonymous"))
-    engine.load(tree(), [pod("a", "leaf", user="")], [NODE])
+    engine.load(tree(GENEROUS), [pod("a", "leaf", user="")], [NODE])
     assert set(engine.solve().user_limits.usage_document()["users"]) == {"anonymous"}
 
 
