@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from sys import intern
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -284,25 +285,25 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     if identity.problem:
         problems.append(Problem(ref, identity.problem))
     pod = PodInfo(
-        namespace=meta.namespace,
+        namespace=intern(meta.namespace),
         name=meta.name,
         requests=requests,
-        quota_label=first_label(meta.labels, keys.POD_LABEL_QUOTA_ALIASES),
+        quota_label=intern(first_label(meta.labels, keys.POD_LABEL_QUOTA_ALIASES)),
         preemptible=meta.labels.get(keys.POD_LABEL_PREEMPTIBLE) != "false",
         priority=view.spec.priority or 0,
-        phase=view.status.phase,
-        node_name=view.spec.node_name,
+        phase=intern(view.status.phase),
+        node_name=intern(view.spec.node_name),
         start_time=timestamp(view.status.start_time),
-        created=meta.creation_timestamp or "",
+        created=intern(meta.creation_timestamp or ""),
         terminating=bool(meta.deletion_timestamp),
         deletion_deadline=timestamp(meta.deletion_timestamp),
         never_preempts=view.spec.preemption_policy == "Never",
         scheduling_gates=tuple(
             str(gate.get("name", "")) for gate in view.spec.scheduling_gates if gate.get("name")
         ),
-        user=identity.user,
+        user=intern(identity.user),
         groups=identity.groups,
-        application=identity.application,
+        application=intern(identity.application),
     )
     return pod, problems
 

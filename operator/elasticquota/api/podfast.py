@@ -19,6 +19,7 @@ rounds. Parsed quantity texts are memoized.
 from __future__ import annotations
 
 from functools import lru_cache
+from sys import intern
 from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel
@@ -76,23 +77,23 @@ def read_pod(raw: object) -> PodInfo | None:
     deletion = meta.get("deletionTimestamp")
     gates = spec.get("schedulingGates")
     return PodInfo(
-        namespace=namespace,
+        namespace=intern(namespace),
         name=meta["name"],
         requests=requests,
-        quota_label=first_label(labels, keys.POD_LABEL_QUOTA_ALIASES),
+        quota_label=intern(first_label(labels, keys.POD_LABEL_QUOTA_ALIASES)),
         preemptible=labels.get(keys.POD_LABEL_PREEMPTIBLE) != "false",
         priority=spec.get("priority") or 0,
-        phase=status.get("phase", "Pending"),
-        node_name=spec.get("nodeName", ""),
+        phase=intern(status.get("phase", "Pending")),
+        node_name=intern(spec.get("nodeName", "")),
         start_time=timestamp(status.get("startTime")),
-        created=meta.get("creationTimestamp") or "",
+        created=intern(meta.get("creationTimestamp") or ""),
         terminating=bool(deletion),
         deletion_deadline=timestamp(deletion) if deletion else None,
         never_preempts=spec.get("preemptionPolicy") == "Never",
         scheduling_gates=_gate_names(gates) if gates else (),
-        user=identity.user,
+        user=intern(identity.user),
         groups=identity.groups,
-        application=identity.application,
+        application=intern(identity.application),
     )
 
 
