@@ -422,6 +422,8 @@ class Pod:
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "TMPDIR": str(self.mounts.get("/tmp", self.root)),
         }
+        if "PYTHONPATH" in os.environ:  # the sources under test, where they are not installed
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         with self.log.open("wb") as sink:
             self.process = subprocess.Popen(
                 self.command(), env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=self.root
