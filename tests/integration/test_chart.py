@@ -60,7 +60,7 @@ from kopf._core.intents.causes import WebhookType
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.identity import WORKLOADS, mutate_workload_id
-from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS
+from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS, OVER_USE
 from elasticquota.controller.runner import make_state
 from elasticquota.controller.webhooks import (
     pod_namespace_selector,
@@ -422,6 +422,8 @@ class Pod:
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "TMPDIR": str(self.mounts.get("/tmp", self.root)),
         }
+        if "PYTHONPATH" in os.environ:  # the sources under test, where they are not installed
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         with self.log.open("wb") as sink:
             self.process = subprocess.Popen(
                 self.command(), env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=self.root
@@ -882,7 +884,7 @@ async def test_operator_runs_under_the_charts_service_account(
             await eventually(revoked, timeout=30, what="the Revoked and QuotaOverUsed Events")
             exposition = operator.http_body(operator.container_port("metrics"))
             errors = counter(exposition, API_ERRORS, "verb", "code")
-            evictions = counter(exposition, EVICTIONS, "quota", "result")
+            evictions = counter(exposition, EVICTIONS, "quota", "reason", "result")
             still_evicted = await wait_for_eviction(operator, pool)  # no later round took the other
 
         forbidden = {key: count for key, count in errors.items() if key[1] == "403"}
@@ -893,12 +895,12 @@ async def test_operator_runs_under_the_charts_service_account(
             f"(else already there); {quota_name}: "
             f"{body['metadata']['annotations'][keys.ANNO_RUNTIME]} runtime, "
             f"used {body['status']['used']}; profile root {root} (tree {tree_id}); "
-            f"evicted {victim}; evictions by (quota, result): {evictions}; "
+            f"evicted {victim}; evictions by (quota, reason, result): {evictions}; "
             f"api errors by (verb, code): {errors or 'none'}"
         )
         assert not forbidden, f"403 from the API server: {forbidden}\n{log}"
         assert "forbidden" not in log.lower(), log  # Kopf's watches too (not in the metric)
-        assert evictions == {(borrower, EVICTED): 1}, evictions  # nothing failed, nothing else
+        assert evictions == {(borrower, OVER_USE, EVICTED): 1}, evictions  # nothing else
         assert still_evicted == evicted, f"{still_evicted} evicted: one was enough"
 
 

@@ -4,7 +4,8 @@ A profile tree of its own (one node, 10 cpu) keeps the test's arithmetic apart f
 other objects: ``lender`` and ``borrower`` each have min 5. The borrower runs four 2-cpu pods (used
 8) while the lender is idle; then the lender asks for its min, the borrower's runtime drops to 5,
 and after the delay its least important pods are evicted (a PodDisruptionBudget protects one of
-them). The operator is restarted during the delay: the over-use start survives it.
+them). The operator is restarted during the delay: the over-use start survives it. Its evictions
+are counted with reason ``over-use``, by outcome (evicted, and blocked by the budget).
 
 A quota over-used with nothing evictable (its pods are non-preemptible) gets a round every delay,
 forever: one Event object whose count grows, and an over-use start that never moves.
@@ -15,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import urllib.request
 import uuid
 
 import harness
 import pytest
 from kubernetes_asyncio import client
+from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.core import keys
 from elasticquota.core.overuse import ANNO_OVER_USED_SINCE, parse_since
@@ -111,6 +114,18 @@ async def terminating(api: client.ApiClient, namespace: str) -> set[str]:
     return {pod.metadata.name for pod in pods.items if pod.metadata.deletion_timestamp}
 
 
+def eviction_counts(operator: harness.OperatorProcess) -> dict[tuple[str, str, str], float]:
+    """``elastic_quota_evictions_total`` on the operator's /metrics, by (quota, reason, result)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator.port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.labels["quota"], sample.labels["reason"], sample.labels["result"]): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "elastic_quota_evictions_total"
+    }
+
+
 async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_delay(
     api: client.ApiClient,
 ) -> None:
@@ -193,6 +208,11 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
         assert ("b-low-b", "RevocationBlocked") in reasons
         assert ("b-low-a", "Revoked") in reasons
         assert (borrower, "QuotaOverUsed") in reasons
+        # counted as revocation's (reason over-use), by outcome; nothing as a preemption
+        evictions = eviction_counts(second)
+        assert evictions[(borrower, "over-use", "evicted")] == 1, evictions
+        assert evictions[(borrower, "over-use", "blocked")] >= 1, evictions
+        assert {reason for _, reason, _ in evictions} == {"over-use"}, evictions
         # the local 1.20 API server has no scheduling gates: detected, said once, revocation runs
         assert second.output().count("has no pod scheduling gates") == 1
     finally:

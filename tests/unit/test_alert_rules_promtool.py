@@ -42,6 +42,7 @@ TIMEOUT = 120
 #: (``(a|b)``), All as the chart's allValue ``.*`` (it must match the default tree's series,
 #: which have no ``tree`` label), and a typical ``$__rate_interval``.
 VARIABLES = {
+    "cluster": ".*",
     "job": "eq",
     "tree": ".*",
     "quota": "(team-a|team-b|team-c)",
@@ -53,6 +54,8 @@ VARIABLES = {
     "__range": "1h",
 }
 LABEL_VALUES = re.compile(r"^\s*label_values\((?P<selector>.*),\s*(?P<label>\w+)\s*\)\s*$")
+#: Grafana's ``query_result(expr)`` (the tree variable: ids as values, names as texts).
+QUERY_RESULT = re.compile(r"^\s*query_result\((?P<selector>.*)\)\s*$")
 
 
 def find_tool(variable: str, pinned: Path, name: str) -> str | None:
@@ -178,7 +181,7 @@ def dashboard_queries() -> dict[str, str]:
             continue
         query = variable["query"]
         text = query["query"] if isinstance(query, dict) else query
-        match = LABEL_VALUES.match(text)
+        match = LABEL_VALUES.match(text) or QUERY_RESULT.match(text)
         assert match, f"variable {variable['name']}: not label_values(selector, label): {text}"
         queries[f"variable-{variable['name']}"] = substitute(match["selector"])
     return queries
@@ -228,6 +231,8 @@ QUOTAS: dict[str, dict[str, Any]] = {
         "figures": {"request": 11, "limited_request": 16, "used": 9, "runtime": 20},
     },
 }
+#: tree id -> name (elastic_quota_tree_info): the default tree (no tree label) and pool-a.
+TREE_NAMES = {"": "default", "pool-a": "gpu-pool"}
 TARGET = {"job": "eq", "instance": "10.0.0.1:8080", "namespace": "eq-system"}
 EVAL_TIME = "30m"
 SAMPLES = "x30"
@@ -258,6 +263,9 @@ def synthetic_series() -> list[dict[str, str]]:
     ):
         found.append(series(f"elastic_quota_{name}", TARGET, f"{value}{SAMPLES}"))
     found.append(series("elastic_quota_info", {**TARGET, "version": "0.1.0"}, f"1{SAMPLES}"))
+    for tree, name in TREE_NAMES.items():
+        info = {**TARGET, "tree_name": name, **({"tree": tree} if tree else {})}
+        found.append(series("elastic_quota_tree_info", info, f"1{SAMPLES}"))
     pods = {**TARGET, "kind": "pods"}
     for name, value in (("watch_connected", 1), ("watch_down_seconds", 0)):
         found.append(series(f"elastic_quota_{name}", pods, f"{value}{SAMPLES}"))
@@ -266,7 +274,11 @@ def synthetic_series() -> list[dict[str, str]]:
         found.append(series("elastic_quota_gated_pods", held, f"{count}{SAMPLES}"))
     found.extend(subject_series())
     counters = {
-        "elastic_quota_evictions_total": {"quota": "team-a", "result": "evicted"},
+        "elastic_quota_evictions_total": {
+            "quota": "team-a",
+            "reason": "over-use",
+            "result": "evicted",
+        },
         "elastic_quota_admissions_total": {"quota": "team-a", "result": "admitted"},
         "elastic_quota_api_errors_total": {"verb": "patch", "code": "500"},
         "elastic_quota_webhook_requests_total": {"webhook": "validate-pod", "result": "allowed"},
@@ -280,6 +292,7 @@ def synthetic_series() -> list[dict[str, str]]:
         "elastic_quota_reconcile_seconds": {},
         "elastic_quota_pod_event_to_write_seconds": {},
         "elastic_quota_event_loop_lag_seconds": {},
+        "elastic_quota_admission_wait_seconds": {"tree": "pool-a", "quota": "team-b"},
     }
     for name, labels in histograms.items():
         for rank, bound in enumerate(("0.001", "0.01", "0.1", "+Inf"), start=1):
@@ -305,8 +318,11 @@ def subject_series() -> list[dict[str, str]]:
     return found
 
 
-def quota_labels(quota: str) -> str:
+def quota_labels(quota: str, named: bool = False) -> str:
+    """The labels of a quota's result; ``named``: with its tree's name (joined from tree info)."""
     labels = {"namespace": "quotas", "quota": quota, "resource": "cpu", **QUOTAS[quota]["labels"]}
+    if named:
+        labels["tree_name"] = TREE_NAMES[labels.get("tree", "")]
     return "{" + ", ".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}"
 
 
@@ -327,7 +343,7 @@ def test_dashboard_queries_return_data(tmp_path: Path) -> None:
             "expr": queries[key],
             "eval_time": EVAL_TIME,
             "exp_samples": [
-                {"labels": quota_labels(quota), "value": value}
+                {"labels": quota_labels(quota, named=key.startswith("panel-2-")), "value": value}
                 for quota, value in sorted(figures.items())
             ],
         }

@@ -76,6 +76,7 @@ PANEL_IDS = {
     25: "timeseries",
     26: "timeseries",
     27: "stat",
+    28: "timeseries",
 }
 SEVERITIES = {"warning", "critical"}
 
@@ -186,20 +187,63 @@ def test_datasource_is_a_prometheus_variable(dashboard: dict[str, Any]) -> None:
 
 def test_template_variables(dashboard: dict[str, Any]) -> None:
     found = variables(dashboard)
-    assert {"datasource", "tree", "quota", "resource"} <= set(found)
+    assert {"datasource", "cluster", "tree", "quota", "resource"} <= set(found)
     assert found["quota"]["multi"] is True
-    for name in ("tree", "quota", "resource"):
+    for name in ("cluster", "tree", "quota", "resource"):
         variable = found[name]
         assert variable["type"] == "query"
-        assert "label_values(" in variable["definition"]
-        # All must match the default tree, whose series have no tree label (tree="").
+        # All must match the default tree, whose series have no tree label (tree=""), and the
+        # series of a Prometheus that puts no cluster label on them.
         assert variable["includeAll"] and variable["allValue"] == ".*"
+    for name in ("cluster", "quota", "resource"):
+        assert "label_values(" in found[name]["definition"], name
     for panel in all_panels(dashboard["panels"]):
         if "repeat" in panel:
             assert panel["repeat"] in found, panel["title"]
         for target in panel.get("targets", []):
             for used in re.findall(r"\$(?!__)(\w+)", target["expr"]):
                 assert used in found, (panel["title"], used)
+
+
+def test_every_query_is_scoped_to_the_cluster_and_job(dashboard: dict[str, Any]) -> None:
+    """A Prometheus (Thanos, Mimir) holding several clusters shows one at a time."""
+    for query in dashboard_queries(dashboard):
+        if query == variables(dashboard)["cluster"]["query"] or not query:
+            continue
+        for selector in re.findall(r"\belastic_quota_\w+(\{[^}]*\})?", query):
+            assert 'cluster=~"$cluster"' in selector, query
+
+
+def test_trees_are_shown_by_name(dashboard: dict[str, Any]) -> None:
+    """The tree variable lists names (values: the ids the series carry), from the tree-info
+    metric; panels that show trees join it and label them with tree_name, never the id."""
+    tree = variables(dashboard)["tree"]
+    assert "elastic_quota_tree_info" in tree["query"]
+    pattern = tree["regex"].strip("/").replace("(?<", "(?P<")
+    line = '{tree="1234",tree_name="gpu-pool"} 1 1700000000000'
+    match = re.search(pattern, line)
+    assert match and match["value"] == "1234" and match["text"] == "gpu-pool"
+    for panel in all_panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            assert "{{tree}}" not in target.get("legendFormat", ""), panel["title"]
+            if "by (tree" in target["expr"] and panel["type"] != "row":
+                shown = panel["type"] == "table" or "{{tree_name}}" in target["legendFormat"]
+                if shown:
+                    assert "group_left (tree_name)" in target["expr"], panel["title"]
+    table = next(p for p in all_panels(dashboard["panels"]) if p["type"] == "table")
+    organize = next(t for t in table["transformations"] if t["id"] == "organize")["options"]
+    assert organize["excludeByName"]["tree"] is True
+    assert organize["renameByName"]["tree_name"] == "tree"
+
+
+def test_evictions_and_the_gate_wait_are_shown_by_reason_and_quota(
+    dashboard: dict[str, Any],
+) -> None:
+    exprs = [t["expr"] for p in all_panels(dashboard["panels"]) for t in p.get("targets", [])]
+    (evictions,) = [expr for expr in exprs if "elastic_quota_evictions_total" in expr]
+    assert "by (quota, reason, result)" in evictions
+    waits = [expr for expr in exprs if "elastic_quota_admission_wait_seconds_bucket" in expr]
+    assert len(waits) == 3 and all("by (quota, le)" in expr for expr in waits)
 
 
 def test_dashboard_queries_only_exported_metrics(dashboard: dict[str, Any]) -> None:
@@ -416,8 +460,57 @@ def test_helm_renders_the_rule() -> None:
     over = rendered["ElasticQuotaOverRuntime"]
     assert over["for"] == "500s"  # the revocation delay plus the default margin of 300 s
     assert "{{ $labels.quota }}" in over["annotations"]["description"]
-    for alert in rendered.values():
-        assert alert["annotations"]["runbook_url"].startswith("docs/alerts.md#")
+    for name, alert in rendered.items():
+        assert alert["annotations"]["runbook_url"] == f"{DEFAULT_RUNBOOK}#{name.lower()}"
+
+
+def chart_values() -> dict[str, Any]:
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return values
+
+
+#: The chart's default runbook base (values.yaml), the same as the template's own fallback.
+DEFAULT_RUNBOOK = chart_values()["metrics"]["prometheusRule"]["runbookBaseURL"]
+
+
+def test_the_default_runbook_is_absolute_and_the_template_s_fallback(rule_template: str) -> None:
+    assert re.fullmatch(
+        r"https://github\.com/[\w.-]+/[\w.-]+/blob/main/docs/alerts\.md", DEFAULT_RUNBOOK
+    )
+    assert f'$runbook := "{DEFAULT_RUNBOOK}"' in rule_template
+
+
+@needs_helm
+@pytest.mark.parametrize(
+    ("setting", "base"),
+    [
+        (
+            "https://wiki.example.org/ops/elastic-quota",
+            "https://wiki.example.org/ops/elastic-quota",
+        ),
+        ("", DEFAULT_RUNBOOK),
+    ],
+    ids=["own", "empty"],
+)
+def test_the_runbook_base_is_a_chart_value(setting: str, base: str) -> None:
+    (rule,) = helm_template(
+        "templates/prometheusrule.yaml",
+        "metrics.prometheusRule.enabled=true",
+        f"metrics.prometheusRule.runbookBaseURL={setting}",
+    )
+    for group in rule["spec"]["groups"]:
+        for alert in group["rules"]:
+            assert alert["annotations"]["runbook_url"] == f"{base}#{alert['alert'].lower()}"
+
+
+@needs_helm
+def test_a_relative_runbook_base_is_refused() -> None:
+    assert HELM is not None
+    command = [HELM, "template", "eq", str(CHART), "--set", "metrics.prometheusRule.enabled=true"]
+    command += ["--set", "metrics.prometheusRule.runbookBaseURL=docs/alerts.md"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode != 0
+    assert "runbookBaseURL" in result.stderr
 
 
 @needs_helm

@@ -14,7 +14,9 @@ only.
 
 Metrics: each round leaves the number of pods still held per quota and reason in
 ``ControllerState.gated`` (``held_reason``: a user limit, a group limit, or the quota itself);
-every release counts as ``admitted`` and every preemption eviction by its outcome.
+every release counts as ``admitted``, and its wait at the gate (from the pod's creation, when the
+gate was added, so a restart loses nothing) goes into the admission-wait histogram by tree and
+quota; every preemption eviction counts with reason ``preemption`` by its outcome.
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from collections import Counter
+from collections.abc import Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics.names import (
     HELD_BY_GROUP_LIMIT,
     HELD_BY_QUOTA,
     HELD_BY_USER_LIMIT,
+    PREEMPTION,
 )
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.core.admission import Verdict
-from elasticquota.core.gating import GateDecision, gate_decisions
+from elasticquota.core.gating import GateDecision, gate_decisions, gate_wait
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.preemption import preemption_victims
 from elasticquota.core.results import Snapshot
@@ -74,9 +79,16 @@ def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[tu
 class GateController(WritingLoop):
     """Releases gated pods that fit; tells the others why they wait."""
 
-    def __init__(self, context: LoopContext, limiter: RateLimiter | None = None) -> None:
-        """``limiter`` is shared with revocation (one eviction budget)."""
+    def __init__(
+        self,
+        context: LoopContext,
+        limiter: RateLimiter | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``limiter`` is shared with revocation (one eviction budget); ``clock``: wall-clock
+        epoch seconds, what a pod's creation time is compared with (its wait at the gate)."""
         super().__init__(context)
+        self._clock = clock
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "gate updates")
@@ -100,7 +112,7 @@ class GateController(WritingLoop):
             quota = snapshot.pod_quota[decision.pod.key]
             try:
                 if decision.release:
-                    await self._release(decision, quota)
+                    await self._release(decision, snapshot.quotas[quota].tree, quota)
                     continue
                 await self._hold(decision)
                 if quota not in preempting and await self._preempt(snapshot, decision, quota):
@@ -115,7 +127,7 @@ class GateController(WritingLoop):
         waiting = {decision.pod.key for decision in decisions}
         self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
 
-    async def _release(self, decision: GateDecision, quota: str) -> None:
+    async def _release(self, decision: GateDecision, tree: str, quota: str) -> None:
         pod = decision.pod
         logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
         remaining = [gate for gate in pod.scheduling_gates if gate != ADMISSION_GATE]
@@ -126,6 +138,9 @@ class GateController(WritingLoop):
         )
         self.released.append(pod.key)
         self._metrics.admitted(quota)
+        waited = gate_wait(pod, self._clock())
+        if waited is not None:
+            self._metrics.admission_waited(tree, quota, waited)
 
     async def _preempt(self, snapshot: Snapshot, decision: GateDecision, quota: str) -> bool:
         """In-quota preemption: evict the fewest lower-priority pods that make room.
@@ -141,7 +156,9 @@ class GateController(WritingLoop):
         logger.info("preempting %s for %s", names, decision.pod.key)
         for victim in victims:
             await self._limiter.acquire()
-            outcome = await counted_eviction(self._cluster, self._metrics, quota, victim)
+            outcome = await counted_eviction(
+                self._cluster, self._metrics, quota, victim, PREEMPTION
+            )
             if outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 involved = {

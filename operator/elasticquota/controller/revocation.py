@@ -14,7 +14,8 @@ twice. A quota that stays over-used with nothing evictable gets a round every de
 same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event object
 whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing is
 evicted: the dry run's ``Cluster`` sends nothing and logs what it would evict. Every eviction
-(here and by in-quota preemption, through ``counted_eviction``) is counted by quota and outcome.
+(here and by in-quota preemption, through ``counted_eviction``) is counted by quota, reason
+(``over-use`` here, ``preemption`` there) and outcome.
 
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.metrics.names import FAILED
+from elasticquota.controller.metrics.names import FAILED, OVER_USE
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -74,19 +75,20 @@ def over_use_summary(result: QuotaResult) -> str:
 
 
 async def counted_eviction(
-    cluster: Cluster, metrics: Metrics, quota: str, pod: PodInfo
+    cluster: Cluster, metrics: Metrics, quota: str, pod: PodInfo, reason: str
 ) -> EvictionOutcome:
-    """Evict one pod of ``quota``, counting the outcome (``failed`` when it raises; an eviction
-    not sent, in a dry run, is not counted)."""
+    """Evict one pod of ``quota``, counting the outcome under ``reason`` (what decided it:
+    ``over-use`` or ``preemption``); ``failed`` when it raises; an eviction not sent, in a dry
+    run, is not counted."""
     try:
         outcome = await cluster.evict(pod.namespace, pod.name)
     except NotLeadingError:
         raise  # not sent: nothing to count
     except Exception:
-        metrics.eviction(quota, FAILED)
+        metrics.eviction(quota, reason, FAILED)
         raise
     if outcome is not EvictionOutcome.NOT_SENT:
-        metrics.eviction(quota, outcome.value)
+        metrics.eviction(quota, reason, outcome.value)
     return outcome
 
 
@@ -235,7 +237,9 @@ class RevocationController(WritingLoop):
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
-            outcome = await counted_eviction(self._cluster, self._metrics, result.name, pod)
+            outcome = await counted_eviction(
+                self._cluster, self._metrics, result.name, pod, OVER_USE
+            )
         except NotLeadingError:
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, cast
 
 from elasticquota.core.admission import Verdict, check_pod
@@ -52,6 +53,24 @@ def gates_with_admission(
     if any(gate.get("name") == ADMISSION_GATE for gate in gates):
         return None
     return [*gates, {"name": ADMISSION_GATE}]
+
+
+def gate_wait(pod: PodInfo, now: float) -> float | None:
+    """Seconds ``pod`` has waited at the gate by ``now`` (epoch seconds), None when unknown.
+
+    The gate is added when the pod is created (the mutating webhook; the API refuses new gates on
+    an existing pod), so the wait starts at ``metadata.creationTimestamp``: it needs no memory of
+    ours and survives a restart of the operator. A clock behind the API server's gives 0, not less.
+    """
+    if not pod.created:
+        return None
+    try:
+        created = datetime.fromisoformat(pod.created.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if created.tzinfo is None:
+        return None
+    return max(0.0, now - created.timestamp())
 
 
 def is_gated(pod: PodInfo) -> bool:

@@ -39,7 +39,7 @@ async def test_metrics_are_served_next_to_the_probes(
         assert "elastic_quota_ready 1.0" in text
         assert (
             'elastic_quota_max{namespace="team",parent="koordinator-root-quota",quota="team",'
-            'resource="cpu",tree=""} 2.0'
+            'resource="cpu",tree="",unit="cores"} 2.0'
         ) in text
         assert (await client.get("/readyz")).status == 200
 
@@ -65,7 +65,7 @@ async def test_user_metrics_are_served_from_the_scrape_thread(
     async with TestClient(TestServer(app)) as client:
         text = await (await client.get("/metrics")).text()
     assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 1
-    labels = 'quota="team",resource="cpu",tree="",user="nobody"'
+    labels = 'quota="team",resource="cpu",tree="",unit="cores",user="nobody"'
     assert f"elastic_quota_user_used{{{labels}}} 0.5" in text
     assert f"elastic_quota_user_limit{{{labels}}} 1.0" in text
     assert 'elastic_quota_user_subjects_folded{kind="user"} 0.0' in text
@@ -120,7 +120,7 @@ async def test_the_exposition_is_encoded_off_the_event_loop(
     assert recorder.threads and threading.get_ident() not in recorder.threads
     assert "elastic_quota_invalid_quotas 1.0" in text
     assert "elastic_quota_leader 1.0" in text
-    assert 'quota="team",resource="cpu",tree=""} 2.0' in text
+    assert 'quota="team",resource="cpu",tree="",unit="cores"} 2.0' in text
 
 
 async def test_the_server_listens_on_the_configured_address(

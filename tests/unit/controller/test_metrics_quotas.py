@@ -17,6 +17,7 @@ import pytest
 from elasticquota import __version__
 from elasticquota.controller.metrics import METRIC_NAMES, Metrics
 from elasticquota.controller.metrics.collectors import display_value
+from elasticquota.controller.metrics.names import resource_unit
 from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.writer import Writer
@@ -94,9 +95,82 @@ async def test_figures_are_in_cores_and_bytes(tree_loop: TreeLoop, metrics: Metr
     assert figure(metrics, "elastic_quota_effective_min", "dept", "cpu") == 4.0
     sample = metrics.registry.get_sample_value(
         "elastic_quota_runtime",
-        {"tree": "", "quota": "team-a", "namespace": "team", "parent": "dept", "resource": "cpu"},
-    )
+        {
+            "tree": "", "quota": "team-a", "namespace": "team", "parent": "dept",
+            "resource": "cpu", "unit": "cores",
+        },
+    )  # fmt: skip
     assert sample == 1.5
+
+
+def units(metrics: Metrics, name: str, quota: str) -> dict[str, str]:
+    """resource -> the ``unit`` label of the quota's series of ``name``."""
+    return {
+        sample.labels["resource"]: sample.labels["unit"]
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name == name and sample.labels["quota"] == quota
+    }
+
+
+async def test_each_series_states_its_unit(tree_loop: TreeLoop, metrics: Metrics) -> None:
+    await tree_loop.reconcile_once()
+    assert units(metrics, "elastic_quota_used", "team-a") == {"cpu": "cores", "memory": "bytes"}
+    assert units(metrics, "elastic_quota_max", "dept") == {"cpu": "cores", "memory": "bytes"}
+
+
+def test_resource_units() -> None:
+    assert resource_unit("cpu") == "cores"
+    for resource in ("memory", "ephemeral-storage", "hugepages-2Mi"):
+        assert resource_unit(resource) == "bytes", resource
+    for resource in ("nvidia.com/gpu", "pods", "kubernetes.io/batch-cpu"):
+        assert resource_unit(resource) == "units", resource
+
+
+def tree_names(metrics: Metrics) -> dict[str, str]:
+    return {
+        sample.labels["tree"]: sample.labels["tree_name"]
+        for family in metrics.registry.collect()
+        if family.name == "elastic_quota_tree_info"
+        for sample in family.samples
+        if sample.value == 1
+    }
+
+
+async def test_tree_info_names_the_default_tree(tree_loop: TreeLoop, metrics: Metrics) -> None:
+    assert tree_names(metrics) == {}  # nothing solved yet
+    await tree_loop.reconcile_once()
+    assert tree_names(metrics) == {"": "default"}
+
+
+async def test_tree_info_names_a_profile_tree_by_its_profile(
+    state: ControllerState,
+    cluster: FakeCluster,
+    k8s: Bodies,
+    make_settings: Callable[..., Settings],
+    leading: asyncio.Event,
+    metrics: Metrics,
+) -> None:
+    """The tree label holds the profile tree's id (a hash); tree_info maps it to the profile's
+    name, from the root quota's labels; a tree whose root has no profile label: the root's name."""
+    state.on_node(k8s.node("n1", allocatable={"cpu": "8"}))
+    root_labels = {keys.LABEL_TREE_ID: "1234", keys.LABEL_IS_ROOT: "true"}
+    bodies = [
+        k8s.quota("gpu-root", min={"cpu": "8"}, max={"cpu": "8"}, is_parent=True,
+                  labels={**root_labels, keys.LABEL_PROFILE: "gpu-pool"}),
+        k8s.quota("gpu-team", min={"cpu": "2"}, max={"cpu": "8"}, parent="gpu-root",
+                  labels={keys.LABEL_TREE_ID: "1234"}),
+        k8s.quota("cpu-root", min={"cpu": "4"}, max={"cpu": "4"}, is_parent=True,
+                  labels={keys.LABEL_TREE_ID: "99", keys.LABEL_IS_ROOT: "true"}),
+    ]  # fmt: skip
+    for body in bodies:
+        cluster.store(body)
+        state.on_quota(body)
+    state.mark_synced()
+    writer = Writer(cluster, state, make_settings())
+    for tree in ("1234", "99"):
+        await TreeLoop(tree, state, writer, 1.0, leading, lambda: None, metrics).reconcile_once()
+    assert tree_names(metrics) == {"1234": "gpu-pool", "99": "cpu-root"}
 
 
 async def test_an_unset_max_and_the_no_limit_sentinels_have_no_series(

@@ -18,6 +18,7 @@ import pytest
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.collectors import SCRAPE_VIEW, capture_view
+from elasticquota.controller.metrics.names import resource_unit
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 
@@ -57,6 +58,10 @@ def world(state: ControllerState, k8s: Bodies) -> ControllerState:
 
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float | None:
+    """The series of ``labels`` (default tree; the ``unit`` label of a ``resource``'s figures
+    follows from it: cores for cpu, bytes for memory, units otherwise)."""
+    if "resource" in labels:
+        labels = {"unit": resource_unit(labels["resource"]), **labels}
     return metrics.registry.get_sample_value(name, {"tree": "", **labels})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import kopf
@@ -187,8 +188,10 @@ async def test_revocation_counts_each_eviction_by_outcome(
     await controller.check_once()  # a round: one victim, kept by its disruption budget
     cluster.fail("evict", ApiException(status=500))
     await controller.check_once()  # the next round: the API fails
-    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="blocked") == 1
-    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="failed") == 1
+    evictions = "elastic_quota_evictions_total"
+    assert count(metrics, evictions, quota="team", reason="over-use", result="blocked") == 1
+    assert count(metrics, evictions, quota="team", reason="over-use", result="failed") == 1
+    assert count(metrics, evictions, quota="team", reason="preemption", result="blocked") == 0
 
 
 # -- gating ---------------------------------------------------------------------------------------
@@ -220,7 +223,41 @@ async def test_gating_counts_admissions_gated_pods_and_preemptions(
     assert list(gate.released) == ["team/fits"] and list(gate.preempted) == ["team/low"]
     assert count(metrics, "elastic_quota_admissions_total", quota="team", result="admitted") == 1
     assert count(metrics, "elastic_quota_gated_pods", quota="team", reason="quota") == 1
-    assert count(metrics, "elastic_quota_evictions_total", quota="team", result="evicted") == 1
+    evictions = "elastic_quota_evictions_total"
+    assert count(metrics, evictions, quota="team", reason="preemption", result="evicted") == 1
+    assert count(metrics, evictions, quota="team", reason="over-use", result="evicted") == 0
+
+
+#: The pods' creation time in ``conftest.Bodies.pod``: when the mutating webhook gated them.
+CREATED = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+
+
+def admission_waits(metrics: Metrics, **labels: str) -> tuple[float, float]:
+    """(how many pods, total seconds) of the admission-wait histogram for ``labels``."""
+    name = "elastic_quota_admission_wait_seconds"
+    return count(metrics, f"{name}_count", **labels), count(metrics, f"{name}_sum", **labels)
+
+
+async def test_a_released_pod_s_wait_at_the_gate_is_measured_from_its_creation(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, leading: asyncio.Event
+) -> None:
+    """A new controller (a restart) knows nothing of the pod: its wait starts at the pod's
+    creationTimestamp (when it got the gate), by the wall clock, per tree and quota; a pod still
+    held is not measured."""
+    state.on_quota(k8s.quota("team", min={"cpu": "2"}, max={"cpu": "2"}))
+    state.on_node(k8s.node("n1"))
+    state.on_pod(gated_pod(k8s, "fits", "1", 5))
+    state.on_pod(gated_pod(k8s, "waits", "2", 5))
+    state.mark_synced()
+    metrics = Metrics()
+    context = LoopContext(state, cluster, Settings(identity="test"), leading, metrics)
+    gate = GateController(context, clock=lambda: CREATED + 95.0)
+    await gate.step()
+    assert list(gate.released) == ["team/fits"]
+    assert admission_waits(metrics, tree=DEFAULT_TREE, quota="team") == (1, 95.0)
+    bucket = "elastic_quota_admission_wait_seconds_bucket"
+    assert count(metrics, bucket, tree=DEFAULT_TREE, quota="team", le="60.0") == 0
+    assert count(metrics, bucket, tree=DEFAULT_TREE, quota="team", le="120.0") == 1
 
 
 # -- webhooks -------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.gating import gate_decisions, gates_with_admission, is_gated
+from elasticquota.core.gating import gate_decisions, gate_wait, gates_with_admission, is_gated
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
 from elasticquota.core.results import Snapshot
@@ -105,3 +105,16 @@ def test_excluded_namespaces_reserved_quotas_and_bound_pods_are_not_gated() -> N
     assert gates_with_admission(plain, "koordinator-system-quota", []) is None
     assert gates_with_admission(plain, "koordinator-default-quota", []) is None
     assert gates_with_admission({**plain, "spec": {"nodeName": "n1"}}, "team", []) is None
+
+
+def test_the_wait_at_the_gate_starts_at_the_pod_s_creation() -> None:
+    """The gate comes with the pod (the mutating webhook): creationTimestamp is its start, known
+    after a restart too; a clock behind the API server's gives 0; no valid time: unknown."""
+    created = "2026-01-01T00:00:00Z"
+    start = 1767225600.0  # 2026-01-01T00:00:00Z
+    assert gate_wait(pod("p", 1000, created=created), start + 42.5) == 42.5
+    assert gate_wait(pod("p", 1000, created="2026-01-01T00:00:00.250000+00:00"), start + 1) == 0.75
+    assert gate_wait(pod("p", 1000, created=created), start - 3) == 0.0
+    assert gate_wait(pod("p", 1000, created=""), start) is None
+    assert gate_wait(pod("p", 1000, created="yesterday"), start) is None
+    assert gate_wait(pod("p", 1000, created="2026-01-01T00:00:00"), start) is None  # no zone

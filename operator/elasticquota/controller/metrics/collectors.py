@@ -4,7 +4,9 @@
 by the tree loops) into the per-quota gauges: a deleted quota or tree simply is not there at the
 next scrape, so there are no stale series and nothing to clean up. Only quotas that exist as
 objects are shown (the virtual roots of profile trees are not). Units: cpu in cores, memory and
-the other byte resources in bytes, every other resource in its plain unit. A figure that is not
+the other byte resources in bytes, every other resource in its plain unit, as the ``unit`` label
+says. ``elastic_quota_tree_info`` names each tree shown (its profile, ``default`` for the default
+tree) so that dashboards show names rather than tree ids. A figure that is not
 set (a resource missing from ``spec.max``, a runtime that does not limit the resource) has no
 series, and neither has a value at or above the operator's own "no limit" sentinels (the max of
 the system and default quotas and of profile roots; 4.6e15 cores, 4 PiB, 4.6e15 units): neither 0
@@ -38,13 +40,17 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from elasticquota.controller.metrics.names import (
+    DEFAULT_TREE_NAME,
     GATED_PODS,
     INVALID_QUOTAS,
     LEADER,
     QUOTA_FIGURES,
     QUOTA_LABELS,
     READY,
+    TREE_INFO,
+    resource_unit,
 )
+from elasticquota.core import keys
 from elasticquota.core.keys import QUOTA_KIND
 from elasticquota.core.models import Problem
 from elasticquota.core.quantity import CPU, is_unlimited
@@ -109,7 +115,7 @@ def _add_figures(family: GaugeMetricFamily, result: QuotaResult, values: Mapping
         value = display_value(resource, values[resource])
         if value is not None:
             labels = [result.tree, result.name, result.namespace, result.parent, resource]
-            family.add_metric(labels, value)
+            family.add_metric([*labels, resource_unit(resource)], value)
 
 
 class QuotaCollector:
@@ -121,15 +127,24 @@ class QuotaCollector:
 
     def describe(self) -> Iterator[Metric]:
         yield from _quota_families().values()
+        yield _tree_info_family()
 
     def collect(self) -> Iterator[Metric]:
         families = _quota_families()
+        names: dict[str, str] = {}
         view = scrape_view(self._state, self._leading)
         if view.leading:
             for result in self._existing_results(view):
                 for name, (field, _) in QUOTA_FIGURES.items():
                     _add_figures(families[name], result, getattr(result, field))
+                names.setdefault(result.tree, DEFAULT_TREE_NAME if not result.tree else "")
+                if not names[result.tree]:
+                    names[result.tree] = self._tree_name(result) or ""
         yield from families.values()
+        info = _tree_info_family()
+        for tree, name in sorted(names.items()):
+            info.add_metric([tree, name or tree], 1)
+        yield info
 
     def _existing_results(self, view: ScrapeView) -> Iterator[QuotaResult]:
         """Results of quotas that exist as objects, tree by tree."""
@@ -138,6 +153,23 @@ class QuotaCollector:
             for result in results.values():
                 if (result.namespace, result.name) in quotas:
                     yield result
+
+    def _tree_name(self, result: QuotaResult) -> str | None:
+        """The tree's name if ``result`` is its root quota: the profile that made it (label
+        ``profile``), else the root quota's own name; None for any other quota."""
+        quota = self._state.quotas.get((result.namespace, result.name))  # a read: thread-safe
+        if quota is None or quota.labels.get(keys.LABEL_IS_ROOT) != "true":
+            return None
+        return quota.labels.get(keys.LABEL_PROFILE) or result.name
+
+
+def _tree_info_family() -> GaugeMetricFamily:
+    return GaugeMetricFamily(
+        TREE_INFO,
+        "One series (1) per quota tree: its id (the tree label of the other families) and its "
+        "name (the profile's; default for the default tree)",
+        labels=["tree", "tree_name"],
+    )
 
 
 def invalid_quotas(state: ControllerState) -> int:

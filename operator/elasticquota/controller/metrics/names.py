@@ -28,7 +28,27 @@ QUOTA_FIGURES: Final = {
     QUOTA_EFFECTIVE_MIN: ("effective_min", "Guaranteed amount after scaling to the tree total"),
     QUOTA_LIMITED_REQUEST: ("limited_request", "Request capped at max (what the parent sees)"),
 }
-QUOTA_LABELS: Final = ("tree", "quota", "namespace", "parent", "resource")
+QUOTA_LABELS: Final = ("tree", "quota", "namespace", "parent", "resource", "unit")
+
+#: ``unit`` label of every family with a ``resource`` label: the unit of its values, which depends
+#: on the resource (one family holds cpu and memory), so it cannot be a suffix of the name as
+#: Prometheus' naming asks for single-unit families. ``resource_unit`` says which.
+UNIT_CORES: Final = "cores"
+UNIT_BYTES: Final = "bytes"
+#: The resource's own unit: a count for ``pods`` or ``nvidia.com/gpu``, as the resource is named.
+UNIT_PLAIN: Final = "units"
+#: Resources measured in bytes (besides ``hugepages-*``).
+BYTE_RESOURCES: Final = frozenset({"memory", "ephemeral-storage", "storage"})
+
+
+def resource_unit(resource: str) -> str:
+    """The ``unit`` label of a resource's values: cores, bytes, or the resource's own units."""
+    if resource == "cpu":
+        return UNIT_CORES
+    if resource in BYTE_RESOURCES or resource.startswith("hugepages-"):
+        return UNIT_BYTES
+    return UNIT_PLAIN
+
 
 # -- per user (group) and quota, read from the user limits' frozen view at scrape time ---------
 
@@ -55,6 +75,10 @@ LEADER: Final = "elastic_quota_leader"
 READY: Final = "elastic_quota_ready"
 INVALID_QUOTAS: Final = "elastic_quota_invalid_quotas"
 INFO: Final = "elastic_quota_info"
+#: One series per tree (1): the tree id of the other families' ``tree`` label and its name (the
+#: profile's, ``default`` for the default tree), to join on: ``* on (tree) group_left (tree_name)``.
+TREE_INFO: Final = "elastic_quota_tree_info"
+DEFAULT_TREE_NAME: Final = "default"
 
 # -- counters (exposed names, with the _total suffix) --------------------------------------------
 
@@ -70,6 +94,9 @@ SOLVE_SECONDS: Final = "elastic_quota_solve_seconds"
 RECONCILE_SECONDS: Final = "elastic_quota_reconcile_seconds"
 POD_EVENT_TO_WRITE_SECONDS: Final = "elastic_quota_pod_event_to_write_seconds"
 EVENT_LOOP_LAG_SECONDS: Final = "elastic_quota_event_loop_lag_seconds"
+#: How long a released pod waited at the admission gate (its creation, when the mutating webhook
+#: gave it the gate, to its release), by tree and quota.
+ADMISSION_WAIT_SECONDS: Final = "elastic_quota_admission_wait_seconds"
 
 # -- gauges fed by the operator's own probes -----------------------------------------------------
 
@@ -93,6 +120,7 @@ METRIC_NAMES: Final = frozenset(
         READY,
         INVALID_QUOTAS,
         INFO,
+        TREE_INFO,
         EVICTIONS,
         ADMISSIONS,
         API_ERRORS,
@@ -102,6 +130,7 @@ METRIC_NAMES: Final = frozenset(
         RECONCILE_SECONDS,
         POD_EVENT_TO_WRITE_SECONDS,
         EVENT_LOOP_LAG_SECONDS,
+        ADMISSION_WAIT_SECONDS,
         EVENT_LOOP_MAX_LAG,
         WATCH_CONNECTED,
         WATCH_DOWN_SECONDS,
@@ -117,6 +146,15 @@ BLOCKED: Final = "blocked"
 GONE: Final = "gone"
 FAILED: Final = "failed"
 EVICTION_RESULTS: Final = (EVICTED, BLOCKED, GONE, FAILED)
+
+#: ``elastic_quota_evictions_total{reason}``: what decided the eviction. ``over-use``: a revocation
+#: round of a quota above its runtime for longer than the revocation delay (``core.revocation``);
+#: ``preemption``: in-quota preemption for a gated pod of higher priority (``core.preemption``).
+#: Non-preemptible pods are never evicted (neither chooses them, as in the reference): a quota
+#: whose non-preemptible pods alone exceed its min has no eviction to count.
+OVER_USE: Final = "over-use"
+PREEMPTION: Final = "preemption"
+EVICTION_REASONS: Final = (OVER_USE, PREEMPTION)
 
 #: ``elastic_quota_admissions_total{result}``.
 ADMITTED: Final = "admitted"
@@ -155,6 +193,10 @@ LOOP_LAG_BUCKETS: Final = (
 #: One tree pass: the solve plus the diff plus the writes (API round trips).
 RECONCILE_BUCKETS: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+#: At the admission gate: seconds for a pod that fits at once, hours behind a busy quota.
+ADMISSION_WAIT_BUCKETS: Final = (
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0,
 )  # fmt: skip
 #: From a pod event to the writes that show it: includes waiting out the reconcile interval.
 POD_EVENT_BUCKETS: Final = (

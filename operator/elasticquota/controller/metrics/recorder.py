@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from elasticquota import __version__
 from elasticquota.controller.metrics.collectors import QuotaCollector, StateCollector
 from elasticquota.controller.metrics.names import (
+    ADMISSION_WAIT_BUCKETS,
+    ADMISSION_WAIT_SECONDS,
     ADMISSIONS,
     ADMITTED,
     API_ERRORS,
@@ -49,8 +51,9 @@ class Metrics:
         self.registry = CollectorRegistry() if registry is None else registry
         on = self.registry
         self._evictions = Counter(
-            EVICTIONS, "Pod evictions (revocation and in-quota preemption) by outcome, per quota",
-            ["quota", "result"], registry=on,
+            EVICTIONS, "Pod evictions per quota, by what decided them (over-use: revocation; "
+            "preemption: in-quota preemption) and outcome", ["quota", "reason", "result"],
+            registry=on,
         )  # fmt: skip
         self._admissions = Counter(
             ADMISSIONS, "Pod admission decisions per quota: gated pods released (admitted), "
@@ -82,6 +85,11 @@ class Metrics:
             POD_EVENT_TO_WRITE_SECONDS, "From the first pod event that made a tree out of date "
             "to the end of the writes that show it", buckets=POD_EVENT_BUCKETS, registry=on,
         )  # fmt: skip
+        self._admission_wait = Histogram(
+            ADMISSION_WAIT_SECONDS, "How long released pods waited at the admission gate (from "
+            "their creation, when the gate was added, to their release), per tree and quota",
+            ["tree", "quota"], buckets=ADMISSION_WAIT_BUCKETS, registry=on,
+        )  # fmt: skip
         self._loop_lag = Histogram(
             EVENT_LOOP_LAG_SECONDS, "How late the event loop woke a probe that sleeps 50 ms: "
             "the time something else held the loop", buckets=LOOP_LAG_BUCKETS, registry=on,
@@ -109,12 +117,17 @@ class Metrics:
 
     # -- what the loops report ------------------------------------------------------------------
 
-    def eviction(self, quota: str, result: str) -> None:
-        """One eviction attempt: ``evicted``, ``blocked``, ``gone`` or ``failed``."""
-        self._evictions.labels(quota=quota, result=result).inc()
+    def eviction(self, quota: str, reason: str, result: str) -> None:
+        """One eviction attempt decided by ``reason`` (``over-use`` or ``preemption``) that ended
+        ``evicted``, ``blocked``, ``gone`` or ``failed``."""
+        self._evictions.labels(quota=quota, reason=reason, result=result).inc()
 
     def admitted(self, quota: str) -> None:
         self._admissions.labels(quota=quota, result=ADMITTED).inc()
+
+    def admission_waited(self, tree: str, quota: str, seconds: float) -> None:
+        """A gated pod of ``quota`` released after ``seconds`` at the gate."""
+        self._admission_wait.labels(tree=tree, quota=quota).observe(max(0.0, seconds))
 
     def denied(self, quota: str) -> None:
         self._admissions.labels(quota=quota, result=DENIED).inc()

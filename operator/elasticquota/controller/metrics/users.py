@@ -28,7 +28,11 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from elasticquota.controller.metrics.collectors import display_value, scrape_view
-from elasticquota.controller.metrics.names import SUBJECT_FAMILIES, USER_SUBJECTS_FOLDED
+from elasticquota.controller.metrics.names import (
+    SUBJECT_FAMILIES,
+    USER_SUBJECTS_FOLDED,
+    resource_unit,
+)
 from elasticquota.core.userlimits.ledger import Kind, SubjectUsage
 from elasticquota.core.userlimits.report import capped
 from elasticquota.core.userlimits.tracker import UserLimitsView
@@ -50,7 +54,7 @@ _HELP = {
 
 def _families(kind: Kind) -> tuple[GaugeMetricFamily, ...]:
     used, applications, limit, max_applications = SUBJECT_FAMILIES[kind]
-    with_resource = ["tree", "quota", kind, "resource"]
+    with_resource = ["tree", "quota", kind, "resource", "unit"]
     without = ["tree", "quota", kind]
     return (
         GaugeMetricFamily(used, _HELP["used"].format(kind=kind), labels=with_resource),
@@ -76,7 +80,7 @@ def _add_line(families: tuple[GaugeMetricFamily, ...], tree: str, line: SubjectU
     for resource in sorted(line.used):
         value = display_value(resource, line.used[resource])
         if value is not None:
-            used.add_metric([tree, line.quota, line.name, resource], value)
+            used.add_metric([tree, line.quota, line.name, resource, resource_unit(resource)], value)
     applications.add_metric([tree, line.quota, line.name], len(line.applications))
     entry = line.limit
     if entry is None:
@@ -84,7 +88,8 @@ def _add_line(families: tuple[GaugeMetricFamily, ...], tree: str, line: SubjectU
     for resource in sorted(entry.max_resources):
         value = display_value(resource, entry.max_resources[resource])
         if value is not None:
-            limit.add_metric([tree, line.quota, line.name, resource], value)
+            unit = resource_unit(resource)
+            limit.add_metric([tree, line.quota, line.name, resource, unit], value)
     if entry.max_applications:
         max_applications.add_metric([tree, line.quota, line.name], entry.max_applications)
 
