@@ -19,6 +19,7 @@ import functools
 import json
 import re
 import subprocess
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -478,6 +479,11 @@ def test_the_default_runbook_is_absolute_and_the_template_s_fallback(rule_templa
         r"https://github\.com/[\w.-]+/[\w.-]+/blob/main/docs/alerts\.md", DEFAULT_RUNBOOK
     )
     assert f'$runbook := "{DEFAULT_RUNBOOK}"' in rule_template
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    with open(ROOT / "pyproject.toml", "rb") as pyproject:
+        homepage = tomllib.load(pyproject)["project"]["urls"]["Homepage"]
+    assert DEFAULT_RUNBOOK == f"{chart['home']}/blob/main/docs/alerts.md"
+    assert chart["home"] == homepage  # one home, declared in the package and the chart
 
 
 @needs_helm
