@@ -482,7 +482,7 @@ def test_the_default_runbook_is_absolute_and_the_template_s_fallback(rule_templa
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     with open(ROOT / "pyproject.toml", "rb") as pyproject:
         homepage = tomllib.load(pyproject)["project"]["urls"]["Homepage"]
-    assert DEFAULT_RUNBOOK == f"{chart['home']}/blob/main/docs/alerts.md"
+    assert f"{chart['home']}/blob/main/docs/alerts.md" == DEFAULT_RUNBOOK
     assert chart["home"] == homepage  # one home, declared in the package and the chart
 
 
