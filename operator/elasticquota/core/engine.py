@@ -15,20 +15,19 @@ and their index by freezing copy-on-write maps instead of copying and sorting ev
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from elasticquota.core.accounting import Account, ExactSums, QuotaDirectory
+from elasticquota.core.accounting import ExactSums, QuotaDirectory
 from elasticquota.core.cowmap import CowMap
+from elasticquota.core.enginesettings import EngineSettings, reference_reserved_max
 from elasticquota.core.keys import (
-    DEFAULT_RESERVED_NAMESPACE,
     DEFAULT_TREE,
-    RESERVED_GROUP_MAX,
     RESERVED_QUOTAS,
     ROOT_QUOTA,
 )
-from elasticquota.core.layout import RowMemo, total_row
+from elasticquota.core.layout import RowMemo
 from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.nodetotals import NodeTotals
 from elasticquota.core.placement import Placements
 from elasticquota.core.rebuild import (
     RebuildJob,
@@ -37,36 +36,16 @@ from elasticquota.core.rebuild import (
     compute_rebuild,
     replay,
 )
-from elasticquota.core.resources import ResourceList
 from elasticquota.core.results import QuotaResult, Snapshot
-from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute
+from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
 from elasticquota.core.topology import Topology
 from elasticquota.core.totals import tree_problems, tree_total
 from elasticquota.core.treeresults import reserved_results
 from elasticquota.core.trees import TreeState
-from elasticquota.core.userlimits.identity import DEFAULT_USER
 from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitsView, UserLimitTracker
-from elasticquota.kernels.arrays import TreeArrays
 from elasticquota.kernels.waterfill import solve_tree
 
-__all__ = ["EngineSettings", "QuotaEngine", "Solver"]
-
-
-def reference_reserved_max() -> ResourceList:
-    """The reference's default max of the system and default quotas (cpu in cores)."""
-    return {"cpu": RESERVED_GROUP_MAX * 1000, "memory": RESERVED_GROUP_MAX}
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Knobs of the computation (the reference's plugin arguments that affect it)."""
-
-    scale_min_quota: bool = True
-    reserved_namespace: str = DEFAULT_RESERVED_NAMESPACE
-    system_quota_max: ResourceList = field(default_factory=reference_reserved_max)
-    default_quota_max: ResourceList = field(default_factory=reference_reserved_max)
-    #: Who a pod without a ``user-info`` annotation runs for, for the user and group limits.
-    default_user: str = DEFAULT_USER
+__all__ = ["EngineSettings", "QuotaEngine", "Solver", "reference_reserved_max"]
 
 
 class QuotaEngine:
@@ -87,10 +66,7 @@ class QuotaEngine:
         #: tree, but they keep their names from newcomers.
         self._holders: dict[tuple[str, str], QuotaSpec] = {}
         self._pods: CowMap[PodInfo] = CowMap()
-        self._nodes: dict[str, NodeInfo] = {}
-        self._node_total: ResourceList = {}
-        #: How many nodes have each resource: a resource no node has is absent from the total.
-        self._nodes_with: dict[str, int] = {}
+        self._nodes = NodeTotals()
         self._topology = Topology(owners=dict(name_owners or {}))
         self._trees: dict[str, TreeState] = {}
         self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
@@ -180,28 +156,12 @@ class QuotaEngine:
         self._users.unplace(key)
 
     def upsert_node(self, node: NodeInfo) -> None:
-        old = self._nodes.get(node.name)
-        if old is not None:
-            self._count_node(old, -1)
-        self._nodes[node.name] = node
-        self._count_node(node, +1)
+        self._nodes.upsert(node)
         self._mark_dirty(DEFAULT_TREE)
 
     def delete_node(self, name: str) -> None:
-        old = self._nodes.pop(name, None)
-        if old is not None:
-            self._count_node(old, -1)
+        if self._nodes.delete(name):
             self._mark_dirty(DEFAULT_TREE)
-
-    def _count_node(self, node: NodeInfo, sign: int) -> None:
-        """Add (+1) or remove (-1) a node's allocatable: the total stays the exact sum over the
-        current nodes, with exactly their keys (as if they had been loaded into a fresh engine)."""
-        for name, value in node.allocatable.items():
-            self._node_total[name] = self._node_total.get(name, 0) + sign * value
-            self._nodes_with[name] = self._nodes_with.get(name, 0) + sign
-            if self._nodes_with[name] == 0:
-                del self._nodes_with[name]
-                del self._node_total[name]
 
     def load(
         self,
@@ -227,7 +187,7 @@ class QuotaEngine:
     @property
     def nodes(self) -> Mapping[str, NodeInfo]:
         """The current nodes (read-only view; profiles select from them)."""
-        return MappingProxyType(self._nodes)
+        return self._nodes.nodes
 
     # -- solving ------------------------------------------------------------------------------
 
@@ -328,29 +288,13 @@ class QuotaEngine:
 
     def _job(self, tree_id: str, state: TreeState) -> SolveJob:
         layout = state.layout
-        total = tree_total(self._topology, tree_id, self._node_total, self._placements.reserved)
-        total_values, present = total_row(layout, total)
-        mirror = [array.copy() for array in state.sums.mirror]
-        arrays = TreeArrays(
-            layout.child_start,
-            mirror[Account.REQUEST],
-            mirror[Account.USED],
-            mirror[Account.NP_REQUEST],
-            mirror[Account.NP_USED],
-            layout.spec_min,
-            layout.request_floor,
-            layout.cap,
-            layout.weight,
-            layout.distributes,
-            total_values,
-            present,
-        )
+        total = tree_total(self._topology, tree_id, self._nodes.total, self._placements.reserved)
         return SolveJob(
             tree_id=tree_id,
             epoch=self.topology_epoch,
             version=state.version,
             publications=state.publications,
-            arrays=arrays,
+            arrays=tree_arrays(layout, state.sums.mirror, total),
             total=total,
             layout=layout,
             topology=self._topology,
@@ -413,7 +357,7 @@ class QuotaEngine:
             specs=tuple(self._specs.values()),
             owners=dict(self._topology.owners),
             holders=tuple(self._holders.values()),
-            node_keys=frozenset(self._node_total),
+            node_keys=frozenset(self._nodes.total),
             pods=self._pods.freeze(),
             stale=frozenset(self._stale),
             placements=self._placements,
@@ -452,7 +396,7 @@ class QuotaEngine:
         self._changed_since_job = set()
         self._stale = set()
         self._topology_dirty = (
-            self._spec_changes != job.spec_changes or frozenset(self._node_total) != job.node_keys
+            self._spec_changes != job.spec_changes or frozenset(self._nodes.total) != job.node_keys
         )
         self._quotas = None
         self.topology_epoch += 1

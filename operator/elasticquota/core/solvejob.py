@@ -14,15 +14,16 @@ same three steps in a row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elasticquota.core.layout import TreeLayout
+from elasticquota.core.accounting import Account
+from elasticquota.core.layout import TreeLayout, total_row
 from elasticquota.core.resources import ResourceList
 from elasticquota.core.results import QuotaResult
 from elasticquota.core.topology import Topology
 from elasticquota.core.treeresults import tree_results
-from elasticquota.kernels.arrays import SolveResult, TreeArrays
+from elasticquota.kernels.arrays import Int64Array, SolveResult, TreeArrays
 
 #: The kernel, or its plain-Python twin (tests run both).
 Solver = Callable[[TreeArrays, bool], SolveResult]
@@ -59,3 +60,26 @@ def compute(job: SolveJob, solver: Solver) -> SolveOutcome:
     output = solver(job.arrays, job.scale_min_quota)
     fresh = tree_results(job.layout, job.topology, output, job.previous, job.published)
     return SolveOutcome(output, fresh)
+
+
+def tree_arrays(
+    layout: TreeLayout, mirror: Sequence[Int64Array], total: ResourceList
+) -> TreeArrays:
+    """The kernel's inputs: copies of the pod sums' int64 mirror (events change the sums while a
+    worker solves), the layout's columns and the tree's total as a row."""
+    total_values, present = total_row(layout, total)
+    sums = [array.copy() for array in mirror]
+    return TreeArrays(
+        layout.child_start,
+        sums[Account.REQUEST],
+        sums[Account.USED],
+        sums[Account.NP_REQUEST],
+        sums[Account.NP_USED],
+        layout.spec_min,
+        layout.request_floor,
+        layout.cap,
+        layout.weight,
+        layout.distributes,
+        total_values,
+        present,
+    )
