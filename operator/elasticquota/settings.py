@@ -157,6 +157,12 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     """Python logging level name (any case)."""
 
+    loop_stall_report_after: float = Field(default=0.5, ge=0.02, le=60)
+    """Seconds the event loop may be held before a watchdog thread logs, once per stall, the stack
+    of the code that holds it (WARNING ``the event loop has been held for ...``). The loop's budget
+    is 0.1 s; 0.5 s keeps the log quiet in a healthy cluster, 0.1 s finds every stall above the
+    budget (``make bench-scale`` runs with it)."""
+
     numba_cache_seed: FilePath | None = None
     """Directory of a precompiled numba cache (the image ships one), copied at start-up into
     ``NUMBA_CACHE_DIR`` when that holds no cache yet, so that the solver kernel is loaded instead

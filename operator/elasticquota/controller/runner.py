@@ -215,7 +215,7 @@ class Operator:
 
     async def _probe_loop(self) -> None:
         """The loop's lag, and a watchdog thread that says where a long stall happens."""
-        watchdog = StallWatchdog().start()
+        watchdog = StallWatchdog(after=self.settings.loop_stall_report_after).start()
         try:
             await probe_loop(self.metrics, watchdog=watchdog)
         finally:
