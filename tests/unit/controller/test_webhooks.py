@@ -21,7 +21,7 @@ import json
 import logging
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,13 +49,16 @@ from elasticquota.controller.webhooks import (
     Registration,
     WebhookServer,
     build_webhooks_excluding_namespaces,
+    cluster_view,
     in_cluster_namespace,
     pod_webhook_excluded_namespaces,
     register_webhooks,
 )
 from elasticquota.core import keys
+from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.validation.labels import LABEL_VALUE_RULE
+from elasticquota.core.validation.view import QuotaCatalog
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
@@ -298,46 +301,52 @@ class NoWalks(dict[Any, Any]):
         raise AssertionError("walked every quota")
 
 
+class RecordingCatalog(QuotaCatalog):
+    """A catalog that notes the name of every quota it indexes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.indexed: list[str] = []
+
+    def upsert(self, body: Mapping[str, Any]) -> None:
+        self.indexed.append(body["metadata"]["name"])
+        super().upsert(body)
+
+
+def recorded_mirror(state: ControllerState) -> tuple[QuotaMirror, list[str]]:
+    """A mirror of ``state`` (as a request's admission keeps it), and the quotas it indexes."""
+    catalog = RecordingCatalog()
+    return QuotaMirror(state, RecentAdmissions(), catalog), catalog.indexed
+
+
 def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
+    mirror, indexed = recorded_mirror(synced)
     for index in range(50):
         synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    admission.view()
+    cluster_view(mirror, synced)
     synced.quotas = NoWalks(synced.quotas)  # a request must not walk all the quotas
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-    monkeypatch.setattr(
-        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
-    )
-    admission.view()
+    indexed.clear()
+    cluster_view(mirror, synced)
     assert indexed == []
     synced.on_quota(k8s.quota("q7", max={"cpu": "2"}))
     synced.on_quota_deleted(k8s.quota("q8"))
-    view = admission.view()
+    view = cluster_view(mirror, synced)
     assert indexed == ["q7"]
     assert view.quota("q8") is None and view.quota("q9") is not None
 
 
 async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
+    mirror, indexed = recorded_mirror(synced)
     for index in range(6):
         synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-
-    def recording(body: Any) -> None:
-        indexed.append(body["metadata"]["name"])
-        upsert(body)
-
-    monkeypatch.setattr(catalog, "upsert", recording)
-    following = asyncio.create_task(admission.quotas.follow(size=2))
+    following = asyncio.create_task(mirror.follow(size=2))
     await asyncio.sleep(0)  # the follow indexed the two oldest changes, then yielded
     assert indexed == ["q0", "q1"]
-    view = admission.view()  # a request meanwhile: the rest, not the whole log again
+    view = cluster_view(mirror, synced)  # a request meanwhile: the rest, not the whole log again
     assert indexed[:2] == ["q0", "q1"] and sorted(indexed[2:]) == ["q2", "q3", "q4", "q5"]
     await following
     assert len(indexed) == 6  # nothing indexed twice
@@ -345,19 +354,15 @@ async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
 
 
 async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
+    mirror, indexed = recorded_mirror(synced)
     for index in range(12):
         synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    _, yields = await yields_during(admission.quotas.follow(size=5))
+    _, yields = await yields_during(mirror.follow(size=5))
     assert yields >= 2  # other tasks ran between the slices
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-    monkeypatch.setattr(
-        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
-    )
-    view = admission.view()
+    indexed.clear()
+    view = cluster_view(mirror, synced)
     assert indexed == []  # the first request found everything indexed
     assert view.quota("q11") is not None
 
@@ -531,20 +536,20 @@ async def test_a_refusal_is_logged_once_at_info_on_one_line(
     assert all("\n" not in message for _, _, message, _ in shown)
 
 
-async def test_a_failing_handler_is_still_an_error_with_its_traceback(
-    synced: ControllerState,
-    webhook_settings: Settings,
-    k8s: Bodies,
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    registry = kopf.OperatorRegistry()
-    admission = register_webhooks(registry, synced, webhook_settings)
+class CorruptMemory(ControllerState):
+    """A memory that fails when a request reads the quotas."""
 
-    def broken(*_: Any) -> None:
+    def quota_changes_since(self, sequence: int) -> list[tuple[str, str]]:
         raise RuntimeError("the memory is corrupt")
 
-    monkeypatch.setattr(admission, "validate_quota", broken)
+
+async def test_a_failing_handler_is_still_an_error_with_its_traceback(
+    webhook_settings: Settings, k8s: Bodies, caplog: pytest.LogCaptureFixture
+) -> None:
+    corrupt = CorruptMemory(engine=QuotaEngine(EngineSettings()))
+    corrupt.mark_synced()
+    registry = kopf.OperatorRegistry()
+    register_webhooks(registry, corrupt, webhook_settings)
     caplog.set_level(logging.INFO)
     answer = await admission_review(
         registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=k8s.quota("q")
