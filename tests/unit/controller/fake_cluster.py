@@ -1,4 +1,5 @@
-"""An in-memory ``Cluster`` (``elasticquota.controller.cluster``) for the controller tests.
+"""An in-memory ``Cluster`` (``elasticquota.controller.cluster``) for the controller tests, and
+the node simulator's ``SimulatedNodes`` (``eqdev.kubelet``: bind, start, remove pods).
 
 It behaves like the API server where the controller depends on it: writes are JSON merge patches
 (RFC 7386: maps merge, ``null`` deletes) and answer the server's object, creating an existing
