@@ -24,7 +24,6 @@ stopping is never refused; a limit lowered below usage holds back new pods and i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from elasticquota.core.cowmap import CowMap
 from elasticquota.core.resources import ResourceList
@@ -48,7 +47,9 @@ from elasticquota.core.userlimits.records import (
     OverUse,
     Subject,
     SubjectUsage,
+    UsageDocument,
     UserLimitVerdict,
+    usage_document,
 )
 
 __all__ = [
@@ -240,13 +241,9 @@ class LedgerView:
             lines.append(SubjectUsage(kind, name, quota, used, apps, entry, label))
         return lines
 
-    def usage_document(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    def usage_document(self) -> UsageDocument:
         """``{"users": {user: {quota: ...}}, "groups": {group: {quota: ...}}}`` for ``plan``."""
-        document: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"users": {}, "groups": {}}
-        for line in self.usage():
-            section = document["users" if line.kind == "user" else "groups"]
-            section.setdefault(line.name, {})[line.quota] = line.to_json()
-        return document
+        return usage_document(self.usage())
 
 
 class UserLimitLedger(LedgerView):

@@ -8,7 +8,7 @@ Plain frozen values, with the messages the webhook and the reports show.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -152,3 +152,16 @@ class SubjectUsage:
             ),
             "limit": self.limit_name,
         }
+
+
+#: ``plan -o json``'s ``users`` and ``groups``: name -> quota -> ``SubjectUsage.to_json``.
+UsageDocument = dict[str, dict[str, dict[str, dict[str, Any]]]]
+
+
+def usage_document(lines: Iterable[SubjectUsage]) -> UsageDocument:
+    """``{"users": {user: {quota: ...}}, "groups": {group: {quota: ...}}}`` of usage lines."""
+    document: UsageDocument = {"users": {}, "groups": {}}
+    for line in lines:
+        section = document["users" if line.kind == "user" else "groups"]
+        section.setdefault(line.name, {})[line.quota] = line.to_json()
+    return document
