@@ -256,6 +256,16 @@ def leading() -> asyncio.Event:
     return event
 
 
+@pytest.fixture(params=["the initial listing", "the Lease"])
+def listed(request: pytest.FixtureRequest, leading: asyncio.Event) -> bool:
+    """What a writing loop waits for: the initial listing (False: not in memory yet), or the
+    Lease (True: listed, but this replica is a standby: ``leading`` is cleared)."""
+    if request.param == "the Lease":
+        leading.clear()
+        return True
+    return False
+
+
 @pytest.fixture
 def metrics(state: ControllerState, leading: asyncio.Event) -> Metrics:
     """The operator's metrics on a fresh registry, reading ``state`` at scrape time."""

@@ -139,7 +139,6 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
     world: ControllerState,
     cluster: FakeCluster,
     settled: TreeLoop,
-    k8s: Bodies,
     diffed: DiffRecorder,
 ) -> None:
     loop = settled
@@ -186,7 +185,6 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 
 async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     worker: WorkerThreads,
     k8s: Bodies,
@@ -210,7 +208,6 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
 @pytest.mark.looptime
 async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
 ) -> None:
@@ -245,7 +242,6 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
 @pytest.mark.looptime
 async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     leading: asyncio.Event,
     diffed: DiffRecorder,
