@@ -313,18 +313,22 @@ class RecordingCatalog(QuotaCatalog):
         super().upsert(body)
 
 
-def recorded_mirror(state: ControllerState) -> tuple[QuotaMirror, list[str]]:
-    """A mirror of ``state`` (as a request's admission keeps it), and the quotas it indexes."""
+def recorded_mirror(
+    state: ControllerState, k8s: Bodies, quotas: int
+) -> tuple[QuotaMirror, list[str]]:
+    """A mirror of ``state`` (as a request's admission keeps it) and the quotas it indexes, once
+    ``quotas`` quotas ``q0``, ``q1``... are in memory (not yet indexed)."""
     catalog = RecordingCatalog()
-    return QuotaMirror(state, RecentAdmissions(), catalog), catalog.indexed
+    mirror = QuotaMirror(state, RecentAdmissions(), catalog)
+    for index in range(quotas):
+        state.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    return mirror, catalog.indexed
 
 
 def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
     synced: ControllerState, k8s: Bodies
 ) -> None:
-    mirror, indexed = recorded_mirror(synced)
-    for index in range(50):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=50)
     cluster_view(mirror, synced)
     synced.quotas = NoWalks(synced.quotas)  # a request must not walk all the quotas
     indexed.clear()
@@ -340,9 +344,7 @@ def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
 async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
     synced: ControllerState, k8s: Bodies
 ) -> None:
-    mirror, indexed = recorded_mirror(synced)
-    for index in range(6):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=6)
     following = asyncio.create_task(mirror.follow(size=2))
     await asyncio.sleep(0)  # the follow indexed the two oldest changes, then yielded
     assert indexed == ["q0", "q1"]
@@ -356,9 +358,7 @@ async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
 async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
     synced: ControllerState, k8s: Bodies
 ) -> None:
-    mirror, indexed = recorded_mirror(synced)
-    for index in range(12):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=12)
     _, yields = await yields_during(mirror.follow(size=5))
     assert yields >= 2  # other tasks ran between the slices
     indexed.clear()

@@ -11,55 +11,20 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from userlimits_builders import NODE, limited_quota, user_pod
 
 from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.models import QuotaSpec
 from elasticquota.core.rebuild import compute_rebuild
 from elasticquota.core.userlimits import LimitedPod, UserLimitLedger
 
-BIG = {"cpu": 1_000_000, "memory": 10**15}
-NODE = NodeInfo("n1", {"cpu": 1_000_000, "memory": 10**15})
-
-
-def quota(
-    name: str, parent: str = ROOT_QUOTA, limits: str | None = None, is_parent: bool = False
-) -> QuotaSpec:
-    return QuotaSpec(
-        name=name,
-        namespace="ns",
-        max=dict(BIG),
-        parent=parent,
-        is_parent=is_parent,
-        user_limits=limits,
-    )
+quota = limited_quota
+pod = user_pod
 
 
 def _fields(spec: QuotaSpec) -> dict[str, Any]:
     return {name: getattr(spec, name) for name in QuotaSpec.__dataclass_fields__}
-
-
-def pod(
-    name: str,
-    quota_name: str,
-    cpu: int = 1_000,
-    user: str = "sue",
-    groups: tuple[str, ...] = (),
-    app: str = "",
-    bound: bool = True,
-    phase: str = "Running",
-) -> PodInfo:
-    return PodInfo(
-        namespace="ns",
-        name=name,
-        requests={"cpu": cpu},
-        quota_label=quota_name,
-        node_name="n1" if bound else "",
-        phase=phase if bound else "Pending",
-        user=user,
-        groups=groups,
-        application=app or f"ns/pod:{name}",
-    )
 
 
 def tree(root_limits: str | None = None, leaf_limits: str | None = None) -> list[QuotaSpec]:
