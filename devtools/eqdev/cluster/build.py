@@ -43,6 +43,7 @@ from eqdev.cluster.binaries import (
     upstream_version,
     write_manifest,
 )
+from eqdev.processes import stop
 
 SOURCE_PACKAGE = "kubernetes"
 TOOL_PACKAGES = (
@@ -221,12 +222,7 @@ class _Builder:
                     say(f"{step}: still running ({time.monotonic() - started:.0f} s)")
         finally:
             if process.poll() is None:  # interrupted: do not leave a compiler running
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                stop(process, grace=10)
 
     # -- steps
 
