@@ -12,7 +12,8 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from userlimits_builders import NODE, limited_quota, user_pod
+from userlimits_builders import NODE, limited_quota
+from userlimits_builders import user_pod as pod
 
 from elasticquota.core.admission import check_pod, pending_verdicts
 from elasticquota.core.engine import QuotaEngine
@@ -34,23 +35,6 @@ def quota(
     """A quota whose min and max are ``cpu``."""
     cpus = {"cpu": cpu}
     return limited_quota(name, parent, limits, is_parent, min=cpus, max=cpus)
-
-
-def pod(
-    name: str,
-    quota_name: str = "leaf",
-    cpu: int = 1_000,
-    user: str = "sue",
-    groups: tuple[str, ...] = (),
-    app: str = "",
-    state: str = "running",
-    priority: int = 0,
-) -> PodInfo:
-    """``state``: running (bound), gated (held by our gate), released (no gate, not bound)."""
-    running, gated = state == "running", state == "gated"
-    return user_pod(
-        name, quota_name, cpu, user, groups, app, bound=running, gated=gated, priority=priority
-    )
 
 
 def solve(quotas: list[QuotaSpec], pods: list[PodInfo]) -> Snapshot:

@@ -42,22 +42,22 @@ def user_pod(
     user: str = "sue",
     groups: tuple[str, ...] = (),
     app: str = "",
+    state: str = "running",
     *,
-    bound: bool = True,
     phase: str = "Running",
-    gated: bool = False,
     priority: int = 0,
 ) -> PodInfo:
-    """A pod of ``user`` in ``quota_name``: on ``n1`` in ``phase`` when ``bound``, else Pending
-    (held by our gate when ``gated``)."""
+    """A pod of ``user`` in ``quota_name``. ``state``: running (bound to ``n1``, in ``phase``),
+    gated (held by our gate), released (no gate, not bound)."""
+    running = state == "running"
     return PodInfo(
         namespace="ns",
         name=name,
         requests={"cpu": cpu},
         quota_label=quota_name,
-        node_name="n1" if bound else "",
-        phase=phase if bound else "Pending",
-        scheduling_gates=(ADMISSION_GATE,) if gated else (),
+        node_name="n1" if running else "",
+        phase=phase if running else "Pending",
+        scheduling_gates=(ADMISSION_GATE,) if state == "gated" else (),
         user=user,
         groups=groups,
         application=app or f"ns/pod:{name}",
