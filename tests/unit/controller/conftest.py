@@ -21,6 +21,7 @@ from typing import Any, cast
 import pytest
 from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
+from quota_bodies import quota_body
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
@@ -48,26 +49,18 @@ class Bodies:
         annotations: Mapping[str, str] | None = None,
         status: Mapping[str, Any] | None = None,
     ) -> Body:
-        all_labels = dict(labels or {})
-        if parent is not None:
-            all_labels[keys.LABEL_PARENT] = parent
-        if is_parent:
-            all_labels[keys.LABEL_IS_PARENT] = "true"
-        body: Body = {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-            "kind": "ElasticQuota",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"uid-{namespace}-{name}",
-                "labels": all_labels,
-                "annotations": dict(annotations or {}),
-            },
-            "spec": {"min": dict(min or {}), "max": dict(max or {})},
-        }
-        if status is not None:
-            body["status"] = dict(status)
-        return body
+        return quota_body(
+            name,
+            namespace,
+            min=min,
+            max=max,
+            parent=parent,
+            is_parent=is_parent,
+            labels=labels,
+            annotations=annotations,
+            uid=f"uid-{namespace}-{name}",
+            status=status,
+        )
 
     @staticmethod
     def pod(

@@ -14,27 +14,14 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import defaultdict
-from collections.abc import Mapping
 from typing import Any
 
+from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.evictions import EvictionOutcome
 
 Body = dict[str, Any]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies ``application/merge-patch+json``."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class FakeCluster:
