@@ -23,10 +23,11 @@ def quota_body(
     tree: str | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
-    uid: str | None = None,
+    uid: str | None = "",
     status: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An ElasticQuota; ``parent``, ``is_parent`` and ``tree`` become their labels."""
+    """An ElasticQuota; ``parent``, ``is_parent`` and ``tree`` become their labels. ``uid``:
+    ``uid-<namespace>-<name>`` unless given; None: none."""
     all_labels = dict(labels or {})
     if parent is not None:
         all_labels[keys.LABEL_PARENT] = parent
@@ -36,7 +37,7 @@ def quota_body(
         all_labels[keys.LABEL_TREE_ID] = tree
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if uid is not None:
-        metadata["uid"] = uid
+        metadata["uid"] = uid or f"uid-{namespace}-{name}"
     metadata |= {"labels": all_labels, "annotations": dict(annotations or {})}
     body: dict[str, Any] = {
         "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",

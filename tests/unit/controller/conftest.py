@@ -36,31 +36,7 @@ Body = dict[str, Any]
 class Bodies:
     """Raw Kubernetes objects as the watch delivers them (quantities as strings)."""
 
-    @staticmethod
-    def quota(
-        name: str,
-        namespace: str = "team",
-        *,
-        min: Mapping[str, str] | None = None,
-        max: Mapping[str, str] | None = None,
-        parent: str | None = None,
-        is_parent: bool = False,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        status: Mapping[str, Any] | None = None,
-    ) -> Body:
-        return quota_body(
-            name,
-            namespace,
-            min=min,
-            max=max,
-            parent=parent,
-            is_parent=is_parent,
-            labels=labels,
-            annotations=annotations,
-            uid=f"uid-{namespace}-{name}",
-            status=status,
-        )
+    quota = staticmethod(quota_body)
 
     @staticmethod
     def pod(

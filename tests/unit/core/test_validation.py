@@ -42,9 +42,10 @@ def quota(
     used: Mapping[str, str] | None = None,
     **shape: Any,
 ) -> Raw:
-    """An ElasticQuota (max 10 cpu unless given; ``shape``: ``quota_body``'s options)."""
+    """An ElasticQuota without a uid (max 10 cpu unless given; ``shape``: ``quota_body``'s
+    options)."""
     status = None if used is None else {"used": dict(used)}
-    return quota_body(name, namespace, max=max or {"cpu": "10"}, status=status, **shape)
+    return quota_body(name, namespace, max=max or {"cpu": "10"}, uid=None, status=status, **shape)
 
 
 def pod_body(name: str, namespace: str = "team", labels: Mapping[str, str] | None = None) -> Raw:
