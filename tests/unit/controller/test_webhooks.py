@@ -82,6 +82,12 @@ def admission(synced: ControllerState, webhook_settings: Settings) -> Admission:
     return register_webhooks(kopf.OperatorRegistry(), synced, webhook_settings)
 
 
+@pytest.fixture
+def registry(synced: ControllerState, webhook_settings: Settings) -> kopf.OperatorRegistry:
+    """The operator's Kopf registry, its webhooks over the synced memory."""
+    return make_registry(synced, webhook_settings)
+
+
 def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
     with pytest.raises(kopf.AdmissionError) as caught:
         call()
@@ -484,9 +490,8 @@ def test_the_operators_own_reserved_quotas_are_admitted(admission: Admission) ->
 
 
 async def test_kopf_answers_a_refusal_with_the_message(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     answer = await admission_review(
         registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=broken
@@ -504,13 +509,9 @@ def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, str, bool]]
 
 
 async def test_a_refusal_is_logged_once_at_info_on_one_line(
-    synced: ControllerState,
-    webhook_settings: Settings,
-    k8s: Bodies,
-    caplog: pytest.LogCaptureFixture,
+    registry: kopf.OperatorRegistry, k8s: Bodies, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Normal operation: the object and the rule at INFO; not Kopf's ERROR echo as well."""
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     broken["metadata"]["labels"][keys.LABEL_PARENT] = "d\u00e9pt"  # refused when defaulted
     caplog.set_level(logging.DEBUG)
@@ -568,10 +569,9 @@ def escaped(key: str) -> str:
 
 
 async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    synced: ControllerState, registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     synced.on_quota(k8s.quota("dept", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
-    registry = make_registry(synced, webhook_settings)
     created = k8s.quota("team", max={"cpu": "2", "memory": "4Gi"}, parent="dept")
     answer = await admission_review(
         registry, MUTATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=created
@@ -587,9 +587,8 @@ async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
 
 
 async def test_kopf_answers_a_pod_label_change_with_the_message(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     old = k8s.pod("p", quota="team")
     new = json.loads(json.dumps(old))
     new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
@@ -601,9 +600,8 @@ async def test_kopf_answers_a_pod_label_change_with_the_message(
 
 
 async def test_kopf_lets_a_status_write_through_untouched(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     answer = await admission_review(
         registry,
