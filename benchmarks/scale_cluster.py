@@ -320,7 +320,7 @@ def pod_plan(
 
 
 def running_status() -> dict[str, Any]:
-    """What a kubelet reports once the containers run (``kube.pods.mark_running``)."""
+    """What a kubelet reports once the containers run (``eqdev.kubelet.mark_running``)."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "status": {

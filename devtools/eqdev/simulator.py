@@ -24,7 +24,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.admission import check_pod
@@ -34,6 +33,7 @@ from elasticquota.core.profiles import profile_tree_id, selects
 from elasticquota.core.resources import ResourceList, add
 from elasticquota.core.results import Snapshot
 from elasticquota.kube.errors import describe
+from eqdev.kubelet import KubeNodes, SimulatedNodes
 
 if TYPE_CHECKING:
     from elasticquota.controller.runner import Operator
@@ -102,7 +102,7 @@ class NodeSimulator:
     def __init__(
         self,
         state: ControllerState,
-        cluster: Cluster,
+        cluster: SimulatedNodes,
         leading: asyncio.Event,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -204,5 +204,5 @@ class NodeSimulator:
 def simulation(operator: Operator) -> tuple[str, Awaitable[None]]:
     """The node simulation as an extra loop of ``operator`` (``controller.runner.ExtraLoop``): on
     its memory, its writers' client and its Lease."""
-    simulator = NodeSimulator(operator.state, operator.kube, operator.leader.leading)
+    simulator = NodeSimulator(operator.state, KubeNodes(operator.kube), operator.leader.leading)
     return "node simulation", simulator.run()

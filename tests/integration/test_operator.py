@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from elasticquota.cli.tree_command import draw
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.pods import bind_pod, mark_running
 from elasticquota.kube.quotas import list_quotas, patch_quota
+from eqdev.kubelet import bind_pod, mark_running
 
 pytestmark = pytest.mark.timeout(300)
 

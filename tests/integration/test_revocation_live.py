@@ -28,7 +28,7 @@ from elasticquota.core import keys
 from elasticquota.core.overuse import ANNO_OVER_USED_SINCE, parse_since
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.errors import raise_for_status
-from elasticquota.kube.pods import mark_running
+from eqdev.kubelet import mark_running
 
 pytestmark = pytest.mark.timeout(300)
 DELAY = 8.0

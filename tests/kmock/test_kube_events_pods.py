@@ -20,8 +20,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.events import COMPONENT, post_event
-from elasticquota.kube.pods import bind_pod, mark_running
 from elasticquota.kube.quotas import MERGE_PATCH
+from eqdev.kubelet import bind_pod, mark_running
 
 QUOTA = {
     "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",

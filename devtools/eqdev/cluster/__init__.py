@@ -14,7 +14,8 @@ PKI. Development tooling: not in the installed package or the image, and nothing
 command installs Prometheus' rule checker from Debian's ``prometheus`` package (:mod:`.promtool`).
 """
 
-from eqdev.cluster.build import Binaries, BuildError, ensure_binaries
+from eqdev.cluster.binaries import Binaries, BuildError
+from eqdev.cluster.build import ensure_binaries
 from eqdev.cluster.cluster import ClusterError, LocalCluster
 from eqdev.cluster.crds import apply_crds, apply_crds_sync, default_crd_dir
 

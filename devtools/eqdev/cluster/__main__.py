@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from eqdev.cluster.build import BuildError, ensure_binaries, say
+from eqdev.cluster.binaries import BuildError, say
+from eqdev.cluster.build import ensure_binaries
 from eqdev.cluster.cluster import ClusterError, LocalCluster
 from eqdev.cluster.crds import apply_crds_sync, default_crd_dir
 from eqdev.cluster.pki import PkiError

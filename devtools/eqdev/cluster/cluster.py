@@ -39,7 +39,8 @@ from typing import Self, TypeVar
 
 import yaml
 
-from eqdev.cluster.build import Binaries, ensure_binaries, say
+from eqdev.cluster.binaries import Binaries, say
+from eqdev.cluster.build import ensure_binaries
 from eqdev.cluster.commands import (
     LOOPBACK,
     apiserver_args,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eqdev.cluster.apt import PrivateApt, machine_debian_sources
-from eqdev.cluster.build import say
+from eqdev.cluster.binaries import say
 
 PACKAGE = "prometheus"
 MEMBER = "usr/bin/promtool"

@@ -35,6 +35,7 @@ from elasticquota.kube.errors import describe
 from elasticquota.plan.loader import Manifests, load_paths
 from eqdev.demo.story import DEFAULT_RECLAIMER, Narrator, Story, plan_story
 from eqdev.demo.view import PaneEntry, operator_events, render_frame, render_pane
+from eqdev.processes import stop
 
 #: The demo's own pane lines kept (the pane shows the newest of these and of the Events).
 KEPT_LINES = 100
@@ -240,15 +241,6 @@ def _start_operator(log: Path, revocation_delay: float) -> subprocess.Popen[byte
         )
 
 
-def _stop(operator: subprocess.Popen[bytes]) -> None:
-    operator.terminate()
-    try:
-        operator.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        operator.kill()
-        operator.wait()
-
-
 def run_demo(args: argparse.Namespace) -> int:
     from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
 
@@ -270,7 +262,7 @@ def run_demo(args: argparse.Namespace) -> int:
             try:
                 asyncio.run(_live(args, manifests, story))
             finally:
-                _stop(operator)
+                stop(operator, grace=20)
     except KeyboardInterrupt:  # Ctrl-C before the live view took the signals over
         print("\ninterrupted")
     print("\nstopped the operator and the local control plane")

@@ -2,8 +2,8 @@
 
 Every write the controller's loops make goes through a ``Cluster``: the quota writer, the name
 records, the problem Events, the profile controller, the reserved quotas, revocation, admission
-gating and in-quota preemption (and the demo's node simulation). Which implementation they get is
-chosen once, by the runner, from the settings:
+gating and in-quota preemption. Which implementation they get is chosen once, by the runner, from
+the settings:
 
 - ``kube.cluster.KubeCluster``: the API server, through the writers' API client (fenced by the
   Lease, every request bounded in time; ``kube.client``);
@@ -65,15 +65,6 @@ class Cluster(Protocol):
         self, namespace: str, name: str, waiting: bool, message: str
     ) -> None:
         """The pod condition that says whether (and why) the pod waits for its quota."""
-
-    async def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        """Bind a pod to a node, as a scheduler does (the demo's node simulation)."""
-
-    async def mark_running(self, namespace: str, name: str) -> None:
-        """Report a pod Running and Ready, as a kubelet does (the demo's node simulation)."""
-
-    async def remove_stopped_pod(self, namespace: str, name: str) -> None:
-        """Remove a deleted pod whose containers stopped, as a kubelet does (the simulation)."""
 
 
 class DryRunCluster:
@@ -142,13 +133,3 @@ class DryRunCluster:
         state = "waiting" if waiting else "admitted"
         what = f"mark Pod {namespace}/{name} {state}: {message}"
         self._would("set_waiting_condition", namespace, name, message, what)
-
-    async def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        self._would("bind_pod", namespace, name, node, f"bind Pod {namespace}/{name} to {node}")
-
-    async def mark_running(self, namespace: str, name: str) -> None:
-        self._would("mark_running", namespace, name, None, f"mark Pod {namespace}/{name} Running")
-
-    async def remove_stopped_pod(self, namespace: str, name: str) -> None:
-        what = f"remove stopped Pod {namespace}/{name}"
-        self._would("remove_stopped_pod", namespace, name, None, what)

@@ -36,8 +36,13 @@ from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer, moved_in_slices, pending_writes_in_slices
-from elasticquota.core.diff import QuotaWrite
+from elasticquota.controller.writer import (
+    QuotaDiff,
+    Writer,
+    moved_in_slices,
+    pending_writes_in_slices,
+)
+from elasticquota.core.diff import QuotaWrite, quota_write
 from elasticquota.core.results import QuotaResult
 
 logger = logging.getLogger(__name__)
@@ -119,7 +124,7 @@ class TreeLoop:
         pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
         results = await self._solve()
         due = await self._due(results)
-        changes = await pending_writes_in_slices(self._state, results, due)
+        changes = await pending_writes_in_slices(self._state, results, due, diff=self._writer.diff)
         written, waits = await self._write_due(changes)
         self._retry_in = min(waits) if waits else None
         self._metrics.reconciled(time.monotonic() - started)
@@ -184,9 +189,9 @@ class TreeLoop:
 class Reconciler(WritingLoop):
     """Runs one ``TreeLoop`` per tree and wakes them when their tree may need a write."""
 
-    def __init__(self, context: LoopContext) -> None:
+    def __init__(self, context: LoopContext, diff: QuotaDiff = quota_write) -> None:
         super().__init__(context)
-        self.writer = Writer(context.cluster, context.state, context.settings)
+        self.writer = Writer(context.cluster, context.state, context.settings, diff=diff)
         self._loops: dict[str, TreeLoop] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         #: Passes made, by tree (for tests and debugging).

@@ -128,10 +128,14 @@ class RevocationController(WritingLoop):
         context: LoopContext,
         clock: Callable[[], float] = time.time,
         limiter: RateLimiter | None = None,
+        judge: Callable[[Snapshot, str], bool] = quota_is_over_used,
     ) -> None:
-        """``limiter`` is shared with in-quota preemption (one eviction budget)."""
+        """``limiter`` is shared with in-quota preemption (one eviction budget); ``judge`` says
+        whether a quota of a snapshot is due a round once its over-use lasts (a test watches it
+        look at the pods)."""
         super().__init__(context)
         self._clock = clock
+        self._judge = judge
         self._timer = OverUseTimer(context.settings.revocation_delay)
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "revocation's API requests")
@@ -166,12 +170,12 @@ class RevocationController(WritingLoop):
         for name in self._candidates(snapshot):
             result = snapshot.quotas[name]
             before = self._timer.since.get(name)
-            due = self._timer.observe(name, quota_is_over_used(snapshot, name), now)
+            due = self._timer.observe(name, self._judge(snapshot, name), now)
             await self._persist_since(result, before)
             if due:
                 # the victims: of now
                 fresh = await solved_snapshot(self._state.engine, self._metrics)
-                if name in fresh.quotas and quota_is_over_used(fresh, name):
+                if name in fresh.quotas and self._judge(fresh, name):
                     await self._revoke(fresh.quotas[name], victims_of(fresh, name))
 
     async def _snapshot(self, now: float) -> Snapshot:

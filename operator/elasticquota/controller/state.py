@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.api.parse import (
+    Parsed,
     parse_node,
     parse_pod,
     parse_profile,
@@ -153,12 +154,21 @@ class ControllerState:
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
     parsed: dict[ObjectKey, QuotaObject] = field(default_factory=dict)
+    #: How a quota object is parsed into the spec the engine solves (a test counts the calls).
+    quota_parser: Callable[[Mapping[str, Any]], Parsed] = parse_quota
 
     @classmethod
     def create(
-        cls, engine_settings: EngineSettings, ignore_namespaces: frozenset[str] = frozenset()
+        cls,
+        engine_settings: EngineSettings,
+        ignore_namespaces: frozenset[str] = frozenset(),
+        quota_parser: Callable[[Mapping[str, Any]], Parsed] = parse_quota,
     ) -> ControllerState:
-        return cls(engine=QuotaEngine(engine_settings), ignore_namespaces=ignore_namespaces)
+        return cls(
+            engine=QuotaEngine(engine_settings),
+            ignore_namespaces=ignore_namespaces,
+            quota_parser=quota_parser,
+        )
 
     # -- handlers' entry points -----------------------------------------------------------------
 
@@ -173,7 +183,7 @@ class ControllerState:
             self._trees_changed()  # the object is diffed again, the engine holds its spec
             return
         self.parsed[key] = quota
-        spec, problems = parse_quota(body)
+        spec, problems = self.quota_parser(body)
         self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
         identity = quota_identity(body) if spec is None else None
         if identity is not None:

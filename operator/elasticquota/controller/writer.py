@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 #: Quotas diffed between two yields to the event loop (~50 ms of work).
 DIFF_SLICE = 500
 
+#: How one quota's result is diffed against its object's annotations and status.
+QuotaDiff = Callable[[QuotaResult, Mapping[str, str], Mapping[str, Any] | None], QuotaWrite]
+
 
 @dataclass(slots=True)
 class WriteStats:
@@ -55,8 +58,11 @@ class Writer:
         state: ControllerState,
         settings: Settings,
         clock: Callable[[], float] = time.monotonic,
+        diff: QuotaDiff = quota_write,
     ) -> None:
         self._cluster = cluster
+        #: How a result is diffed against its object (``core.diff.quota_write``; a test counts).
+        self.diff = diff
         self._state = state
         self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
@@ -112,13 +118,14 @@ def pending_writes(
     state: ControllerState,
     results: Mapping[str, QuotaResult],
     names: Iterable[str] | None = None,
+    diff: QuotaDiff = quota_write,
 ) -> list[QuotaWrite]:
     """The writes one tree needs: only quotas that exist as objects and differ from their result.
 
     ``names``: diff only these quotas (sorted by name; unknown names are skipped); all of them
-    (in the results' order) when None.
+    (in the results' order) when None. ``diff``: how one result is diffed against its object.
     """
-    return _writes_for(state, _chosen(results, names))
+    return _writes_for(state, _chosen(results, names), diff)
 
 
 async def pending_writes_in_slices(
@@ -127,6 +134,7 @@ async def pending_writes_in_slices(
     names: Iterable[str] | None = None,
     size: int = DIFF_SLICE,
     budget: float = SLICE_BUDGET,
+    diff: QuotaDiff = quota_write,
 ) -> list[QuotaWrite]:
     """``pending_writes``, yielding to the event loop after every ``size`` quotas or once a slice
     has run for its time budget (``TimeSlice``), whichever comes first: a pass over every quota of
@@ -135,7 +143,7 @@ async def pending_writes_in_slices(
     writes: list[QuotaWrite] = []
     stretch = TimeSlice(budget)
     for position, result in enumerate(chosen, start=1):
-        change = _write_for(state, result)
+        change = _write_for(state, result, diff)
         if change is not None:
             writes.append(change)
         if position < len(chosen) and (position % size == 0 or stretch.due()):
@@ -148,16 +156,18 @@ def _chosen(results: Mapping[str, QuotaResult], names: Iterable[str] | None) -> 
     return list(results.values()) if names is None else _results_named(results, names)
 
 
-def _writes_for(state: ControllerState, chosen: Iterable[QuotaResult]) -> list[QuotaWrite]:
-    return [change for result in chosen if (change := _write_for(state, result)) is not None]
+def _writes_for(
+    state: ControllerState, chosen: Iterable[QuotaResult], diff: QuotaDiff
+) -> list[QuotaWrite]:
+    return [change for result in chosen if (change := _write_for(state, result, diff)) is not None]
 
 
-def _write_for(state: ControllerState, result: QuotaResult) -> QuotaWrite | None:
+def _write_for(state: ControllerState, result: QuotaResult, diff: QuotaDiff) -> QuotaWrite | None:
     """What the quota's object needs to show ``result``; None when it shows it (or is gone)."""
     current = state.quotas.get((result.namespace, result.name))
     if current is None:
         return None
-    change = quota_write(result, current.annotations, current.status)
+    change = diff(result, current.annotations, current.status)
     return None if change.empty else change
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TypedDict
 
 import numpy as np
 
@@ -74,12 +75,6 @@ def _quota_result(
     """One quota's result from its row (``at`` in ``columns``); the spec's lists are copied once
     per topology (``last``: the result built from the same spec before)."""
     keys = layout.keys
-    tracked = set(spec.max)
-
-    def sums(column: str) -> ResourceList:
-        return _keyed(keys, columns[column][at], tracked)
-
-    present = columns["runtime_present"][at]
     return QuotaResult(
         name=spec.name,
         namespace=spec.namespace,
@@ -94,6 +89,33 @@ def _quota_result(
             if key in spec.min
         },
         shared_weight=last.shared_weight if last is not None else spec.effective_weight,
+        **_figures(keys, columns, at, set(spec.max)),
+    )
+
+
+class _Figures(TypedDict):
+    """What the solve computed for one row of a tree, as ``QuotaResult`` fields."""
+
+    request: ResourceList
+    child_request: ResourceList
+    limited_request: ResourceList
+    used: ResourceList
+    runtime: ResourceList
+    non_preemptible_request: ResourceList
+    non_preemptible_used: ResourceList
+
+
+def _figures(
+    keys: list[str], columns: Mapping[str, list[list[int]]], at: int, tracked: set[str]
+) -> _Figures:
+    """Row ``at``'s sums (the ``tracked`` keys, plus any other key with a non-zero value) and its
+    runtime (the keys it is present for)."""
+
+    def sums(column: str) -> ResourceList:
+        return _keyed(keys, columns[column][at], tracked)
+
+    present = columns["runtime_present"][at]
+    return _Figures(
         request=sums("request"),
         child_request=sums("child_request"),
         limited_request=sums("limited_request"),
@@ -121,10 +143,6 @@ def _root_result(
     distributed = {
         key for key, has in zip(keys, layout.distributes[0].tolist(), strict=True) if has
     }
-
-    def sums(column: str) -> ResourceList:
-        return _keyed(keys, columns[column][at], distributed)
-
     return QuotaResult(
         name=ROOT_QUOTA,
         namespace="",
@@ -135,19 +153,7 @@ def _root_result(
         max={},
         effective_min={},
         shared_weight={},
-        request=sums("request"),
-        child_request=sums("child_request"),
-        limited_request=sums("limited_request"),
-        used=sums("used"),
-        runtime={
-            key: value
-            for key, value, has in zip(
-                keys, columns["runtime"][at], columns["runtime_present"][at], strict=True
-            )
-            if has
-        },
-        non_preemptible_request=sums("np_request"),
-        non_preemptible_used=sums("np_used"),
+        **_figures(keys, columns, at, distributed),
         reserved=True,
     )
 

@@ -56,12 +56,3 @@ class KubeCluster:
         self, namespace: str, name: str, waiting: bool, message: str
     ) -> None:
         await pods.set_waiting_condition(self.api, namespace, name, waiting, message)
-
-    async def bind_pod(self, namespace: str, name: str, node: str) -> None:
-        await pods.bind_pod(self.api, namespace, name, node)
-
-    async def mark_running(self, namespace: str, name: str) -> None:
-        await pods.mark_running(self.api, namespace, name)
-
-    async def remove_stopped_pod(self, namespace: str, name: str) -> None:
-        await pods.remove_stopped_pod(self.api, namespace, name)

@@ -13,6 +13,8 @@ from typing import Any
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import Reconciler
+from elasticquota.controller.writer import QuotaDiff
+from elasticquota.core.diff import quota_write
 
 
 @contextlib.asynccontextmanager
@@ -29,10 +31,13 @@ async def running(coro: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task
 
 
 @contextlib.asynccontextmanager
-async def reconciling(context: LoopContext, synced: bool = True) -> AsyncIterator[Reconciler]:
-    """A reconciler running for the body of the block (on a synced memory unless told not)."""
+async def reconciling(
+    context: LoopContext, synced: bool = True, diff: QuotaDiff = quota_write
+) -> AsyncIterator[Reconciler]:
+    """A reconciler running for the body of the block (on a synced memory unless told not),
+    diffing each result with ``diff``."""
     if synced:
         context.state.mark_synced()
-    reconciler = Reconciler(context)
+    reconciler = Reconciler(context, diff)
     async with running(reconciler.run()):
         yield reconciler

@@ -21,6 +21,7 @@ from typing import Any, cast
 import pytest
 from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
+from quota_bodies import quota_body
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
@@ -35,39 +36,7 @@ Body = dict[str, Any]
 class Bodies:
     """Raw Kubernetes objects as the watch delivers them (quantities as strings)."""
 
-    @staticmethod
-    def quota(
-        name: str,
-        namespace: str = "team",
-        *,
-        min: Mapping[str, str] | None = None,
-        max: Mapping[str, str] | None = None,
-        parent: str | None = None,
-        is_parent: bool = False,
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        status: Mapping[str, Any] | None = None,
-    ) -> Body:
-        all_labels = dict(labels or {})
-        if parent is not None:
-            all_labels[keys.LABEL_PARENT] = parent
-        if is_parent:
-            all_labels[keys.LABEL_IS_PARENT] = "true"
-        body: Body = {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-            "kind": "ElasticQuota",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"uid-{namespace}-{name}",
-                "labels": all_labels,
-                "annotations": dict(annotations or {}),
-            },
-            "spec": {"min": dict(min or {}), "max": dict(max or {})},
-        }
-        if status is not None:
-            body["status"] = dict(status)
-        return body
+    quota = staticmethod(quota_body)
 
     @staticmethod
     def pod(
@@ -254,6 +223,16 @@ def leading() -> asyncio.Event:
     event = asyncio.Event()
     event.set()
     return event
+
+
+@pytest.fixture(params=["the initial listing", "the Lease"])
+def listed(request: pytest.FixtureRequest, leading: asyncio.Event) -> bool:
+    """What a writing loop waits for: the initial listing (False: not in memory yet), or the
+    Lease (True: listed, but this replica is a standby: ``leading`` is cleared)."""
+    if request.param == "the Lease":
+        leading.clear()
+        return True
+    return False
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""An in-memory ``Cluster`` (``elasticquota.controller.cluster``) for the controller tests.
+"""An in-memory ``Cluster`` (``elasticquota.controller.cluster``) for the controller tests, and
+the node simulator's ``SimulatedNodes`` (``eqdev.kubelet``: bind, start, remove pods).
 
 It behaves like the API server where the controller depends on it: writes are JSON merge patches
 (RFC 7386: maps merge, ``null`` deletes) and answer the server's object, creating an existing
@@ -13,27 +14,14 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import defaultdict
-from collections.abc import Mapping
 from typing import Any
 
+from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.evictions import EvictionOutcome
 
 Body = dict[str, Any]
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies ``application/merge-patch+json``."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class FakeCluster:

@@ -11,36 +11,19 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from team_pods import team_pod as pod
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import (
-    ADMISSION_GATE,
     ANNO_USER_INFO,
     ANNO_USER_LIMITS,
     LABEL_ALLOW_LENT,
-    POD_LABEL_QUOTA,
 )
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
-
-
-def pod(name: str, cpu: str, priority: int, gated: bool = False, node: str = "") -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "priority": priority,
-        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if gated:
-        spec["schedulingGates"] = [{"name": ADMISSION_GATE}]
-    if node:
-        spec["nodeName"] = node
-    return {
-        "metadata": {"name": name, "namespace": "ns", "labels": {POD_LABEL_QUOTA: "team"}},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
 
 
 @pytest.fixture
@@ -77,7 +60,9 @@ async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: F
 async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quota_make_room(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    gate = await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, True))
+    gate = await stepped(
+        world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True)
+    )
     assert cluster.verbs().count("set_waiting_condition") == 1
     assert cluster.named("evict") == ["low"]
     assert list(gate.preempted) == ["ns/low"] and list(gate.released) == []
@@ -89,7 +74,9 @@ async def test_a_waiting_pod_is_told_why_once_and_lower_priority_pods_of_its_quo
 async def test_no_preemption_of_equal_or_higher_priority_pods(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    gate = await stepped(world, cluster, pod("peer", "4", 5, node="n1"), pod("new", "2", 5, True))
+    gate = await stepped(
+        world, cluster, pod("peer", "4", 5, node="n1"), pod("new", "2", 5, gated=True)
+    )
     await gate.step()  # told once only
     assert cluster.named("evict") == []
     assert cluster.verbs().count("set_waiting_condition") == 1

@@ -11,51 +11,26 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from team_pods import team_pod
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import (
-    ADMISSION_GATE,
     ANNO_USER_INFO,
     ANNO_USER_LIMITS,
     LABEL_ALLOW_LENT,
-    POD_LABEL_QUOTA,
 )
 from elasticquota.settings import Settings
 
 SUE_LIMIT = '- limit: "specific user"\n  users: [sue]\n  maxresources: {cpu: 5}'
 
 
-def pod(
-    name: str,
-    cpu: str,
-    *,
-    user: str = "sue",
-    gated: bool = False,
-    node: str = "",
-    phase: str = "",
-    priority: int = 0,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "priority": priority,
-        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if gated:
-        spec["schedulingGates"] = [{"name": ADMISSION_GATE}]
-    if node:
-        spec["nodeName"] = node
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "labels": {POD_LABEL_QUOTA: "team"},
-            "annotations": {ANNO_USER_INFO: json.dumps({"user": user, "groups": []})},
-        },
-        "spec": spec,
-        "status": {"phase": phase or ("Running" if node else "Pending")},
-    }
+def pod(name: str, cpu: str, *, user: str = "sue", **shape: Any) -> dict[str, Any]:
+    """A pod of quota ``team`` run by ``user`` (``shape``: ``team_pods.team_pod``'s options)."""
+    info = json.dumps({"user": user, "groups": []})
+    return team_pod(name, cpu, annotations={ANNO_USER_INFO: info}, **shape)
 
 
 def world_with(quota_cpu: str) -> ControllerState:

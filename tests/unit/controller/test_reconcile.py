@@ -400,17 +400,13 @@ async def test_a_refused_write_is_retried_one_interval_later(
 
 
 @pytest.mark.looptime
-@pytest.mark.parametrize("waiting_for", ["the initial listing", "the Lease"])
 async def test_nothing_is_written_before_the_initial_listing_nor_by_a_standby(
     world: ControllerState,
     cluster: FakeCluster,
     context: LoopContext,
     leading: asyncio.Event,
-    waiting_for: str,
+    listed: bool,
 ) -> None:
-    listed = waiting_for != "the initial listing"
-    if listed:
-        leading.clear()
     async with reconciling(context, synced=listed) as reconciler:
         await asyncio.sleep(30)
         assert cluster.calls == [] and (listed or reconciler.passes == 0)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from background import reconciling
 
-from elasticquota.controller import writer as writer_module
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
@@ -34,17 +33,18 @@ DEFAULT = keys.DEFAULT_TREE
 LEAVES = [f"leaf{index}" for index in range(8)]
 
 
-@pytest.fixture
-def diffed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the quotas the loops diff, in order."""
-    names: list[str] = []
+class DiffRecorder(list[str]):
+    """The names of the quotas a loop diffs, in order: the diff it is given records them."""
 
-    def counted(result: Any, annotations: Any, status: Any) -> QuotaWrite:
-        names.append(result.name)
+    def __call__(self, result: Any, annotations: Any, status: Any) -> QuotaWrite:
+        self.append(result.name)
         return quota_write(result, annotations, status)
 
-    monkeypatch.setattr(writer_module, "quota_write", counted)
-    return names
+
+@pytest.fixture
+def diffed() -> DiffRecorder:
+    """The quotas diffed by the loops that are given this recorder as their diff."""
+    return DiffRecorder()
 
 
 @pytest.fixture
@@ -64,9 +64,10 @@ def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Controll
     return state
 
 
-def tree_loop(context: LoopContext, tree_id: str = DEFAULT) -> TreeLoop:
-    """The loop of ``tree_id``, with no interval between two writes of a quota."""
-    writer = Writer(context.cluster, context.state, context.settings)
+def tree_loop(context: LoopContext, diff: DiffRecorder, tree_id: str = DEFAULT) -> TreeLoop:
+    """The loop of ``tree_id``, with no interval between two writes of a quota, its diffs
+    recorded by ``diff``."""
+    writer = Writer(context.cluster, context.state, context.settings, diff=diff)
     return TreeLoop(tree_id, context.state, writer, 0.0, context.leading, lambda: None)
 
 
@@ -85,9 +86,11 @@ def route_echoes(state: ControllerState, loop: TreeLoop, cluster: FakeCluster) -
 
 
 @pytest.fixture
-async def settled(world: ControllerState, context: LoopContext, cluster: FakeCluster) -> TreeLoop:
+async def settled(
+    world: ControllerState, context: LoopContext, cluster: FakeCluster, diffed: DiffRecorder
+) -> TreeLoop:
     """The default tree's loop, its writes all done and their echoes diffed."""
-    loop = tree_loop(context)
+    loop = tree_loop(context, diffed)
     await loop.reconcile_once()
     route_echoes(world, loop, cluster)
     await loop.reconcile_once()
@@ -104,7 +107,7 @@ async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_ch
     cluster: FakeCluster,
     settled: TreeLoop,
     k8s: Bodies,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
     loop = settled
     before = dict(world.results[DEFAULT])
@@ -136,8 +139,7 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
     world: ControllerState,
     cluster: FakeCluster,
     settled: TreeLoop,
-    k8s: Bodies,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
     loop = settled
     diffed.clear()
@@ -164,7 +166,7 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
     cluster: FakeCluster,
     settled: TreeLoop,
     k8s: Bodies,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
     from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -183,13 +185,12 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 
 async def test_a_failed_pass_makes_the_next_one_diff_everything(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     worker: WorkerThreads,
     k8s: Bodies,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
-    loop = tree_loop(context)
+    loop = tree_loop(context, diffed)
     await loop.reconcile_once()  # the first pass: every quota
     diffed.clear()
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "1"}))  # the tree is stale
@@ -207,7 +208,6 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
 @pytest.mark.looptime
 async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
 ) -> None:
@@ -242,12 +242,11 @@ async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
 @pytest.mark.looptime
 async def test_a_replica_that_becomes_the_leader_diffs_every_quota(
     world: ControllerState,
-    cluster: FakeCluster,
     context: LoopContext,
     leading: asyncio.Event,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
-    async with reconciling(context):
+    async with reconciling(context, diff=diffed):
         await asyncio.sleep(5)
         leading.clear()
         await asyncio.sleep(5)
@@ -263,9 +262,9 @@ async def test_a_topology_change_makes_the_loops_diff_every_quota(
     cluster: FakeCluster,
     context: LoopContext,
     k8s: Bodies,
-    diffed: list[str],
+    diffed: DiffRecorder,
 ) -> None:
-    async with reconciling(context):
+    async with reconciling(context, diff=diffed):
         await asyncio.sleep(5)
         diffed.clear()
         body = k8s.quota("newcomer", max={"cpu": "1"})

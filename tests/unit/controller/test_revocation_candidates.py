@@ -9,6 +9,8 @@ nothing and evicts nothing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,7 +22,9 @@ from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.core.models import PodInfo
 from elasticquota.core.results import Snapshot
+from elasticquota.core.revocation import quota_is_over_used
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,12 +33,16 @@ if TYPE_CHECKING:
 QUIET = [f"quiet{index}" for index in range(20)]
 
 
-def checker(world: ControllerState, now: list[float]) -> RevocationController:
+def checker(
+    world: ControllerState,
+    now: list[float],
+    judge: Callable[[Snapshot, str], bool] = quota_is_over_used,
+) -> RevocationController:
     """A dry-run controller (30-s delay, a check a second) whose clock reads ``now[0]``."""
     settings = Settings(revocation_delay=30.0, revocation_interval=1.0)
     cluster = DryRunCluster()
     return RevocationController(
-        LoopContext(world, cluster, settings, asyncio.Event()), clock=lambda: now[0]
+        LoopContext(world, cluster, settings, asyncio.Event()), clock=lambda: now[0], judge=judge
     )
 
 
@@ -78,23 +86,35 @@ def world() -> ControllerState:
     return state
 
 
+class PodsLookedAt(list[str]):
+    """The over-use judge, noting the quotas whose pods it looks at."""
+
+    def __call__(self, snapshot: Snapshot, quota: str) -> bool:
+        noted = NotedPods(snapshot.pods_by_quota, self)
+        return quota_is_over_used(dataclasses.replace(snapshot, pods_by_quota=noted), quota)
+
+
+class NotedPods(dict[str, Sequence[PodInfo]]):
+    """Each quota's pods; every quota they are asked for is noted in ``looked``."""
+
+    def __init__(self, pods: Mapping[str, Sequence[PodInfo]], looked: list[str]) -> None:
+        super().__init__(pods)
+        self._looked = looked
+
+    def get(self, quota: str, default: Any = None) -> Any:
+        self._looked.append(quota)
+        return super().get(quota, default)
+
+
 @pytest.fixture
-def pods_looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    looked: list[str] = []
-    original = Snapshot.pods_of
-
-    def recorded(self: Snapshot, quota: str) -> Any:
-        looked.append(quota)
-        return original(self, quota)
-
-    monkeypatch.setattr(Snapshot, "pods_of", recorded)
-    return looked
+def pods_looked_at() -> PodsLookedAt:
+    return PodsLookedAt()
 
 
 async def test_only_the_pods_of_over_used_quotas_are_looked_at(
-    world: ControllerState, pods_looked_at: list[str]
+    world: ControllerState, pods_looked_at: PodsLookedAt
 ) -> None:
-    controller = checker(world, [100.0])
+    controller = checker(world, [100.0], pods_looked_at)
 
     await controller.check_once()
 
@@ -103,10 +123,10 @@ async def test_only_the_pods_of_over_used_quotas_are_looked_at(
 
 
 async def test_a_running_timer_is_stopped_when_the_quota_fits_again(
-    world: ControllerState, pods_looked_at: list[str]
+    world: ControllerState, pods_looked_at: PodsLookedAt
 ) -> None:
     now = [100.0]
-    controller = checker(world, now)
+    controller = checker(world, now, pods_looked_at)
     await controller.check_once()
     world.on_pod_deleted(running("greedy-b", "greedy", "1"))
     now[0] = 200.0

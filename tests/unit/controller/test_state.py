@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from elasticquota.api.parse import Parsed, parse_quota
-from elasticquota.controller import state as state_module
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.engine import EngineSettings
@@ -98,16 +97,16 @@ class ParseRecorder:
         return parse_quota(body)
 
 
-def test_an_echo_of_our_own_write_is_not_parsed_again(
-    state: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_echo_of_our_own_write_is_not_parsed_again(k8s: Bodies) -> None:
     """Thousands of our writes echo back per second in a burst: only what they changed (the
     result annotations, the status) differs, so the spec the engine holds is kept as is."""
+    parsed = ParseRecorder()
+    state = ControllerState.create(EngineSettings(), quota_parser=parsed)
     state.on_quota(
         k8s.quota("a", max={CPU: "4"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}'})
     )
-    parsed = ParseRecorder()
-    monkeypatch.setattr(state_module, "parse_quota", parsed)
+    assert len(parsed.bodies) == 1
+    parsed.bodies.clear()
     echo = k8s.quota(
         "a",
         max={CPU: "4"},
@@ -153,21 +152,18 @@ def test_what_a_write_returns_is_kept_for_the_diff_and_taken_in_only_by_the_read
     ],
 )
 def test_a_change_of_what_the_spec_is_read_from_is_parsed(
-    state: ControllerState,
-    k8s: Bodies,
-    monkeypatch: pytest.MonkeyPatch,
-    change: dict[str, dict[str, str]],
+    k8s: Bodies, change: dict[str, dict[str, str]]
 ) -> None:
     base: dict[str, dict[str, str]] = {
         "max": {CPU: "4"},
         "labels": {},
         "annotations": {keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}'},
     }
-    state.on_quota(k8s.quota("a", **base))  # type: ignore[arg-type]
     parsed = ParseRecorder()
-    monkeypatch.setattr(state_module, "parse_quota", parsed)
+    state = ControllerState.create(EngineSettings(), quota_parser=parsed)
+    state.on_quota(k8s.quota("a", **base))  # type: ignore[arg-type]
     state.on_quota(k8s.quota("a", **{**base, **change}))  # type: ignore[arg-type]
-    assert len(parsed.bodies) == 1
+    assert len(parsed.bodies) == 2
 
 
 def test_a_root_quota_change_wakes_the_profile_controller(

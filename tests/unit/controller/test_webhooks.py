@@ -21,7 +21,7 @@ import json
 import logging
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,13 +49,16 @@ from elasticquota.controller.webhooks import (
     Registration,
     WebhookServer,
     build_webhooks_excluding_namespaces,
+    cluster_view,
     in_cluster_namespace,
     pod_webhook_excluded_namespaces,
     register_webhooks,
 )
 from elasticquota.core import keys
+from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.validation.labels import LABEL_VALUE_RULE
+from elasticquota.core.validation.view import QuotaCatalog
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
@@ -77,6 +80,12 @@ def synced(state: ControllerState) -> ControllerState:
 @pytest.fixture
 def admission(synced: ControllerState, webhook_settings: Settings) -> Admission:
     return register_webhooks(kopf.OperatorRegistry(), synced, webhook_settings)
+
+
+@pytest.fixture
+def registry(synced: ControllerState, webhook_settings: Settings) -> kopf.OperatorRegistry:
+    """The operator's Kopf registry, its webhooks over the synced memory."""
+    return make_registry(synced, webhook_settings)
 
 
 def refusal(call: Callable[[], None]) -> kopf.AdmissionError:
@@ -298,46 +307,54 @@ class NoWalks(dict[Any, Any]):
         raise AssertionError("walked every quota")
 
 
+class RecordingCatalog(QuotaCatalog):
+    """A catalog that notes the name of every quota it indexes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.indexed: list[str] = []
+
+    def upsert(self, body: Mapping[str, Any]) -> None:
+        self.indexed.append(body["metadata"]["name"])
+        super().upsert(body)
+
+
+def recorded_mirror(
+    state: ControllerState, k8s: Bodies, quotas: int
+) -> tuple[QuotaMirror, list[str]]:
+    """A mirror of ``state`` (as a request's admission keeps it) and the quotas it indexes, once
+    ``quotas`` quotas ``q0``, ``q1``... are in memory (not yet indexed)."""
+    catalog = RecordingCatalog()
+    mirror = QuotaMirror(state, RecentAdmissions(), catalog)
+    for index in range(quotas):
+        state.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
+    return mirror, catalog.indexed
+
+
 def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
-    for index in range(50):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    admission.view()
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=50)
+    cluster_view(mirror, synced)
     synced.quotas = NoWalks(synced.quotas)  # a request must not walk all the quotas
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-    monkeypatch.setattr(
-        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
-    )
-    admission.view()
+    indexed.clear()
+    cluster_view(mirror, synced)
     assert indexed == []
     synced.on_quota(k8s.quota("q7", max={"cpu": "2"}))
     synced.on_quota_deleted(k8s.quota("q8"))
-    view = admission.view()
+    view = cluster_view(mirror, synced)
     assert indexed == ["q7"]
     assert view.quota("q8") is None and view.quota("q9") is not None
 
 
 async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
-    for index in range(6):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-
-    def recording(body: Any) -> None:
-        indexed.append(body["metadata"]["name"])
-        upsert(body)
-
-    monkeypatch.setattr(catalog, "upsert", recording)
-    following = asyncio.create_task(admission.quotas.follow(size=2))
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=6)
+    following = asyncio.create_task(mirror.follow(size=2))
     await asyncio.sleep(0)  # the follow indexed the two oldest changes, then yielded
     assert indexed == ["q0", "q1"]
-    view = admission.view()  # a request meanwhile: the rest, not the whole log again
+    view = cluster_view(mirror, synced)  # a request meanwhile: the rest, not the whole log again
     assert indexed[:2] == ["q0", "q1"] and sorted(indexed[2:]) == ["q2", "q3", "q4", "q5"]
     await following
     assert len(indexed) == 6  # nothing indexed twice
@@ -345,19 +362,13 @@ async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(
 
 
 async def test_the_catalog_is_built_ahead_of_the_first_request_in_slices(
-    admission: Admission, synced: ControllerState, k8s: Bodies, monkeypatch: pytest.MonkeyPatch
+    synced: ControllerState, k8s: Bodies
 ) -> None:
-    for index in range(12):
-        synced.on_quota(k8s.quota(f"q{index}", max={"cpu": "1"}))
-    _, yields = await yields_during(admission.quotas.follow(size=5))
+    mirror, indexed = recorded_mirror(synced, k8s, quotas=12)
+    _, yields = await yields_during(mirror.follow(size=5))
     assert yields >= 2  # other tasks ran between the slices
-    catalog = admission.quotas.catalog
-    indexed: list[str] = []
-    upsert = catalog.upsert
-    monkeypatch.setattr(
-        catalog, "upsert", lambda body: indexed.append(body["metadata"]["name"]) or upsert(body)
-    )
-    view = admission.view()
+    indexed.clear()
+    view = cluster_view(mirror, synced)
     assert indexed == []  # the first request found everything indexed
     assert view.quota("q11") is not None
 
@@ -479,9 +490,8 @@ def test_the_operators_own_reserved_quotas_are_admitted(admission: Admission) ->
 
 
 async def test_kopf_answers_a_refusal_with_the_message(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     answer = await admission_review(
         registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=broken
@@ -499,13 +509,9 @@ def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, str, bool]]
 
 
 async def test_a_refusal_is_logged_once_at_info_on_one_line(
-    synced: ControllerState,
-    webhook_settings: Settings,
-    k8s: Bodies,
-    caplog: pytest.LogCaptureFixture,
+    registry: kopf.OperatorRegistry, k8s: Bodies, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Normal operation: the object and the rule at INFO; not Kopf's ERROR echo as well."""
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     broken["metadata"]["labels"][keys.LABEL_PARENT] = "d\u00e9pt"  # refused when defaulted
     caplog.set_level(logging.DEBUG)
@@ -531,20 +537,20 @@ async def test_a_refusal_is_logged_once_at_info_on_one_line(
     assert all("\n" not in message for _, _, message, _ in shown)
 
 
-async def test_a_failing_handler_is_still_an_error_with_its_traceback(
-    synced: ControllerState,
-    webhook_settings: Settings,
-    k8s: Bodies,
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    registry = kopf.OperatorRegistry()
-    admission = register_webhooks(registry, synced, webhook_settings)
+class CorruptMemory(ControllerState):
+    """A memory that fails when a request reads the quotas."""
 
-    def broken(*_: Any) -> None:
+    def quota_changes_since(self, sequence: int) -> list[tuple[str, str]]:
         raise RuntimeError("the memory is corrupt")
 
-    monkeypatch.setattr(admission, "validate_quota", broken)
+
+async def test_a_failing_handler_is_still_an_error_with_its_traceback(
+    webhook_settings: Settings, k8s: Bodies, caplog: pytest.LogCaptureFixture
+) -> None:
+    corrupt = CorruptMemory(engine=QuotaEngine(EngineSettings()))
+    corrupt.mark_synced()
+    registry = kopf.OperatorRegistry()
+    register_webhooks(registry, corrupt, webhook_settings)
     caplog.set_level(logging.INFO)
     answer = await admission_review(
         registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=k8s.quota("q")
@@ -563,10 +569,9 @@ def escaped(key: str) -> str:
 
 
 async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    synced: ControllerState, registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     synced.on_quota(k8s.quota("dept", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
-    registry = make_registry(synced, webhook_settings)
     created = k8s.quota("team", max={"cpu": "2", "memory": "4Gi"}, parent="dept")
     answer = await admission_review(
         registry, MUTATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=created
@@ -582,9 +587,8 @@ async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
 
 
 async def test_kopf_answers_a_pod_label_change_with_the_message(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     old = k8s.pod("p", quota="team")
     new = json.loads(json.dumps(old))
     new["metadata"]["labels"][keys.POD_LABEL_PREEMPTIBLE] = "false"
@@ -596,9 +600,8 @@ async def test_kopf_answers_a_pod_label_change_with_the_message(
 
 
 async def test_kopf_lets_a_status_write_through_untouched(
-    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+    registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
-    registry = make_registry(synced, webhook_settings)
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
     answer = await admission_review(
         registry,

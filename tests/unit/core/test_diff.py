@@ -9,14 +9,13 @@ write, applied by the API server as a JSON merge patch, leaves nothing more to w
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from engine_factories import quota_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_merge_patch import merge_patch
 
 from elasticquota.core import keys
 from elasticquota.core.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
@@ -44,19 +43,6 @@ def written(res: QuotaResult) -> tuple[dict[str, str], dict[str, Any]]:
         if not (key == keys.ANNO_RUNTIME and res.name in (keys.SYSTEM_QUOTA, keys.DEFAULT_QUOTA))
     }
     return annotations, {"used": format_resource_list(res.used)}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, as the API server applies ``application/merge-patch+json``."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    merged = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge_patch(merged.get(key), value)
-    return merged
 
 
 def apply(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine_strategies import any_node, any_pod, any_quota, clusters, one_pod, resource_lists
-from engine_world import World, observable
+from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,18 +30,10 @@ from elasticquota.core.results import QuotaResult, Snapshot
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+SOLVE = st.tuples(st.just("solve"), st.none())
+#: Object events and solves, pod upserts and solves drawn twice as often as the other events.
 EVENTS = st.lists(
-    st.one_of(
-        st.tuples(st.just("upsert_quota"), any_quota()),
-        st.tuples(st.just("delete_quota"), any_quota()),
-        st.tuples(st.just("upsert_pod"), any_pod()),
-        st.tuples(st.just("upsert_pod"), any_pod()),
-        st.tuples(st.just("delete_pod"), any_pod()),
-        st.tuples(st.just("upsert_node"), any_node()),
-        st.tuples(st.just("delete_node"), any_node()),
-        st.tuples(st.just("solve"), st.none()),
-        st.tuples(st.just("solve"), st.none()),
-    ),
+    st.one_of(OBJECT_EVENT, st.tuples(st.just("upsert_pod"), any_pod()), SOLVE, SOLVE),
     max_size=40,
 )
 
@@ -76,7 +68,7 @@ POD_OR_NODE_EVENTS = st.lists(
         st.tuples(st.just("delete_pod"), st.integers(0, 7)),
         st.tuples(st.just("upsert_node"), any_node()),
         st.tuples(st.just("delete_node"), any_node()),
-        st.tuples(st.just("solve"), st.none()),
+        SOLVE,
         st.tuples(st.just("take"), st.none()),
     ),
     max_size=40,

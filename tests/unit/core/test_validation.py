@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
+from quota_bodies import quota_body
 
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
@@ -37,36 +38,14 @@ def quota(
     name: str,
     namespace: str = "team",
     *,
-    min: Mapping[str, Any] | None = None,
     max: Mapping[str, Any] | None = None,
-    parent: str | None = None,
-    is_parent: bool = False,
-    tree: str | None = None,
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
     used: Mapping[str, str] | None = None,
+    **shape: Any,
 ) -> Raw:
-    all_labels = dict(labels or {})
-    if parent is not None:
-        all_labels[keys.LABEL_PARENT] = parent
-    if is_parent:
-        all_labels[keys.LABEL_IS_PARENT] = "true"
-    if tree is not None:
-        all_labels[keys.LABEL_TREE_ID] = tree
-    raw: Raw = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": all_labels,
-            "annotations": dict(annotations or {}),
-        },
-        "spec": {"min": dict(min or {}), "max": dict(max or {"cpu": "10"})},
-    }
-    if used is not None:
-        raw["status"] = {"used": dict(used)}
-    return raw
+    """An ElasticQuota without a uid (max 10 cpu unless given; ``shape``: ``quota_body``'s
+    options)."""
+    status = None if used is None else {"used": dict(used)}
+    return quota_body(name, namespace, max=max or {"cpu": "10"}, uid=None, status=status, **shape)
 
 
 def pod_body(name: str, namespace: str = "team", labels: Mapping[str, str] | None = None) -> Raw:

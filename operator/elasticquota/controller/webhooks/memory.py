@@ -82,10 +82,16 @@ class QuotaMirror:
     not a pass over 10,000 quotas.
     """
 
-    def __init__(self, state: ControllerState, recent: RecentAdmissions) -> None:
+    def __init__(
+        self,
+        state: ControllerState,
+        recent: RecentAdmissions,
+        catalog: QuotaCatalog | None = None,
+    ) -> None:
+        """``catalog``: the index to keep current (a new one unless given: a test records it)."""
         self._state = state
         self._recent = recent
-        self.catalog = QuotaCatalog()
+        self.catalog = QuotaCatalog() if catalog is None else catalog
         self._held: dict[ObjectKey, object] = {}
         self._sequence = 0
         self._overlaid: set[ObjectKey] = set()

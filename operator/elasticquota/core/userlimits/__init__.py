@@ -1,6 +1,6 @@
 """Per-user and per-group limits at every level of a quota tree: YuniKorn's user quota enforcement.
 
-Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the engine, the webhooks,
+Pure and synchronous (no Kubernetes I/O, no metrics), in parts that the engine, the webhooks,
 ``plan``, the metrics and the CLI put together:
 
 - ``config``: the quota annotation ``elasticquota.dev/user-limits``, a YAML or JSON list of
@@ -9,7 +9,8 @@ Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the eng
   per-quota rule of YuniKorn's validator (``../shared/reference/yunikorn-semantics.md`` §2, rules
   1-10): empty user and group lists, name patterns, duplicated names, named entries after a
   wildcard, a lone group wildcard, non-positive or negative ``maxresources``, a negative
-  ``maxapplications``, an object that limits nothing, ``maxresources`` above the quota's max.
+  ``maxapplications``, an object that limits nothing, ``maxresources`` above the quota's max
+  (the values in ``limits``, the rules for one object in ``rules``).
 - ``book``: the limits of a whole tree; rules 11-13 between a quota and its ancestors (a lower
   limit for the same name, else for a named entry the ancestor's wildcard, must fit in the one in
   force above); the object in force for a user (named, else the user wildcard; levels are
@@ -25,7 +26,9 @@ Pure and synchronous (no Kubernetes I/O, no metrics), in four parts that the eng
   pod's path, updated pod by pod, and the admission check (every applicable user and group limit
   holds with the pod added, at its quota and every ancestor; a new application must fit
   ``maxapplications``; exactly at the limit is allowed; decreases are never refused), the over-use
-  left by a limit lowered after the fact (listed, never evicted) and the ``plan`` usage view.
+  left by a limit lowered after the fact (listed, never evicted) and the ``plan`` usage view;
+  ``records``: the values it takes and gives (the pod as limits see it, refusals, verdicts,
+  over-uses, usage lines); ``counting``: how it stores and counts one pod's figures.
 - ``tracker``: what the engine keeps: the books of every tree (each quota's annotation parsed once
   per change), one ledger per tree fed as pods are placed, carried over a topology rebuild on a
   fork (only moved pods counted again), and frozen into each ``Snapshot`` (``user_limits``).

@@ -23,168 +23,48 @@ stopping is never refused; a limit lowered below usage holds back new pods and i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, TypeVar, cast
+from collections.abc import Iterable, Mapping
 
 from elasticquota.core.cowmap import CowMap
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import ResourceList, format_resource_list
-from elasticquota.core.userlimits.book import LimitBook, QuotaPath
-from elasticquota.core.userlimits.config import PODS, WILDCARD, LimitEntry
+from elasticquota.core.resources import ResourceList
+from elasticquota.core.userlimits.book import LimitBook
+from elasticquota.core.userlimits.counting import (
+    SEP,
+    Counted,
+    Layered,
+    PodClass,
+    at_key,
+    count_pod,
+    path_levels,
+    pod_class_key,
+)
+from elasticquota.core.userlimits.limits import WILDCARD, LimitEntry
+from elasticquota.core.userlimits.records import (
+    APPLICATIONS,
+    Kind,
+    LimitedPod,
+    LimitRefusal,
+    OverUse,
+    Subject,
+    SubjectUsage,
+    UsageDocument,
+    UserLimitVerdict,
+    usage_document,
+)
 
-Kind = Literal["user", "group"]
-#: Who a figure is about: ("user", name) or ("group", name); the catch-all group is "*".
-Subject = tuple[Kind, str]
-APPLICATIONS: Final = "applications"
-_V = TypeVar("_V")
-
-
-@dataclass(frozen=True, slots=True)
-class LimitedPod:
-    """A pod as user limits see it.
-
-    ``key`` is unique among pods (``namespace/name``); ``path`` runs from the pod's quota to the
-    tree's root; ``application`` is the application key (``identity.application_id``; empty:
-    the pod is an application of its own); ``request`` is the pod's effective request in engine
-    units, the same figure its quota's ``used`` counts."""
-
-    key: str
-    path: QuotaPath
-    user: str
-    groups: tuple[str, ...] = ()
-    application: str = ""
-    request: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def app(self) -> str:
-        return self.application or f"pod:{self.key}"
-
-    def counted(self) -> ResourceList:
-        """What the pod adds to its subjects' usage: its non-zero requests and 1 ``pods``."""
-        counted = {name: value for name, value in self.request.items() if value}
-        counted[PODS] = counted.get(PODS, 0) + 1
-        return counted
-
-
-@dataclass(frozen=True, slots=True)
-class LimitRefusal:
-    """One limit a pod would break: whose, where, on what, and the numbers (engine units)."""
-
-    kind: Kind
-    name: str
-    quota: str
-    resource: str
-    requested: int
-    used: int
-    limit: int
-    limit_name: str
-
-    @property
-    def message(self) -> str:
-        who = f"{self.kind} {self.name}"
-        if self.resource == APPLICATIONS:
-            return (
-                f"{who} at quota {self.quota}: applications: a new application would make "
-                f"{self.used + self.requested} running, limit {self.limit} "
-                f"(user limit {self.limit_name})"
-            )
-        unit = self.resource
-        return (
-            f"{who} at quota {self.quota}: {unit}: requested {format_units(unit, self.requested)}, "
-            f"used {format_units(unit, self.used)} of limit {format_units(unit, self.limit)} "
-            f"(user limit {self.limit_name})"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class UserLimitVerdict:
-    """The answer of ``check``: allowed when no limit refuses; refusals leaf to root, user first."""
-
-    user: str
-    group: str | None
-    refusals: tuple[LimitRefusal, ...] = ()
-
-    @property
-    def allowed(self) -> bool:
-        return not self.refusals
-
-    @property
-    def reason(self) -> str:
-        return self.refusals[0].message if self.refusals else ""
-
-
-@dataclass(frozen=True, slots=True)
-class OverUse:
-    """Usage above a limit in force (a limit lowered after the fact): reported, never evicted."""
-
-    kind: Kind
-    name: str
-    quota: str
-    resource: str
-    used: int
-    limit: int
-    limit_name: str
-
-    @property
-    def message(self) -> str:
-        if self.resource == APPLICATIONS:
-            amounts = f"{self.used} running, limit {self.limit}"
-        else:
-            amounts = (
-                f"used {format_units(self.resource, self.used)}, "
-                f"limit {format_units(self.resource, self.limit)}"
-            )
-        return (
-            f"{self.kind} {self.name} at quota {self.quota} is over its {self.resource} limit: "
-            f"{amounts} (user limit {self.limit_name}); new pods are held back, none is evicted"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SubjectUsage:
-    """One line of the usage view: a subject at a quota, its usage and the limit in force."""
-
-    kind: Kind
-    name: str
-    quota: str
-    used: ResourceList
-    applications: frozenset[str]
-    limit: LimitEntry | None
-    limit_name: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``plan -o json`` contract: null where no limit applies (0 and {} included)."""
-        limit = self.limit
-        return {
-            "used": format_resource_list(self.used),
-            "applications": len(self.applications),
-            "maxResources": (
-                format_resource_list(limit.max_resources)
-                if limit is not None and limit.max_resources
-                else None
-            ),
-            "maxApplications": (
-                limit.max_applications if limit is not None and limit.max_applications else None
-            ),
-            "limit": self.limit_name,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class _Counted:
-    pod: LimitedPod
-    group: str | None
-    counted: ResourceList
-
-
-#: Separates the parts of a storage key (subject kind, name, quota, application): names never
-#: hold it (identities with control characters are refused, Kubernetes names cannot).
-_SEP: Final = "\x00"
-
-
-def _at_key(kind: str, name: str, quota: str) -> str:
-    return f"{kind}{_SEP}{name}{_SEP}{quota}"
+__all__ = [
+    "APPLICATIONS",
+    "Kind",
+    "LedgerOverlay",
+    "LedgerView",
+    "LimitRefusal",
+    "LimitedPod",
+    "OverUse",
+    "Subject",
+    "SubjectUsage",
+    "UserLimitLedger",
+    "UserLimitVerdict",
+]
 
 
 class LedgerView:
@@ -199,7 +79,7 @@ class LedgerView:
     def __init__(
         self,
         book: LimitBook,
-        pods: Mapping[str, _Counted],
+        pods: Mapping[str, Counted],
         used: Mapping[str, ResourceList],
         running: Mapping[str, int],
         apps: Mapping[str, int],
@@ -238,7 +118,7 @@ class LedgerView:
             return UserLimitVerdict(pod.user, known.group)
         counted = pod.counted()
         refusals: list[LimitRefusal] = []
-        for quota in _levels(pod.path):
+        for quota in path_levels(pod.path):
             entry, through = self._book.user_limit(quota, pod.user)
             refusals.extend(self._refusals(("user", pod.user), quota, entry, through, pod, counted))
             if group is not None:
@@ -261,7 +141,7 @@ class LedgerView:
             return []
         kind, name = subject
         label = entry.report_name(through_wildcard)
-        at = _at_key(kind, name, quota)
+        at = at_key(kind, name, quota)
         used = self._used.get(at) or {}
         refusals = [
             LimitRefusal(
@@ -272,7 +152,7 @@ class LedgerView:
         ]
         if entry.max_applications:
             running = self._running.get(at) or 0
-            if f"{at}{_SEP}{pod.app}" not in self._apps and running + 1 > entry.max_applications:
+            if f"{at}{SEP}{pod.app}" not in self._apps and running + 1 > entry.max_applications:
                 refusals.append(
                     LimitRefusal(
                         kind, name, quota, APPLICATIONS, 1, running, entry.max_applications, label
@@ -283,11 +163,11 @@ class LedgerView:
     # -- reading ---------------------------------------------------------------------------------
 
     def used(self, kind: Kind, name: str, quota: str) -> ResourceList:
-        return dict(self._used.get(_at_key(kind, name, quota)) or {})
+        return dict(self._used.get(at_key(kind, name, quota)) or {})
 
     def running_applications(self, kind: Kind, name: str, quota: str) -> frozenset[str]:
         """The applications running for a subject at a quota (a scan: for reports, not passes)."""
-        prefix = _at_key(kind, name, quota) + _SEP
+        prefix = at_key(kind, name, quota) + SEP
         return frozenset(key[len(prefix) :] for key in self._apps if key.startswith(prefix))
 
     def tracked_group(self, key: str) -> str | None:
@@ -299,11 +179,11 @@ class LedgerView:
         """Every subject's usage and running applications per quota (a copy)."""
         running: dict[str, set[str]] = {}
         for key in self._apps:
-            at, _, app = key.rpartition(_SEP)
+            at, _, app = key.rpartition(SEP)
             running.setdefault(at, set()).add(app)
         result: dict[Subject, dict[str, tuple[ResourceList, frozenset[str]]]] = {}
         for at, used in self._used.items():
-            kind, name, quota = at.split(_SEP)
+            kind, name, quota = at.split(SEP)
             subject: Subject = ("user" if kind == "user" else "group", name)
             result.setdefault(subject, {})[quota] = (dict(used), frozenset(running.get(at, ())))
         return result
@@ -361,76 +241,16 @@ class LedgerView:
             lines.append(SubjectUsage(kind, name, quota, used, apps, entry, label))
         return lines
 
-    def usage_document(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    def usage_document(self) -> UsageDocument:
         """``{"users": {user: {quota: ...}}, "groups": {group: {quota: ...}}}`` for ``plan``."""
-        document: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"users": {}, "groups": {}}
-        for line in self.usage():
-            section = document["users" if line.kind == "user" else "groups"]
-            section.setdefault(line.name, {})[line.quota] = line.to_json()
-        return document
-
-
-class _Writable(Protocol[_V]):
-    """What ``_count`` needs of a map: a ``CowMap`` or an overlay's ``_Layered``."""
-
-    def get(self, key: str, /) -> _V | None: ...
-
-    def __setitem__(self, key: str, value: _V, /) -> None: ...
-
-    def __delitem__(self, key: str, /) -> None: ...
-
-
-def _count(
-    entry: _Counted,
-    sign: int,
-    used: _Writable[ResourceList],
-    running: _Writable[int],
-    apps: _Writable[int],
-) -> None:
-    """Add (+1) or remove (-1) one counted pod at every level, for its user and its group.
-
-    Usage values are replaced, never changed in place (frozen views may share them); entries
-    that drop to nothing are removed, so that nothing is left behind."""
-    pod = entry.pod
-    levels = _levels(pod.path)
-    for kind, name in _subjects(pod.user, entry.group):
-        for quota in levels:
-            at = _at_key(kind, name, quota)
-            app_key = f"{at}{_SEP}{pod.app}"
-            pods_of_app = (apps.get(app_key) or 0) + sign
-            if pods_of_app:
-                apps[app_key] = pods_of_app
-            else:
-                del apps[app_key]
-            if pods_of_app == (1 if sign > 0 else 0):  # the application starts or stops here
-                count = (running.get(at) or 0) + sign
-                if count:
-                    running[at] = count
-                else:
-                    del running[at]
-                    del used[at]
-                    continue
-            before = used.get(at) or {}
-            after = dict(before)
-            for resource, value in entry.counted.items():
-                amount = after.get(resource, 0) + sign * value
-                if amount:
-                    after[resource] = amount
-                else:
-                    after.pop(resource, None)
-            used[at] = after
-
-
-#: Per class of counted pods (the same path and groups: the same tracked group), the path, the
-#: groups, the group their usage goes to and how many pods the class has.
-_Class = tuple[QuotaPath, frozenset[str], str | None, int]
+        return usage_document(self.usage())
 
 
 class UserLimitLedger(LedgerView):
     """Incremental usage per subject and quota, the limit book, and the admission check."""
 
     def __init__(self, book: LimitBook | None = None) -> None:
-        self._pods_live: CowMap[_Counted] = CowMap()
+        self._pods_live: CowMap[Counted] = CowMap()
         self._used_live: CowMap[ResourceList] = CowMap()
         self._running_live: CowMap[int] = CowMap()
         self._apps_live: CowMap[int] = CowMap()
@@ -441,7 +261,7 @@ class UserLimitLedger(LedgerView):
             self._running_live,
             self._apps_live,
         )
-        self._classes: CowMap[_Class] = CowMap()
+        self._classes: CowMap[PodClass] = CowMap()
 
     @classmethod
     def from_pods(cls, book: LimitBook, pods: Iterable[LimitedPod]) -> UserLimitLedger:
@@ -478,9 +298,9 @@ class UserLimitLedger(LedgerView):
         if pod.key in self._pods_live:
             self.remove(pod.key)
         group = self._book.tracked_group(pod.path, pod.groups)
-        entry = _Counted(pod, group, pod.counted())
+        entry = Counted(pod, group, pod.counted())
         self._pods_live[pod.key] = entry
-        key = _class_key(pod)
+        key = pod_class_key(pod)
         known = self._classes.get(key)
         self._classes[key] = (
             pod.path,
@@ -488,20 +308,20 @@ class UserLimitLedger(LedgerView):
             group,
             1 + (known[3] if known else 0),
         )
-        _count(entry, +1, self._used_live, self._running_live, self._apps_live)
+        count_pod(entry, +1, self._used_live, self._running_live, self._apps_live)
 
     def remove(self, key: str) -> LimitedPod | None:
         """The pod no longer counts (finished, deleted, moved). Unknown keys are ignored."""
         entry = self._pods_live.pop(key)
         if entry is None:
             return None
-        class_key = _class_key(entry.pod)
+        class_key = pod_class_key(entry.pod)
         path, groups, group, count = self._classes[class_key]
         if count > 1:
             self._classes[class_key] = (path, groups, group, count - 1)
         else:
             del self._classes[class_key]
-        _count(entry, -1, self._used_live, self._running_live, self._apps_live)
+        count_pod(entry, -1, self._used_live, self._running_live, self._apps_live)
         return entry.pod
 
     def replace_book(self, book: LimitBook) -> None:
@@ -519,7 +339,7 @@ class UserLimitLedger(LedgerView):
         if not moved:
             return
         for entry in list(self._pods_live.values()):
-            if _class_key(entry.pod) in moved:
+            if pod_class_key(entry.pod) in moved:
                 self.remove(entry.pod.key)
                 self.add(entry.pod)
 
@@ -530,72 +350,20 @@ class LedgerOverlay(LedgerView):
     def __init__(self, base: LedgerView) -> None:
         super().__init__(
             base.book,
-            _Layered(base._pods),
-            _Layered(base._used),
-            _Layered(base._running),
-            _Layered(base._apps),
+            Layered(base._pods),
+            Layered(base._used),
+            Layered(base._running),
+            Layered(base._apps),
         )
 
     def add(self, pod: LimitedPod) -> None:
         """Count ``pod`` in the overlay (a pod already counted below is left as it is)."""
         if pod.key in self._pods:
             return
-        entry = _Counted(pod, self._book.tracked_group(pod.path, pod.groups), pod.counted())
-        assert isinstance(self._pods, _Layered)
-        assert isinstance(self._used, _Layered)
-        assert isinstance(self._running, _Layered)
-        assert isinstance(self._apps, _Layered)
+        entry = Counted(pod, self._book.tracked_group(pod.path, pod.groups), pod.counted())
+        assert isinstance(self._pods, Layered)
+        assert isinstance(self._used, Layered)
+        assert isinstance(self._running, Layered)
+        assert isinstance(self._apps, Layered)
         self._pods[pod.key] = entry
-        _count(entry, +1, self._used, self._running, self._apps)
-
-
-_DELETED: Final = object()
-
-
-class _Layered(MutableMapping[str, _V]):
-    """Writes go to a dict of its own; reads fall through to ``base`` (never written)."""
-
-    def __init__(self, base: Mapping[str, _V]) -> None:
-        self._base = base
-        self._local: dict[str, Any] = {}
-
-    def __getitem__(self, key: str) -> _V:
-        if key in self._local:
-            value = self._local[key]
-            if value is _DELETED:
-                raise KeyError(key)
-            return cast(_V, value)
-        return self._base[key]
-
-    def __setitem__(self, key: str, value: _V) -> None:
-        self._local[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        if key not in self:
-            raise KeyError(key)
-        self._local[key] = _DELETED
-
-    def __iter__(self) -> Iterator[str]:
-        for key, value in self._local.items():
-            if value is not _DELETED:
-                yield key
-        for key in self._base:
-            if key not in self._local:
-                yield key
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-def _subjects(user: str, group: str | None) -> list[Subject]:
-    return [("user", user)] if group is None else [("user", user), ("group", group)]
-
-
-def _levels(path: QuotaPath) -> Iterable[str]:
-    """The path's quotas, each once (a malformed path must not count a pod twice)."""
-    return dict.fromkeys(path)
-
-
-def _class_key(pod: LimitedPod) -> str:
-    """What decides a pod's tracked group, as a key: its path and (the set of) its groups."""
-    return _SEP.join(pod.path) + "\x01" + _SEP.join(sorted(set(pod.groups)))
+        count_pod(entry, +1, self._used, self._running, self._apps)

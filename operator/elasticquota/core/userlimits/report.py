@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from elasticquota.core.resources import add
-from elasticquota.core.userlimits.config import PODS
 from elasticquota.core.userlimits.ledger import Kind, SubjectUsage
+from elasticquota.core.userlimits.limits import PODS
 
 OTHER: Final = "(other)"
 

@@ -20,7 +20,6 @@ got its first limit, are counted again; a tree that lost its last limit drops it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from elasticquota.core.cowmap import CowMap
 from elasticquota.core.keys import ROOT_QUOTA
@@ -37,6 +36,7 @@ from elasticquota.core.userlimits.ledger import (
     UserLimitLedger,
     UserLimitVerdict,
 )
+from elasticquota.core.userlimits.records import UsageDocument, usage_document
 
 #: Per quota name: the annotation text and max it was parsed with, and what came out.
 LimitMemo = dict[str, tuple[str, frozenset[tuple[str, int]], QuotaLimits, tuple[LimitProblem, ...]]]
@@ -171,13 +171,9 @@ class UserLimitsView:
         """Each tree's usage lines, by tree id (the metrics label them with their tree)."""
         return [(tree, self._ledgers[tree].usage()) for tree in sorted(self._ledgers)]
 
-    def usage_document(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    def usage_document(self) -> UsageDocument:
         """``plan -o json``'s ``users`` and ``groups`` over every tree."""
-        document: dict[str, dict[str, dict[str, dict[str, Any]]]] = {"users": {}, "groups": {}}
-        for line in self.usage():
-            section = document["users" if line.kind == "user" else "groups"]
-            section.setdefault(line.name, {})[line.quota] = line.to_json()
-        return document
+        return usage_document(self.usage())
 
 
 #: What a snapshot carries when the engine has no user limits to say (e.g. built by hand).

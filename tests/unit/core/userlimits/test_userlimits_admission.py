@@ -12,18 +12,18 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from userlimits_builders import NODE, limited_quota
+from userlimits_builders import user_pod as pod
 
 from elasticquota.core.admission import check_pod, pending_verdicts
 from elasticquota.core.engine import QuotaEngine
 from elasticquota.core.explain import explain
 from elasticquota.core.gating import gate_decisions
-from elasticquota.core.keys import ADMISSION_GATE, ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.keys import ROOT_QUOTA
+from elasticquota.core.models import PodInfo, QuotaSpec
 from elasticquota.core.results import Snapshot
 from elasticquota.core.revocation import revocation_plan
 from elasticquota.core.userlimits.ledger import OverUse
-
-NODE = NodeInfo("n1", {"cpu": 1_000_000, "memory": 10**15})
 
 
 def quota(
@@ -33,41 +33,9 @@ def quota(
     is_parent: bool = False,
     cpu: int = 1_000_000,
 ) -> QuotaSpec:
-    return QuotaSpec(
-        name=name,
-        namespace="ns",
-        min={"cpu": cpu},
-        max={"cpu": cpu},
-        parent=parent,
-        is_parent=is_parent,
-        user_limits=limits,
-    )
-
-
-def pod(
-    name: str,
-    quota_name: str = "leaf",
-    cpu: int = 1_000,
-    user: str = "sue",
-    groups: tuple[str, ...] = (),
-    app: str = "",
-    state: str = "running",
-    priority: int = 0,
-) -> PodInfo:
-    """``state``: running (bound), gated (held by our gate), released (no gate, not bound)."""
-    return PodInfo(
-        namespace="ns",
-        name=name,
-        requests={"cpu": cpu},
-        quota_label=quota_name,
-        node_name="n1" if state == "running" else "",
-        phase="Running" if state == "running" else "Pending",
-        scheduling_gates=(ADMISSION_GATE,) if state == "gated" else (),
-        user=user,
-        groups=groups,
-        application=app or f"ns/pod:{name}",
-        priority=priority,
-    )
+    """A quota whose min and max are ``cpu``."""
+    cpus = {"cpu": cpu}
+    return limited_quota(name, parent, limits, is_parent, min=cpus, max=cpus)
 
 
 def solve(quotas: list[QuotaSpec], pods: list[PodInfo]) -> Snapshot:

@@ -11,55 +11,20 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from userlimits_builders import NODE, limited_quota, user_pod
 
 from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.models import QuotaSpec
 from elasticquota.core.rebuild import compute_rebuild
 from elasticquota.core.userlimits import LimitedPod, UserLimitLedger
 
-BIG = {"cpu": 1_000_000, "memory": 10**15}
-NODE = NodeInfo("n1", {"cpu": 1_000_000, "memory": 10**15})
-
-
-def quota(
-    name: str, parent: str = ROOT_QUOTA, limits: str | None = None, is_parent: bool = False
-) -> QuotaSpec:
-    return QuotaSpec(
-        name=name,
-        namespace="ns",
-        max=dict(BIG),
-        parent=parent,
-        is_parent=is_parent,
-        user_limits=limits,
-    )
+quota = limited_quota
+pod = user_pod
 
 
 def _fields(spec: QuotaSpec) -> dict[str, Any]:
     return {name: getattr(spec, name) for name in QuotaSpec.__dataclass_fields__}
-
-
-def pod(
-    name: str,
-    quota_name: str,
-    cpu: int = 1_000,
-    user: str = "sue",
-    groups: tuple[str, ...] = (),
-    app: str = "",
-    bound: bool = True,
-    phase: str = "Running",
-) -> PodInfo:
-    return PodInfo(
-        namespace="ns",
-        name=name,
-        requests={"cpu": cpu},
-        quota_label=quota_name,
-        node_name="n1" if bound else "",
-        phase=phase if bound else "Pending",
-        user=user,
-        groups=groups,
-        application=app or f"ns/pod:{name}",
-    )
 
 
 def tree(root_limits: str | None = None, leaf_limits: str | None = None) -> list[QuotaSpec]:
@@ -91,7 +56,7 @@ def test_usage_follows_pod_events_at_every_level_of_the_path() -> None:
 
     engine.upsert_pod(pod("b", "other", cpu=500, app="ns/x"))  # the same application
     engine.upsert_pod(pod("a", "leaf", cpu=2_000, app="ns/x"))  # an update replaces
-    engine.upsert_pod(pod("pending", "leaf", bound=False))  # not bound: not used
+    engine.upsert_pod(pod("pending", "leaf", state="released"))  # not bound: not used
     document = engine.solve().user_limits.usage_document()
     assert document["users"]["sue"]["root"]["used"] == {"cpu": "2500m", "pods": "2"}
     assert document["users"]["sue"]["root"]["applications"] == 1
@@ -163,7 +128,7 @@ def test_an_invalid_limit_is_a_problem_and_only_that_limit_is_dropped() -> None:
     assert set(snapshot.quotas) >= {"root", "leaf", "other"}  # everything still computed
     bob = snapshot.user_limits.usage_document()["users"]["bob"]["leaf"]
     assert bob["maxResources"] == {"cpu": "1"} and bob["limit"] == "good"
-    verdict = snapshot.user_limits.check(pod("b", "leaf", user="bob", bound=False), "leaf")
+    verdict = snapshot.user_limits.check(pod("b", "leaf", user="bob", state="released"), "leaf")
     assert verdict is not None and not verdict.allowed  # the good limit holds: 1 cpu used of 1
 
 
@@ -206,13 +171,14 @@ def test_a_reparented_quota_moves_its_pods_usage_and_limits_follow_the_tree() ->
         quota("top", is_parent=True),
     ]
     engine = QuotaEngine().load(specs, [pod("a", "leaf", app="ns/x")], [NODE])
-    assert not engine.solve().user_limits.check(pod("b", "other", bound=False), "other").allowed  # type: ignore[union-attr]
+    newcomer = pod("b", "other", state="released")
+    assert not engine.solve().user_limits.check(newcomer, "other").allowed  # type: ignore[union-attr]
     engine.upsert_quota(quota("leaf", "top"))
     snapshot = engine.solve()
     document = snapshot.user_limits.usage_document()
     assert set(document["users"]["sue"]) == {"leaf", "top", "root"}  # root: its named limit
     assert document["users"]["sue"]["root"]["applications"] == 0
-    assert snapshot.user_limits.check(pod("b", "other", bound=False), "other").allowed  # type: ignore[union-attr]
+    assert snapshot.user_limits.check(newcomer, "other").allowed  # type: ignore[union-attr]
     assert document == fresh_document(engine)
 
 
@@ -260,7 +226,7 @@ def events(draw: st.DrawFn) -> list[tuple[str, Any]]:
                         user=draw(st.sampled_from(["u1", "u2", ""])),
                         groups=tuple(draw(st.lists(st.sampled_from(["g1", "g2"]), max_size=2))),
                         app=f"ns/{draw(st.sampled_from(['x', 'y']))}",
-                        bound=draw(st.booleans()),
+                        state=draw(st.sampled_from(["running", "released"])),
                     ),
                 )
             )

@@ -9,20 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from eqdev.cluster.build import (
+from eqdev.cluster.binaries import (
     BINARY_NAMES,
     MANIFEST_NAME,
     BuildError,
     build_lock,
     cache_root,
-    ensure_binaries,
     find_cached,
-    go_environment,
     load_cached,
-    rsync_wrapper,
     upstream_version,
     write_manifest,
 )
+from eqdev.cluster.build import ensure_binaries, go_environment, rsync_wrapper
 
 PACKAGES = {"kubernetes": "1.20.5+really1.20.2-1.1", "etcd-server": "3.4.23-4+b4"}
 

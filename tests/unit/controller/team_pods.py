@@ -1,0 +1,46 @@
+"""Raw pods of quota ``team`` in namespace ``ns``, for the admission gating tests.
+
+A plain module (the ``conftest`` modules of several tiers share a name, so helpers that tests
+import live in uniquely named modules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from elasticquota.core.keys import ADMISSION_GATE, POD_LABEL_QUOTA
+
+
+def team_pod(
+    name: str,
+    cpu: str,
+    priority: int = 0,
+    *,
+    gated: bool = False,
+    node: str = "",
+    phase: str = "",
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A pod requesting ``cpu``, held by our gate when ``gated``, Running on ``node`` when bound
+    (Pending otherwise) unless ``phase`` says otherwise."""
+    spec: dict[str, Any] = {
+        "priority": priority,
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if gated:
+        spec["schedulingGates"] = [{"name": ADMISSION_GATE}]
+    if node:
+        spec["nodeName"] = node
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "labels": {POD_LABEL_QUOTA: "team"},
+    }
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": phase or ("Running" if node else "Pending")},
+    }
