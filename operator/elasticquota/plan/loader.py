@@ -4,7 +4,7 @@ Only what cannot be read at all (a missing file, broken YAML) is an error
 (``UnreadableInputError``).
 Objects of kinds that ``plan`` does not use are kept aside with a note; objects without a kind are
 problems. Directories are read recursively, ``*.yaml``, ``*.yml`` and ``*.json`` files in name
-order.
+order. Where each object was read (file, document) is kept for the problems' report.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import yaml
 
 from elasticquota.core import keys
 from elasticquota.core.models import Problem
+from elasticquota.plan.findings import NOTE, InputFinding, Origin, object_ref
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -52,6 +53,10 @@ class Manifests:
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: Where each object was read, by (kind, namespace, name): the last copy's place.
+    origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
+    #: The notes on objects of kinds ``plan`` does not read (``skipped``), with their place.
+    notes: list[Problem] = field(default_factory=list)
 
 
 def load_paths(paths: Iterable[str | Path]) -> Manifests:
@@ -59,8 +64,8 @@ def load_paths(paths: Iterable[str | Path]) -> Manifests:
     manifests = Manifests()
     for path in paths:
         for file in _files(Path(path)):
-            for document in _documents(file):
-                _sort(document, file, manifests)
+            for index, document in enumerate(_documents(file)):
+                _sort(document, Origin(str(file), index), manifests)
     return manifests
 
 
@@ -98,14 +103,25 @@ def _flatten(document: Any) -> Iterator[Any]:
         yield document
 
 
-def _sort(document: Any, file: Path, manifests: Manifests) -> None:
+def _sort(document: Any, origin: Origin, manifests: Manifests) -> None:
+    file = origin.file
     for item in _flatten(document):
         if not isinstance(item, dict) or not item.get("kind"):
             manifests.problems.append(
-                Problem(f"document in {file}", "not a Kubernetes object (no kind); skipped")
+                InputFinding(
+                    f"document in {file}",
+                    "not a Kubernetes object (no kind); skipped",
+                    rule="no-kind",
+                    source="input",
+                    origin=origin,
+                )
             )
             continue
         kind, group = item["kind"], str(item.get("apiVersion", "")).rpartition("/")[0]
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        manifests.origins[(str(kind), namespace, name)] = origin
         if kind == keys.QUOTA_KIND and group in keys.QUOTA_GROUPS:
             manifests.quotas.append(item)
         elif kind == keys.PROFILE_KIND and group == keys.PROFILE_GROUP:
@@ -119,6 +135,15 @@ def _sort(document: Any, file: Path, manifests: Manifests) -> None:
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             manifests.priority_classes.append(item)
         else:
-            metadata = item.get("metadata")
-            name = metadata.get("name", "<unnamed>") if isinstance(metadata, dict) else "<unnamed>"
-            manifests.skipped.append(f"{item.get('apiVersion', '')} {kind} {name} ({file})")
+            shown = name or "<unnamed>"
+            manifests.skipped.append(f"{item.get('apiVersion', '')} {kind} {shown} ({file})")
+            manifests.notes.append(
+                InputFinding(
+                    object_ref(str(kind), namespace, shown),
+                    f"skipped: {item.get('apiVersion', '')} {kind} is not a kind plan reads",
+                    rule="skipped-kind",
+                    source="input",
+                    severity=NOTE,
+                    origin=origin,
+                )
+            )

@@ -65,7 +65,13 @@ LEFT_OUT = (
 
 
 def problems_of(document: Any, obj: str) -> list[str]:
-    return [p["message"] for p in document["problems"] if p["object"] == obj]
+    """The operator's problems about ``obj`` (the webhooks' refusals and the schema's warnings
+    are tested in test_webhook_rules and test_lint)."""
+    return [
+        p["message"]
+        for p in document["problems"]
+        if p["object"] == obj and p["source"] in ("operator", "input")
+    ]
 
 
 # -- quotas -----------------------------------------------------------------------------------
