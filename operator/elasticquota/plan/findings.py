@@ -73,6 +73,16 @@ def failing(problems: list[Problem]) -> list[Problem]:
     return [problem for problem in problems if severity_of(problem) in FAILING]
 
 
+def problem_line(problem: Problem) -> str:
+    """The table's line: ``Kind namespace/name: message``, then ``[rule]`` for a finding, with
+    its severity when it is not an error (``[unknown-field, warning]``)."""
+    line = f"{problem.object}: {problem.message}"
+    if not isinstance(problem, Finding):
+        return line
+    severity = "" if problem.severity == ERROR else f", {problem.severity}"
+    return f"{line} [{problem.rule}{severity}]"
+
+
 def problem_entry(problem: Problem, origins: dict[tuple[str, str, str], Origin]) -> dict[str, Any]:
     """One entry of the JSON ``problems`` list (a stable contract, docs/plan.md)."""
     kind, namespace, name = split_ref(problem.object)

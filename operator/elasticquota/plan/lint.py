@@ -108,7 +108,6 @@ COMMON_EXTENDED: Final = (
     "amd.com/gpu",
     "kubernetes.io/batch-cpu",
     "kubernetes.io/batch-memory",
-    "koordinator.sh/gpu",
 )
 _HUGEPAGES: Final = re.compile(r"^hugepages-[0-9]+(\.[0-9]+)?([KMGTPE]i?)?$")
 _QUALIFIED: Final = re.compile(
@@ -132,12 +131,15 @@ def is_resource_name(name: str) -> bool:
 
 
 def _resource_hint(name: str) -> str:
-    close = difflib.get_close_matches(name, STANDARD_RESOURCES, n=1, cutoff=0.6)
+    bare = [item for item in COMMON_EXTENDED if item.rpartition("/")[2] == name]
+    if bare:
+        return f"did you mean {bare[0]}?"
+    names = [
+        f"{prefix}{each}" for prefix in ("", "requests.", "limits.") for each in STANDARD_RESOURCES
+    ]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if close:
         return f"did you mean {close[0]}?"
-    bare = {item.rpartition("/")[2]: item for item in COMMON_EXTENDED}
-    if name in bare:
-        return f"did you mean {bare[name]}?"
     return f"an extended resource needs a domain, e.g. example.com/{name}"
 
 
@@ -208,12 +210,12 @@ def _key_hint(key: str, kind: str, place: str) -> str | None:
     if key in known or not _ours(key):
         return None
     elsewhere = [
-        f"a {other_kind} {other_place}"
+        f"{other_kind} {other_place}s"
         for (other_kind, other_place), names in KNOWN_KEYS.items()
         if key in names and (other_kind, other_place) != (kind, place)
     ]
     if elsewhere:
-        return f"it is read as {' and '.join(elsewhere)} only"
+        return f"it is read in {' and '.join(elsewhere)} only"
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
     return f"did you mean {close[0]}?" if close else "this project reads no such key"
 
@@ -251,14 +253,13 @@ def object_findings(kind: str, raw: Mapping[str, Any]) -> list[Finding]:
         for key in _keys_of(values):
             why = _key_hint(key, read_as, place)
             if why is not None:
-                warn(f"unknown-{place}", f"{where} has {key}, which is not a {read_as} {place} "
-                     f"key of this project: {why}")  # fmt: skip
+                warn(f"unknown-{place}", f"unknown {place} key {key} in {where}: {why}")
     if kind == keys.QUOTA_KIND:
         for part in ("min", "max"):
             for name in _keys_of(spec.get(part)):
                 if not is_resource_name(name):
-                    warn("resource-name", f"spec.{part} has resource {name!r}, which no pod "
-                         f"requests ({RESOURCE_NAME_RULE}): {_resource_hint(name)}")  # fmt: skip
+                    warn("resource-name", f"unknown resource name {name!r} in spec.{part}: "
+                         f"{_resource_hint(name)} ({RESOURCE_NAME_RULE})")  # fmt: skip
     return found
 
 
