@@ -192,7 +192,10 @@ def _class_values(
     default: int | None = None
     for item in classes:
         metadata = item.get("metadata")
-        if not isinstance(metadata, dict):
+        if not isinstance(metadata, dict) or not metadata.get("name"):
+            problems.append(
+                Problem("PriorityClass /<unnamed>", "no metadata.name; ignored", left_out=True)
+            )
             continue
         name, raw = str(metadata.get("name")), item.get("value") or 0
         value = _integer(raw)
