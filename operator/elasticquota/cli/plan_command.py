@@ -82,7 +82,7 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_UNREADABLE
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
-    plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota)
+    plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota, judge=True)
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)
     if args.output == "json":

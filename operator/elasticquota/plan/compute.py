@@ -50,9 +50,14 @@ class Plan:
 
 
 def compute_plan(
-    manifests: Manifests, settings: EngineSettings | None = None, check_ancestors: bool = False
+    manifests: Manifests,
+    settings: EngineSettings | None = None,
+    check_ancestors: bool = False,
+    judge: bool = False,
 ) -> Plan:
-    """Parse, apply profiles, solve, and derive admission and revocation."""
+    """Parse, apply profiles, solve, and derive admission and revocation; with ``judge`` (the
+    ``plan`` command), also the webhooks' refusals and the schema's warnings (``plan.lint``),
+    which cost about as much again as the rest on a large cluster's objects."""
     problems = list(manifests.problems)
     for kind, raws in (
         ("ElasticQuota", manifests.quotas),
@@ -74,14 +79,19 @@ def compute_plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors),
         revocations=revocation_plan(snapshot),
-        problems=problems
-        + snapshot.problems
-        + webhook_findings(raw_quotas, manifests.pods)
-        + list(manifest_findings(manifests.quotas, manifests.profiles, manifests.pods)),
+        problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),
         origins=dict(manifests.origins),
     )
+
+
+def _judged(manifests: Manifests, raw_quotas: list[dict[str, Any]]) -> list[Problem]:
+    """The webhooks' refusals, then the schema's warnings."""
+    return [
+        *webhook_findings(raw_quotas, manifests.pods),
+        *manifest_findings(manifests.quotas, manifests.profiles, manifests.pods),
+    ]
 
 
 def webhook_findings(

@@ -20,6 +20,7 @@ All are warnings: the object is accepted and computed as written.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -196,6 +197,7 @@ KNOWN_KEYS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def _ours(key: str) -> bool:
     """A key under one of this project's prefixes, or under a prefix a typo away from one."""
     prefix, slash, _ = key.rpartition("/")
@@ -204,6 +206,7 @@ def _ours(key: str) -> bool:
     return prefix in OUR_PREFIXES or bool(difflib.get_close_matches(prefix, OUR_PREFIXES, 1, 0.8))
 
 
+@functools.lru_cache(maxsize=4096)
 def _key_hint(key: str, kind: str, place: str) -> str | None:
     """Why ``key`` is not read as a ``place`` of a ``kind``; None when it is, or is not ours."""
     known = KNOWN_KEYS[(kind, place)]

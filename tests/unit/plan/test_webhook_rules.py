@@ -14,8 +14,10 @@ a new rule without a case here (or a reason why a set of manifests cannot break 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +40,22 @@ from elasticquota.plan.loader import Manifests
 if TYPE_CHECKING:
     from conftest import K8s
 
-from conftest import K8s as _K8s  # the builders, at import time for the table
+
+def _builders() -> type[K8s]:
+    """This directory's ``K8s`` at import time, for the table (``import conftest`` would be
+    ambiguous: several test directories have one)."""
+    spec = importlib.util.spec_from_file_location(
+        "plan_conftest", Path(__file__).with_name("conftest.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    builders: type[K8s] = module.K8s
+    return builders
+
+
+_K8s = _builders()
 
 q = _K8s.quota
 CPU = {"cpu": "10"}
@@ -136,7 +153,7 @@ def plan_refusals(case: Case) -> list[tuple[str, str, str]]:
 def set_refusals(
     quotas: list[dict[str, Any]], pods: list[dict[str, Any]]
 ) -> list[tuple[str, str, str]]:
-    plan = compute_plan(Manifests(quotas=quotas, pods=pods))
+    plan = compute_plan(Manifests(quotas=quotas, pods=pods), judge=True)
     return [
         (p.object, getattr(p, "rule", ""), p.message)
         for p in plan.problems

@@ -2,7 +2,8 @@
 
 The webhooks judge one request against the objects the cluster already has. A repository of
 manifests has no "already": each quota is judged as its CREATE would be, against all the others
-(as if they were in the cluster), with the same functions the webhook handlers call
+(as if they were in the cluster; one view of the whole set serves every judgement, the rules
+never count a quota against itself), with the same functions the webhook handlers call
 (``controller.webhooks.admission``): first the mutating webhook's defaults (``quota_defaults``:
 the parent label, the tree id inherited from the parent, the shared weight), whose refusal ends
 the request as the API server ends it; then ``validate_quota_create`` on the defaulted object.
@@ -14,7 +15,9 @@ What follows from judging each object against all the others:
   claimed twice) is reported on every object it involves, each with the webhook's message for a
   request about that object;
 * of quotas sharing a name, the one that keeps it (the owner rule of ``QuotaCatalog``, the
-  engine's) is not told that its name is taken: the others are;
+  engine's) is not told that its name is taken: the others are; of quotas whose ``namespaces``
+  annotations list one namespace, the first by namespace/name keeps it and the others are told
+  it is bound to that one;
 * the rules about a change (UPDATE and DELETE: frozen reserved quotas, a changed tree id, an
   ``is-parent`` flip, deleting a quota with children or pods, the preemptible label) need the
   stored object and are not applied to a set of manifests.
@@ -102,6 +105,7 @@ def validate_manifest_set(
     unique = list({_key(raw): raw for raw in quotas}.values())
     defaulted, defaults = _defaulted(unique)
     catalog = QuotaCatalog(defaulted)
+    view = ClusterView(catalog)
     found: list[Refusal] = []
     for raw, fill in zip(defaulted, defaults, strict=True):
         namespace, name = _key(raw)
@@ -112,15 +116,11 @@ def validate_manifest_set(
             ]
             continue  # the API server stops at the mutating webhook's refusal
         owner = catalog.key_named(name) == (namespace, name)
-        catalog.remove((namespace, name))
-        violations = validate_quota_create(raw, ClusterView(catalog))
-        catalog.upsert(raw)
         found += [
             Refusal(keys.QUOTA_KIND, namespace, name, v, "validate-elasticquota")
-            for v in violations
+            for v in validate_quota_create(raw, view)
             if not (owner and v.rule == "name-unique")
         ]
-    view = ClusterView(catalog)
     for pod in pods:
         namespace, name = _key(pod)
         found += [
