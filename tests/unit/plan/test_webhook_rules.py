@@ -252,3 +252,13 @@ def test_the_json_names_the_rule_and_the_webhook_message(
     assert (entry["file"], entry["document"]) == (str(path), 1)
     assert entry["message"].startswith("checkMinQuotaSum all brothers' MinQuota > parent MinQuota")
     json.dumps(entry)  # plain JSON values
+
+
+def test_of_quotas_listing_one_namespace_all_but_the_first_are_refused(k8s: type[K8s]) -> None:
+    claims = [k8s.quota(name, max=CPU, namespaces=["shared"]) for name in ("c", "a", "b")]
+    reported = set_refusals(claims, [])
+    assert [(obj, rule) for obj, rule, _ in reported] == [
+        ("ElasticQuota c/c", "namespaces-unique"),
+        ("ElasticQuota b/b", "namespaces-unique"),
+    ]
+    assert all("already bound to quota a" in message for _, _, message in reported)
