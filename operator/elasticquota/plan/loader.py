@@ -9,6 +9,7 @@ order. Where each object was read (file, document) is kept for the problems' rep
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import yaml
 
 from elasticquota.core import keys
 from elasticquota.core.models import Problem
-from elasticquota.plan.findings import NOTE, InputFinding, Origin, object_ref
+from elasticquota.plan.findings import NOTE, WARNING, InputFinding, Origin, object_ref
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -135,15 +136,49 @@ def _sort(document: Any, origin: Origin, manifests: Manifests) -> None:
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             manifests.priority_classes.append(item)
         else:
-            shown = name or "<unnamed>"
-            manifests.skipped.append(f"{item.get('apiVersion', '')} {kind} {shown} ({file})")
-            manifests.notes.append(
-                InputFinding(
-                    object_ref(str(kind), namespace, shown),
-                    f"skipped: {item.get('apiVersion', '')} {kind} is not a kind plan reads",
-                    rule="skipped-kind",
-                    source="input",
-                    severity=NOTE,
-                    origin=origin,
-                )
+            _skip(item, str(kind), namespace, name or "<unnamed>", origin, manifests)
+
+
+#: The kinds ``plan`` reads, each with the apiVersion to suggest for it.
+READ_KINDS: dict[str, str] = {
+    keys.QUOTA_KIND: f"{keys.QUOTA_GROUPS[0]}/v1alpha1",
+    keys.PROFILE_KIND: f"{keys.PROFILE_GROUP}/v1alpha1",
+    "Pod": "v1",
+    "Node": "v1",
+    "Namespace": "v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+}
+
+
+def _skip(
+    item: dict[str, Any], kind: str, namespace: str, name: str, origin: Origin, manifests: Manifests
+) -> None:
+    """An object plan does not read: a note, or a warning when it looks like one it reads with a
+    typo in its kind or its API group (a quota that would be skipped without failing the gate)."""
+    api_version = str(item.get("apiVersion", ""))
+    ref = object_ref(kind, namespace, name)
+    manifests.skipped.append(f"{api_version} {kind} {name} ({origin.file})")
+    close = difflib.get_close_matches(kind, list(READ_KINDS), n=1, cutoff=0.8)
+    if close:
+        wanted = f"kind {close[0]}, apiVersion {READ_KINDS[close[0]]}"
+        manifests.problems.append(
+            InputFinding(
+                ref,
+                f"skipped: {api_version} {kind} is not a kind plan reads; did you mean {wanted}?",
+                rule="unknown-kind",
+                source="input",
+                severity=WARNING,
+                origin=origin,
             )
+        )
+        return
+    manifests.notes.append(
+        InputFinding(
+            ref,
+            f"skipped: {api_version} {kind} is not a kind plan reads",
+            rule="skipped-kind",
+            source="input",
+            severity=NOTE,
+            origin=origin,
+        )
+    )

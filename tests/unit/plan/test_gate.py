@@ -98,3 +98,23 @@ def test_through_the_entry_point_the_json_parses_and_the_code_is_1(
     ]
     assert (refused[0]["file"], refused[0]["document"]) == (str(path), 1)
     assert refused[0]["message"].startswith(MIN_SUM)
+
+
+def test_a_quota_with_a_wrong_group_or_kind_is_a_warning_not_a_note(
+    run_cli: CliRunner, k8s: type[K8s], write: Writer
+) -> None:
+    wrong_group = k8s.quota("a", max=CPU, api_version="scheduling.koordinator.sh/v1alpha1")
+    wrong_kind = k8s.quota("b", max=CPU) | {"kind": "ElasticQuotas"}
+    path = write(wrong_group, wrong_kind)
+    result = run_cli("plan", "-f", path, "--fail-on-problems", "-o", "json")
+    assert result.code == EXIT_PROBLEMS
+    problems = result.json()["problems"]
+    assert [(p["name"], p["rule"], p["severity"], p["message"]) for p in problems] == [
+        ("a", "unknown-kind", "warning", "skipped: scheduling.koordinator.sh/v1alpha1 ElasticQuota "
+         "is not a kind plan reads; did you mean kind ElasticQuota, apiVersion "
+         "scheduling.sigs.k8s.io/v1alpha1?"),
+        ("b", "unknown-kind", "warning", "skipped: scheduling.sigs.k8s.io/v1alpha1 ElasticQuotas "
+         "is not a kind plan reads; did you mean kind ElasticQuota, apiVersion "
+         "scheduling.sigs.k8s.io/v1alpha1?"),
+    ]  # fmt: skip
+    assert "a" not in result.json()["quotas"]

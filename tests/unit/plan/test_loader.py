@@ -121,7 +121,12 @@ def test_other_kinds_are_skipped_with_a_note(k8s: type[K8s], write: Writer) -> N
     ]
     assert manifests.quotas == []
     assert names(manifests.nodes) == ["n1"]
-    assert manifests.problems == []
+    # a kind plan reads in another group is a warning too (a typo would skip a quota unseen)
+    assert [(p.object, getattr(p, "severity", "")) for p in manifests.problems] == [
+        ("ElasticQuota /fake", "warning"),
+        ("Pod /odd", "warning"),
+    ]
+    assert [p.object for p in manifests.notes] == ["Deployment /web"]
 
 
 def test_a_skipped_object_with_odd_metadata_is_still_just_skipped(write: Writer) -> None:
