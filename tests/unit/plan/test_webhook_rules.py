@@ -1,7 +1,8 @@
 """``plan`` applies every rule of the quota and pod webhooks, from the same functions.
 
 Table-driven: for each rule, a cluster's quotas and a new object the webhook refuses for it. The
-webhook's verdict is computed as its handlers compute it (``controller.webhooks.admission``:
+webhook's verdict is computed as its handlers compute it (and checked against the operator's own
+handlers, ``Admission``, over a memory holding the cluster) (``controller.webhooks.admission``:
 ``quota_defaults`` for mutate-elasticquota, whose refusal ends the request, then
 ``validate_quota_create`` on the defaulted object; ``validate_pod`` for validate-pod), against a
 view of the cluster's quotas. ``plan`` gets the cluster's quotas and the new object as one set of
@@ -22,9 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import kopf
 import pytest
 
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import Admission
 from elasticquota.core import keys
+from elasticquota.core.engine import EngineSettings
 from elasticquota.core.mutation import quota_defaults
 from elasticquota.core.validation import (
     ANNO_MAX_STRICT_CHECK_KEYS,
@@ -36,6 +41,7 @@ from elasticquota.core.validation import (
 from elasticquota.core.validation.manifest_set import CHANGE_ONLY_RULES, with_defaults
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests
+from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
     from conftest import K8s
@@ -262,3 +268,35 @@ def test_of_quotas_listing_one_namespace_all_but_the_first_are_refused(k8s: type
         ("ElasticQuota b/b", "namespaces-unique"),
     ]
     assert all("already bound to quota a" in message for _, _, message in reported)
+
+
+# -- the real handlers answer what webhook_verdict computes ----------------------------------------
+
+
+def handlers_answer(case: Case) -> str:
+    """The refusal's message from the operator's own admission handlers (``Admission``: the
+    mutating then the validating webhook for a quota, validate-pod for a pod), over a memory
+    holding the case's cluster; "" when admitted."""
+    state = ControllerState.create(EngineSettings())
+    for quota in case.cluster:
+        state.on_quota(quota)
+    state.mark_synced()
+    admission = Admission(state, Settings(identity="test", metrics_port=0))
+    try:
+        if case.new["kind"] == "Pod":
+            admission.validate_pod("CREATE", case.new, None)
+            return ""
+        patch = kopf.Patch()
+        admission.mutate_quota(case.new, patch)
+        mutated = json.loads(json.dumps(case.new))
+        for key, value in (patch.get("metadata") or {}).items():
+            mutated["metadata"].setdefault(key, {}).update(value)
+        admission.validate_quota("CREATE", mutated, None)
+    except kopf.AdmissionError as refusal:
+        return str(refusal)
+    return ""
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_the_operators_handlers_refuse_with_these_messages(case: Case) -> None:
+    assert handlers_answer(case) == "; ".join(v.message for v in webhook_verdict(case))
