@@ -1,11 +1,11 @@
 """``plan`` applies every rule of the quota and pod webhooks, from the same functions.
 
 Table-driven: for each rule, a cluster's quotas and a new object the webhook refuses for it. The
-webhook's verdict is computed as its handlers compute it (and checked against the operator's own
-handlers, ``Admission``, over a memory holding the cluster) (``controller.webhooks.admission``:
+webhook's verdict is computed as its handlers compute it (``controller.webhooks.admission``:
 ``quota_defaults`` for mutate-elasticquota, whose refusal ends the request, then
 ``validate_quota_create`` on the defaulted object; ``validate_pod`` for validate-pod), against a
-view of the cluster's quotas. ``plan`` gets the cluster's quotas and the new object as one set of
+view of the cluster's quotas, and checked against the answer of the operator's own handlers
+(``Admission`` over a memory holding the cluster). ``plan`` gets the cluster's quotas and the new object as one set of
 manifests, and must report each of the webhook's refusals on the new object, with its rule id and
 the very same message.
 
