@@ -5,9 +5,9 @@ webhook's verdict is computed as its handlers compute it (``controller.webhooks.
 ``quota_defaults`` for mutate-elasticquota, whose refusal ends the request, then
 ``validate_quota_create`` on the defaulted object; ``validate_pod`` for validate-pod), against a
 view of the cluster's quotas, and checked against the answer of the operator's own handlers
-(``Admission`` over a memory holding the cluster). ``plan`` gets the cluster's quotas and the new object as one set of
-manifests, and must report each of the webhook's refusals on the new object, with its rule id and
-the very same message.
+(``Admission`` over a memory holding the cluster). ``plan`` gets the cluster's quotas and the new
+object as one set of manifests, and must report each of the webhook's refusals on the new object,
+with its rule id and the very same message.
 
 ``test_every_rule_has_a_case`` reads the rule ids out of ``core/validation`` and ``core/mutation``:
 a new rule without a case here (or a reason why a set of manifests cannot break it) fails it.
