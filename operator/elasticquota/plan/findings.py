@@ -31,11 +31,13 @@ FAILING: Final = frozenset({ERROR, WARNING})
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where an object was read: the file and the 0-based position of its YAML document in it
-    (the items of a ``List`` share their list's position; a JSON file is document 0)."""
+    """Where an object was read: the file, the 0-based position of its YAML document in it and
+    the 1-based line the document starts on (the items of a ``List`` share their list's place; a
+    JSON file is document 0 at line 1)."""
 
     file: str
     document: int
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ def problem_entry(problem: Problem, origins: dict[tuple[str, str, str], Origin])
         "name": name,
         "file": origin.file if origin else None,
         "document": origin.document if origin else None,
+        "line": origin.line if origin else None,
         "rule": finding.rule if finding else "operator",
         "source": finding.source if finding else "operator",
         "severity": severity_of(problem),

@@ -65,8 +65,8 @@ def load_paths(paths: Iterable[str | Path]) -> Manifests:
     manifests = Manifests()
     for path in paths:
         for file in _files(Path(path)):
-            for index, document in enumerate(_documents(file)):
-                _sort(document, Origin(str(file), index), manifests)
+            for origin, document in _documents(file):
+                _sort(document, origin, manifests)
     return manifests
 
 
@@ -78,20 +78,39 @@ def _files(path: Path) -> list[Path]:
     raise UnreadableInputError(f"{path}: no such file or directory")
 
 
-def _documents(file: Path) -> list[Any]:
+def _documents(file: Path) -> list[tuple[Origin, Any]]:
+    """The file's documents with where each starts (empty YAML documents are left out, and still
+    counted in the positions of the others)."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableInputError(f"{file}: {error}") from None
     try:
         if file.suffix == ".json":
-            return [json.loads(text)]
-        documents = yaml.load_all(text, Loader=_ManifestLoader)
-        return [document for document in documents if document is not None]
+            return [(Origin(str(file), 0, 1), json.loads(text))]
+        documents = list(yaml.load_all(text, Loader=_ManifestLoader))
+        lines = _document_lines(text)
     except (ValueError, RecursionError, yaml.YAMLError) as error:
         raise UnreadableInputError(
             f"{file}: not valid {file.suffix[1:].upper()}: {error}"
         ) from None
+    return [
+        (Origin(str(file), index, lines[index] if index < len(lines) else None), document)
+        for index, document in enumerate(documents)
+        if document is not None
+    ]
+
+
+def _document_lines(text: str) -> list[int]:
+    """The 1-based line each YAML document starts on (its content, past a ``---``)."""
+    lines = []
+    for event in yaml.parse(text, Loader=_ManifestLoader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            lines.append(-1)
+        elif lines and lines[-1] == -1 and isinstance(event, yaml.NodeEvent):
+            mark = event.start_mark
+            lines[-1] = mark.line + 1 if mark is not None else 1
+    return [line if line > 0 else 1 for line in lines]
 
 
 def _flatten(document: Any) -> Iterator[Any]:

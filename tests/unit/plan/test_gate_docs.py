@@ -55,19 +55,21 @@ def run_step(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_actions_job_annotates_each_problem_and_fails(
     k8s: type[K8s], write: Writer, tmp_path: Path
 ) -> None:
-    broken_set(k8s, write)
+    written = broken_set(k8s, write) / "team.yaml"
+    child_line = written.read_text(encoding="utf-8").splitlines().index("---") + 2  # 2nd document
     (step,) = [
         s for s in workflow()["jobs"]["plan"]["steps"] if s.get("name") == "elastic-quota plan"
     ]
     done = run_step(step["run"], tmp_path)
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
+    where = f"file=quotas/team.yaml,line={child_line}"
     assert (
-        "::error file=quotas/team.yaml,title=min-sum::ElasticQuota c/c: checkMinQuotaSum all "
+        f"::error {where},title=min-sum::ElasticQuota c/c: checkMinQuotaSum all "
         "brothers' MinQuota > parent MinQuota, parent: p"
     ) in [line.split(" (sum")[0] for line in lines]
     assert any(
-        line.startswith("::warning file=quotas/team.yaml,title=resource-name::ElasticQuota c/c: ")
+        line.startswith(f"::warning {where},title=resource-name::ElasticQuota c/c: ")
         for line in lines
     )
     assert "Traceback" not in done.stderr

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from elasticquota.plan.findings import Origin
 from elasticquota.plan.loader import UnreadableInputError, load_paths
 
 if TYPE_CHECKING:
@@ -212,3 +213,17 @@ def test_the_bundled_examples_load_without_problems(examples: Path) -> None:
     assert len(manifests.pods) == 13
     assert len(manifests.namespaces) == 6
     assert (manifests.skipped, manifests.problems) == ([], [])
+
+
+def test_each_object_is_placed_by_document_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "---\n# an empty document follows\n---\n---\n# node\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n\n"
+        "apiVersion: v1\nkind: List\n"
+        "items:\n- {apiVersion: v1, kind: Node, metadata: {name: n2}}\n",
+        encoding="utf-8",
+    )
+    origins = load_paths([path]).origins
+    assert origins[("Node", "", "n1")] == Origin(str(path), 2, 6)  # the empty ones counted
+    assert origins[("Node", "", "n2")] == Origin(str(path), 3, 11)  # a List's items: its place

@@ -135,6 +135,7 @@ def test_problems_name_the_object_and_the_message(
         "name": "team",
         "file": str(path),
         "document": 0,
+        "line": 1,
         "rule": "operator",
         "source": "operator",
         "severity": "error",
