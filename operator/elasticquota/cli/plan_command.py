@@ -1,7 +1,9 @@
 """``elastic-quota plan``: what the operator would compute for a set of manifests.
 
-It exits non-zero only when its input cannot be read; broken objects are reported in the output's
-problems and everything else is still computed.
+Broken objects are reported in the output's problems and everything else is still computed. Exit
+codes: 0 (computed; with ``--fail-on-problems``: and no error or warning among the problems),
+1 (``--fail-on-problems`` and at least one error or warning; notes never fail), 2 (the input
+cannot be read: a missing path, broken YAML or JSON).
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ import json
 import sys
 
 from elasticquota.core.engine import EngineSettings
+from elasticquota.core.models import Problem
 from elasticquota.plan.compute import compute_plan
+from elasticquota.plan.findings import ERROR, failing, severity_of
 from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report
 from elasticquota.plan.table import render_plan, render_users
 
+EXIT_OK = 0
+#: ``--fail-on-problems`` and the input has an error or a warning.
+EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2
 
 
@@ -58,6 +65,13 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="show the user and group limits view instead of the quota trees: usage, running "
         "applications and the limit in force per user and group at every quota of their path",
     )
+    plan.add_argument(
+        "--fail-on-problems",
+        action="store_true",
+        help="exit 1 when any problem is an error or a warning (a webhook refusal, an object "
+        "the operator leaves out, an unknown field, resource name or key); notes never fail. "
+        "The output is printed either way.",
+    )
     plan.set_defaults(handler=run_plan)
 
 
@@ -68,7 +82,7 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_UNREADABLE
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
-    plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota)
+    plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota, judge=True)
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)
     if args.output == "json":
@@ -78,4 +92,19 @@ def run_plan(args: argparse.Namespace) -> int:
         resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
         render = render_users if args.users else render_plan
         sys.stdout.write(render(plan, resources))
-    return 0
+    return _exit_code(plan.problems, args.fail_on_problems)
+
+
+def _exit_code(problems: list[Problem], fail_on_problems: bool) -> int:
+    """``EXIT_PROBLEMS`` when asked to fail and an error or warning is found (said on stderr in
+    one line), else ``EXIT_OK``."""
+    found = failing(problems)
+    if not fail_on_problems or not found:
+        return EXIT_OK
+    errors = sum(1 for problem in found if severity_of(problem) == ERROR)
+    print(
+        f"error: {len(found)} problems ({errors} errors, {len(found) - errors} warnings); "
+        "failing as --fail-on-problems asks",
+        file=sys.stderr,
+    )
+    return EXIT_PROBLEMS

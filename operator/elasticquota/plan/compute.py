@@ -3,6 +3,11 @@
 Profiles are applied first, exactly as the operator's profile controller would (their root quotas
 are created or overwritten), then every object is parsed, fed to the engine and solved; admission
 verdicts for pending pods and the next revocation round are derived from the snapshot.
+
+The problems are the operator's (what the engine and the parsers report), then every refusal the
+admission webhooks would give an object of the set (``core.validation.manifest_set``: the same
+functions the webhook handlers call, each quota judged against the others), then what nothing
+reads (``plan.lint``: unknown fields, resource names, label and annotation keys).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, Qu
 from elasticquota.core.profiles import root_quota_manifest, tree_profiles
 from elasticquota.core.results import Snapshot
 from elasticquota.core.revocation import revocation_plan
+from elasticquota.core.validation.manifest_set import validate_manifest_set
+from elasticquota.plan.findings import Finding, Origin, object_ref
+from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests
 
 
@@ -35,12 +43,21 @@ class Plan:
     revocations: list[tuple[str, list[PodInfo]]]
     problems: list[Problem] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Notes on what was read and not used (objects of other kinds), never failing.
+    notes: list[Problem] = field(default_factory=list)
+    #: Where each object was read (``Manifests.origins``).
+    origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
 
 
 def compute_plan(
-    manifests: Manifests, settings: EngineSettings | None = None, check_ancestors: bool = False
+    manifests: Manifests,
+    settings: EngineSettings | None = None,
+    check_ancestors: bool = False,
+    judge: bool = False,
 ) -> Plan:
-    """Parse, apply profiles, solve, and derive admission and revocation."""
+    """Parse, apply profiles, solve, and derive admission and revocation; with ``judge`` (the
+    ``plan`` command), also the webhooks' refusals and the schema's warnings (``plan.lint``),
+    which cost about as much again as the rest on a large cluster's objects."""
     problems = list(manifests.problems)
     for kind, raws in (
         ("ElasticQuota", manifests.quotas),
@@ -62,9 +79,34 @@ def compute_plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors),
         revocations=revocation_plan(snapshot),
-        problems=problems + snapshot.problems,
+        problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
+        notes=list(manifests.notes),
+        origins=dict(manifests.origins),
     )
+
+
+def _judged(manifests: Manifests, raw_quotas: list[dict[str, Any]]) -> list[Problem]:
+    """The webhooks' refusals, then the schema's warnings."""
+    return [
+        *webhook_findings(raw_quotas, manifests.pods),
+        *manifest_findings(manifests.quotas, manifests.profiles, manifests.pods),
+    ]
+
+
+def webhook_findings(
+    raw_quotas: list[dict[str, Any]], raw_pods: list[dict[str, Any]]
+) -> list[Problem]:
+    """Each refusal of the admission webhooks, with the webhook's message and rule id."""
+    return [
+        Finding(
+            object_ref(refusal.kind, refusal.namespace, refusal.name),
+            refusal.violation.message,
+            rule=refusal.violation.rule,
+            source="webhook",
+        )
+        for refusal in validate_manifest_set(raw_quotas, raw_pods)
+    ]
 
 
 def _hold_names(
@@ -160,7 +202,10 @@ def _class_values(
     default: int | None = None
     for item in classes:
         metadata = item.get("metadata")
-        if not isinstance(metadata, dict):
+        if not isinstance(metadata, dict) or not metadata.get("name"):
+            problems.append(
+                Problem("PriorityClass /<unnamed>", "no metadata.name; ignored", left_out=True)
+            )
             continue
         name, raw = str(metadata.get("name")), item.get("value") or 0
         value = _integer(raw)

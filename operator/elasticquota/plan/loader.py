@@ -4,11 +4,12 @@ Only what cannot be read at all (a missing file, broken YAML) is an error
 (``UnreadableInputError``).
 Objects of kinds that ``plan`` does not use are kept aside with a note; objects without a kind are
 problems. Directories are read recursively, ``*.yaml``, ``*.yml`` and ``*.json`` files in name
-order.
+order. Where each object was read (file, document) is kept for the problems' report.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import yaml
 
 from elasticquota.core import keys
 from elasticquota.core.models import Problem
+from elasticquota.plan.findings import NOTE, WARNING, InputFinding, Origin, object_ref
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -52,6 +54,10 @@ class Manifests:
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: Where each object was read, by (kind, namespace, name): the last copy's place.
+    origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
+    #: The notes on objects of kinds ``plan`` does not read (``skipped``), with their place.
+    notes: list[Problem] = field(default_factory=list)
 
 
 def load_paths(paths: Iterable[str | Path]) -> Manifests:
@@ -59,8 +65,8 @@ def load_paths(paths: Iterable[str | Path]) -> Manifests:
     manifests = Manifests()
     for path in paths:
         for file in _files(Path(path)):
-            for document in _documents(file):
-                _sort(document, file, manifests)
+            for origin, document in _documents(file):
+                _sort(document, origin, manifests)
     return manifests
 
 
@@ -72,20 +78,39 @@ def _files(path: Path) -> list[Path]:
     raise UnreadableInputError(f"{path}: no such file or directory")
 
 
-def _documents(file: Path) -> list[Any]:
+def _documents(file: Path) -> list[tuple[Origin, Any]]:
+    """The file's documents with where each starts (empty YAML documents are left out, and still
+    counted in the positions of the others)."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableInputError(f"{file}: {error}") from None
     try:
         if file.suffix == ".json":
-            return [json.loads(text)]
-        documents = yaml.load_all(text, Loader=_ManifestLoader)
-        return [document for document in documents if document is not None]
+            return [(Origin(str(file), 0, 1), json.loads(text))]
+        documents = list(yaml.load_all(text, Loader=_ManifestLoader))
+        lines = _document_lines(text)
     except (ValueError, RecursionError, yaml.YAMLError) as error:
         raise UnreadableInputError(
             f"{file}: not valid {file.suffix[1:].upper()}: {error}"
         ) from None
+    return [
+        (Origin(str(file), index, lines[index] if index < len(lines) else None), document)
+        for index, document in enumerate(documents)
+        if document is not None
+    ]
+
+
+def _document_lines(text: str) -> list[int]:
+    """The 1-based line each YAML document starts on (its content, past a ``---``)."""
+    lines = []
+    for event in yaml.parse(text, Loader=_ManifestLoader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            lines.append(-1)
+        elif lines and lines[-1] == -1 and isinstance(event, yaml.NodeEvent):
+            mark = event.start_mark
+            lines[-1] = mark.line + 1 if mark is not None else 1
+    return [line if line > 0 else 1 for line in lines]
 
 
 def _flatten(document: Any) -> Iterator[Any]:
@@ -98,14 +123,25 @@ def _flatten(document: Any) -> Iterator[Any]:
         yield document
 
 
-def _sort(document: Any, file: Path, manifests: Manifests) -> None:
+def _sort(document: Any, origin: Origin, manifests: Manifests) -> None:
+    file = origin.file
     for item in _flatten(document):
         if not isinstance(item, dict) or not item.get("kind"):
             manifests.problems.append(
-                Problem(f"document in {file}", "not a Kubernetes object (no kind); skipped")
+                InputFinding(
+                    f"document in {file}",
+                    "not a Kubernetes object (no kind); skipped",
+                    rule="no-kind",
+                    source="input",
+                    origin=origin,
+                )
             )
             continue
         kind, group = item["kind"], str(item.get("apiVersion", "")).rpartition("/")[0]
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        manifests.origins[(str(kind), namespace, name)] = origin
         if kind == keys.QUOTA_KIND and group in keys.QUOTA_GROUPS:
             manifests.quotas.append(item)
         elif kind == keys.PROFILE_KIND and group == keys.PROFILE_GROUP:
@@ -119,6 +155,49 @@ def _sort(document: Any, file: Path, manifests: Manifests) -> None:
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             manifests.priority_classes.append(item)
         else:
-            metadata = item.get("metadata")
-            name = metadata.get("name", "<unnamed>") if isinstance(metadata, dict) else "<unnamed>"
-            manifests.skipped.append(f"{item.get('apiVersion', '')} {kind} {name} ({file})")
+            _skip(item, str(kind), namespace, name or "<unnamed>", origin, manifests)
+
+
+#: The kinds ``plan`` reads, each with the apiVersion to suggest for it.
+READ_KINDS: dict[str, str] = {
+    keys.QUOTA_KIND: f"{keys.QUOTA_GROUPS[0]}/v1alpha1",
+    keys.PROFILE_KIND: f"{keys.PROFILE_GROUP}/v1alpha1",
+    "Pod": "v1",
+    "Node": "v1",
+    "Namespace": "v1",
+    "PriorityClass": "scheduling.k8s.io/v1",
+}
+
+
+def _skip(
+    item: dict[str, Any], kind: str, namespace: str, name: str, origin: Origin, manifests: Manifests
+) -> None:
+    """An object plan does not read: a note, or a warning when it looks like one it reads with a
+    typo in its kind or its API group (a quota that would be skipped without failing the gate)."""
+    api_version = str(item.get("apiVersion", ""))
+    ref = object_ref(kind, namespace, name)
+    manifests.skipped.append(f"{api_version} {kind} {name} ({origin.file})")
+    close = difflib.get_close_matches(kind, list(READ_KINDS), n=1, cutoff=0.8)
+    if close:
+        wanted = f"kind {close[0]}, apiVersion {READ_KINDS[close[0]]}"
+        manifests.problems.append(
+            InputFinding(
+                ref,
+                f"skipped: {api_version} {kind} is not a kind plan reads; did you mean {wanted}?",
+                rule="unknown-kind",
+                source="input",
+                severity=WARNING,
+                origin=origin,
+            )
+        )
+        return
+    manifests.notes.append(
+        InputFinding(
+            ref,
+            f"skipped: {api_version} {kind} is not a kind plan reads",
+            rule="skipped-kind",
+            source="input",
+            severity=NOTE,
+            origin=origin,
+        )
+    )

@@ -14,6 +14,7 @@ from typing import Any
 from elasticquota.core.resources import format_resource_list
 from elasticquota.core.results import QuotaResult
 from elasticquota.plan.compute import Plan
+from elasticquota.plan.findings import problem_entry
 
 
 def quota_entry(result: QuotaResult) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def plan_report(plan: Plan) -> dict[str, Any]:
             for verdict in plan.admission
         ],
         "problems": [
-            {"object": problem.object, "message": problem.message} for problem in plan.problems
+            problem_entry(problem, plan.origins) for problem in [*plan.problems, *plan.notes]
         ],
         **snapshot.user_limits.usage_document(),
     }

@@ -26,6 +26,7 @@ from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.core.userlimits.config import PODS
 from elasticquota.core.userlimits.ledger import SubjectUsage
 from elasticquota.plan.compute import Plan
+from elasticquota.plan.findings import problem_line
 
 WIDTH = 100
 NAME_WIDTH = 30
@@ -254,7 +255,7 @@ def render_users(plan: Plan, resources: set[str] | None = None) -> str:
     ]
     lines += _section("Over a user or group limit (new pods held back, none evicted)", over)
     lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
-    lines += _section("Problems", (f"{p.object}: {p.message}" for p in plan.problems))
+    lines += _section("Problems", (problem_line(p) for p in plan.problems))
     return "\n".join(lines) + "\n"
 
 
@@ -269,5 +270,5 @@ def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
             for quota, pods in plan.revocations
         ),
     )
-    lines += _section("Problems", (f"{p.object}: {p.message}" for p in plan.problems))
+    lines += _section("Problems", (problem_line(p) for p in plan.problems))
     return "\n".join(lines) + "\n"

@@ -653,3 +653,28 @@ def test_of_quotas_sharing_a_name_the_first_namespace_is_the_quota() -> None:
     assert ClusterView(catalog).quota("q").namespace == "a"
     catalog.remove(("a", "q"))
     assert ClusterView(catalog).quota("q").namespace == "b"
+
+
+def test_the_sum_of_the_siblings_mins_is_exact_whoever_is_left_out() -> None:
+    """``ClusterView.children_min``, remembered per parent, equals the sum over the other
+    children's mins: the same values, and only keys one of the others has."""
+    children = [
+        quota("a", min={"cpu": "1", "nvidia.com/gpu": "2"}, parent="dept"),
+        quota("b", min={"cpu": "2"}, parent="dept"),
+        quota("c", min={"cpu": "0", "memory": "1Gi"}, parent="dept"),
+    ]
+    view = ClusterView([quota("dept", is_parent=True), *children])
+
+    def naive(but: str) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for name in view.children("dept"):
+            facts = view.quota(name)
+            if name != but and facts is not None:
+                for key, value in facts.min.items():
+                    total[key] = total.get(key, 0) + value
+        return total
+
+    for but in ("a", "b", "c", "", "stranger"):
+        assert view.children_min("dept", but) == naive(but)
+    assert "nvidia.com/gpu" not in view.children_min("dept", "a")
+    assert view.children_min("dept", "c")["cpu"] == 3000

@@ -65,7 +65,13 @@ LEFT_OUT = (
 
 
 def problems_of(document: Any, obj: str) -> list[str]:
-    return [p["message"] for p in document["problems"] if p["object"] == obj]
+    """The operator's problems about ``obj`` (the webhooks' refusals and the schema's warnings
+    are tested in test_webhook_rules and test_lint)."""
+    return [
+        p["message"]
+        for p in document["problems"]
+        if p["object"] == obj and p["source"] in ("operator", "input")
+    ]
 
 
 # -- quotas -----------------------------------------------------------------------------------
@@ -571,3 +577,10 @@ def test_random_valid_clusters_give_consistent_admission_and_revocation(
             pod = snapshot.pods[key]
             assert snapshot.pod_quota[key] == entry["quota"]
             assert pod.is_assigned and pod.preemptible
+
+
+def test_a_priority_class_without_a_name_is_a_problem_not_dropped(plan_with: Any) -> None:
+    document = plan_with(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 5}
+    )
+    assert problems_of(document, "PriorityClass /<unnamed>") == ["no metadata.name; ignored"]

@@ -69,7 +69,15 @@ def test_other_kinds_are_noted_on_stderr_and_the_output_stays_clean(
     result = run_cli("plan", "-f", path, "-o", "json")
     assert result.code == 0
     assert result.err == f"note: skipped apps/v1 Deployment web ({path}): not a kind plan reads\n"
-    assert result.json()["problems"] == []
+    (note,) = result.json()["problems"]  # and in the JSON, as a note (never failing)
+    assert note["severity"] == "note"
+    assert note["rule"] == "skipped-kind"
+    assert (note["kind"], note["name"], note["file"], note["document"]) == (
+        "Deployment",
+        "web",
+        str(path),
+        0,
+    )
 
 
 def test_a_missing_path_exits_2_with_an_error(run_cli: CliRunner, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from elasticquota.plan.findings import Origin
 from elasticquota.plan.loader import UnreadableInputError, load_paths
 
 if TYPE_CHECKING:
@@ -121,7 +122,12 @@ def test_other_kinds_are_skipped_with_a_note(k8s: type[K8s], write: Writer) -> N
     ]
     assert manifests.quotas == []
     assert names(manifests.nodes) == ["n1"]
-    assert manifests.problems == []
+    # a kind plan reads in another group is a warning too (a typo would skip a quota unseen)
+    assert [(p.object, getattr(p, "severity", "")) for p in manifests.problems] == [
+        ("ElasticQuota /fake", "warning"),
+        ("Pod /odd", "warning"),
+    ]
+    assert [p.object for p in manifests.notes] == ["Deployment /web"]
 
 
 def test_a_skipped_object_with_odd_metadata_is_still_just_skipped(write: Writer) -> None:
@@ -207,3 +213,17 @@ def test_the_bundled_examples_load_without_problems(examples: Path) -> None:
     assert len(manifests.pods) == 13
     assert len(manifests.namespaces) == 6
     assert (manifests.skipped, manifests.problems) == ([], [])
+
+
+def test_each_object_is_placed_by_document_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "---\n# an empty document follows\n---\n---\n# node\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n\n"
+        "apiVersion: v1\nkind: List\n"
+        "items:\n- {apiVersion: v1, kind: Node, metadata: {name: n2}}\n",
+        encoding="utf-8",
+    )
+    origins = load_paths([path]).origins
+    assert origins[("Node", "", "n1")] == Origin(str(path), 2, 6)  # the empty ones counted
+    assert origins[("Node", "", "n2")] == Origin(str(path), 3, 11)  # a List's items: its place

@@ -130,9 +130,18 @@ def test_problems_name_the_object_and_the_message(
     problems = plan_json(path)["problems"]
     assert problems[0] == {
         "object": "ElasticQuota team/team",
+        "kind": "ElasticQuota",
+        "namespace": "team",
+        "name": "team",
+        "file": str(path),
+        "document": 0,
+        "line": 1,
+        "rule": "operator",
+        "source": "operator",
+        "severity": "error",
         "message": "spec.max.cpu: quantity 'lots' is not a valid Kubernetes quantity",
     }
-    assert all(set(problem) == {"object", "message"} for problem in problems)
+    assert all(set(problem) == set(problems[0]) for problem in problems)
 
 
 # -- the example cluster, by hand --------------------------------------------------------------

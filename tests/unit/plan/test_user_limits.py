@@ -116,12 +116,14 @@ def test_a_broken_limit_object_is_a_problem_and_the_rest_is_computed(
 ) -> None:
     broken = SEED + '- limit: "late"\n  users: ["amy"]\n  maxapplications: 1\n'
     document = plan_json(seed_cluster(k8s, write, broken))
-    assert document["problems"] == [
-        {
-            "object": "ElasticQuota team/team",
-            "message": 'quota team: user limit #5 "late": should not set no wildcard user '
-            "'amy' after wildcard user limit (rule user-after-wildcard)",
-        }
+    message = (
+        'quota team: user limit #5 "late": should not set no wildcard user '
+        "'amy' after wildcard user limit (rule user-after-wildcard)"
+    )
+    assert [(p["object"], p["source"], p["rule"], p["message"]) for p in document["problems"]] == [
+        ("ElasticQuota team/team", "operator", "operator", message),
+        # and the webhook would refuse it, with the same words
+        ("ElasticQuota team/team", "webhook", "user-limits:user-after-wildcard", message),
     ]
     assert document["users"]["sue"]["team"]["limit"] == "specific user"  # the others hold
     assert "amy" not in document["users"]

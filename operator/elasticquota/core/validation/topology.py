@@ -161,15 +161,6 @@ def _resource_keys(
     return found
 
 
-def _sum_min(view: ClusterView, names: Iterable[str]) -> ResourceList:
-    total: ResourceList = {}
-    for name in names:
-        facts = view.quota(name)
-        if facts is not None:
-            total = add(total, facts.min)
-    return total
-
-
 def _over(total: ResourceList, limit: ResourceList) -> list[str]:
     return sorted(name for name, value in total.items() if value > limit.get(name, 0))
 
@@ -181,8 +172,7 @@ def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -
         return []
     found = []
     if parent is not None:
-        siblings = [name for name in view.children(parent.name) if name != quota.name]
-        total = add(_sum_min(view, siblings), quota.min)
+        total = add(view.children_min(parent.name, but=quota.name), quota.min)
         over = _over(total, parent.min)
         if over:
             found.append(
@@ -194,7 +184,7 @@ def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -
                 )
             )
     children = view.children(quota.name)
-    total = _sum_min(view, children)
+    total = view.children_min(quota.name, but="")
     over = _over(total, quota.min)
     if children and over:
         found.append(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.models import PodInfo
+from elasticquota.core.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
     QuotaFacts,
     QuotaKey,
@@ -37,6 +39,8 @@ class QuotaCatalog:
         self._children: dict[str, dict[QuotaKey, str]] = {}
         self._namespaces: dict[QuotaKey, tuple[str, ...]] = {}
         self._owners: dict[str, set[QuotaKey]] = {}
+        #: Counts the changes, so that a ``ClusterView`` knows when what it remembered is stale.
+        self.version = 0
         for raw in quotas:
             self.upsert(raw)
 
@@ -47,6 +51,7 @@ class QuotaCatalog:
     def upsert(self, raw: Mapping[str, Any]) -> None:
         key = self.key_of(raw)
         self.remove(key)
+        self.version += 1
         name = key[1]
         self._raw[key] = raw
         self._by_name.setdefault(name, set()).add(key)
@@ -61,6 +66,7 @@ class QuotaCatalog:
         raw = self._raw.pop(key, None)
         if raw is None:
             return
+        self.version += 1
         self._facts.pop(key, None)
         _discard(self._by_name, key[1], key)
         if key[1] != keys.ROOT_QUOTA:
@@ -124,6 +130,9 @@ class ClusterView:
     """What the rules read: the quotas (a ``QuotaCatalog``) and the pods, read-only.
 
     Only a DELETE or an ``is-parent`` change looks at the pods, so they are listed on first use.
+    The quota of each name, each quota's children and the sum of their mins are looked up once
+    and remembered until the catalog changes (``plan`` judges every child of a parent against the
+    same siblings: without this, a wide level costs the square of its width).
     """
 
     def __init__(
@@ -138,12 +147,27 @@ class ClusterView:
         self._pod_source = pods
         self._pods: tuple[PodInfo, ...] | None = None
         self._owner_of = owner_of
+        self._named: dict[str, QuotaFacts | None] = {}
+        self._children: dict[str, list[str]] = {}
+        self._children_min: dict[str, tuple[ResourceList, Counter[str]]] = {}
+        self._version = self._catalog.version
+
+    def _current(self) -> None:
+        """Forget what was remembered when the catalog has changed since."""
+        if self._version != self._catalog.version:
+            self._named.clear()
+            self._children.clear()
+            self._children_min.clear()
+            self._version = self._catalog.version
 
     def quota(self, name: str) -> QuotaFacts | None:
         """The quota of that name (any namespace): its owner, when several share it."""
-        owner = self._owner_of(name) if self._owner_of is not None else None
-        key = self._catalog.key_named(name, owner)
-        return None if key is None else self._catalog.quota_at(*key)
+        self._current()
+        if name not in self._named:
+            owner = self._owner_of(name) if self._owner_of is not None else None
+            key = self._catalog.key_named(name, owner)
+            self._named[name] = None if key is None else self._catalog.quota_at(*key)
+        return self._named[name]
 
     def owns_name(self, quota: QuotaFacts) -> bool:
         """Whether ``quota`` is the owner of its name (not a quota left out for sharing it)."""
@@ -156,7 +180,34 @@ class ClusterView:
 
     def children(self, name: str) -> list[str]:
         """Names of the quotas whose parent label names ``name``, sorted."""
-        return self._catalog.children(name)
+        self._current()
+        if name not in self._children:
+            self._children[name] = self._catalog.children(name)
+        return list(self._children[name])
+
+    def children_min(self, name: str, but: str) -> ResourceList:
+        """The sum of the mins of ``name``'s children (the quota of each child's name), leaving
+        out the child named ``but``: exactly the per-key sum over the other children's mins,
+        with the keys that at least one of them has."""
+        self._current()
+        if name not in self._children_min:
+            total: ResourceList = {}
+            present: Counter[str] = Counter()
+            for child in self.children(name):
+                facts = self.quota(child)
+                if facts is not None:
+                    total = add(total, facts.min)
+                    present.update(facts.min.keys())
+            self._children_min[name] = total, present
+        total, present = self._children_min[name]
+        left_out = self.quota(but) if but in self.children(name) else None
+        if left_out is None:
+            return dict(total)
+        return {
+            key: value - left_out.min.get(key, 0)
+            for key, value in total.items()
+            if present[key] - (key in left_out.min) > 0
+        }
 
     def namespace_owner(self, namespace: str) -> str | None:
         """The quota whose ``namespaces`` annotation lists ``namespace``."""
