@@ -7,9 +7,9 @@ problems and everything else is still computed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import UnreadableInputError, load_paths
@@ -36,7 +36,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         metavar="PATH",
         help="a manifest file or a directory of them (repeatable)",
     )
-    plan.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output_option(plan)
     plan.add_argument(
         "--no-min-quota-scale",
         action="store_true",
@@ -71,11 +71,13 @@ def run_plan(args: argparse.Namespace) -> int:
     plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota)
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)
-    if args.output == "json":
-        json.dump(plan_report(plan), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
-        render = render_users if args.users else render_plan
-        sys.stdout.write(render(plan, resources))
+    resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
+    table = render_users if args.users else render_plan
+    sys.stdout.write(
+        render(
+            args.output,
+            doc=lambda: document("Plan", plan_report(plan)),
+            table=lambda: table(plan, resources),
+        )
+    )
     return 0
