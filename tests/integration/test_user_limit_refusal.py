@@ -105,7 +105,7 @@ async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
                         "limit": "specific user",
                     }
                 }
-            }
+            },
         }
         code, out, err = await cli("usage", "users", "nobody-here", "-A")
         assert (code, out) == (1, "")

@@ -66,7 +66,7 @@ def test_the_json_is_plans_users_section_for_one_user_at_every_quota_of_the_path
                     "limit": "sue at org",
                 },
             }
-        }
+        },
     }
     plan = run_cli("plan", "-o", "json", "-f", path).json()
     assert result.json()["users"]["sue"] == plan["users"]["sue"]  # the same contract
