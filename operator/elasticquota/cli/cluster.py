@@ -112,18 +112,25 @@ def _context(path: str, context: str | None) -> dict[str, Any]:
         merged = KubeConfigMerger(where).config
     except (ConfigException, OSError, ValueError, yaml.YAMLError) as error:
         raise KubeconfigError(f"kubeconfig {where}: {_one_line(error)}") from error
-    if merged is None or not isinstance(merged.value, dict):
-        raise KubeconfigError(f"kubeconfig {where}: not a kubeconfig (no contexts)")
-    raw = merged.value
+    except (TypeError, AttributeError, KeyError) as error:  # the merger on a non-mapping
+        raise KubeconfigError(f"kubeconfig {where}: not a kubeconfig ({error})") from error
+    raw = merged.value if merged is not None else None
+    if not isinstance(raw, dict):
+        raise KubeconfigError(f"kubeconfig {where}: not a kubeconfig (not a mapping)")
+    entries = (
+        [_plain(item) for item in raw.get("contexts") or []]
+        if isinstance(raw.get("contexts") or [], list)
+        else None
+    )
+    if entries is None or not all(isinstance(item, dict) for item in entries):
+        raise KubeconfigError(f"kubeconfig {where}: contexts is not a list of named contexts")
     name = context or raw.get("current-context")
-    entries = [_plain(item) for item in raw.get("contexts") or []]
-    names = [str(item.get("name")) for item in entries if isinstance(item, dict)]
     if not name:
         raise KubeconfigError(f"kubeconfig {where}: no current context (choose with --context)")
     for item in entries:
-        if isinstance(item, dict) and item.get("name") == name:
-            return item
-    known = ", ".join(names) or "none"
+        if item.get("name") == name:
+            return dict(item)
+    known = ", ".join(str(item.get("name")) for item in entries) or "none"
     raise KubeconfigError(f'kubeconfig {where}: no context "{name}" (contexts: {known})')
 
 
@@ -148,7 +155,12 @@ async def _client(target: ClusterTarget) -> client.ApiClient:
                 kwargs["_request_timeout"] = (CONNECT_TIMEOUT, READ_TIMEOUT)
             return await super().request(*args, **kwargs)
 
-    configuration = await load_configuration(target.kubeconfig, target.context)
+    try:
+        configuration = await load_configuration(target.kubeconfig, target.context)
+    except (AssertionError, TypeError, KeyError, AttributeError, ValueError) as error:
+        # the loader's own checks of a context's cluster and user entries
+        detail = _one_line(error) if str(error) else "a context's cluster or user is missing"
+        raise KubeconfigError(f"invalid kubeconfig: {detail}") from error
     api = BoundedApiClient(configuration=configuration)
     api.rest_client.pool_manager._trust_env = False  # the proxy is settled by the configuration
     return api
@@ -162,14 +174,17 @@ async def read(
     """``reader(api)`` on the target's cluster within ``timeout`` seconds; whatever stops it is
     one ``ClusterReadError`` (exit code by cause)."""
     check_kubeconfig(target)
+    deadline = asyncio.timeout(timeout)
     try:
-        async with asyncio.timeout(timeout):
-            async with _connected(target) as api:
-                return await reader(api)
+        async with deadline, _connected(target) as api:
+            return await reader(api)
     except ClusterReadError:
         raise
     except TimeoutError as error:
-        raise UnreachableError(f"cannot read the cluster: no answer within {timeout:g}s") from error
+        if deadline.expired():
+            message = f"cannot read the cluster: not read within {timeout:g}s"
+            raise UnreachableError(message) from error
+        raise translate(error) from error  # a request's own bound
     except Exception as error:
         raise translate(error) from error
 

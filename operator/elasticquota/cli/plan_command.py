@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from elasticquota.cli.errors import EXIT_USAGE, InputError
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
@@ -16,7 +17,7 @@ from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report
 from elasticquota.plan.table import render_plan, render_users
 
-EXIT_UNREADABLE = 2
+EXIT_UNREADABLE = EXIT_USAGE
 
 
 def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,8 +66,7 @@ def run_plan(args: argparse.Namespace) -> int:
     try:
         manifests = load_paths(args.paths)
     except UnreadableInputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise InputError(str(error)) from error  # one line, exit EXIT_UNREADABLE (cli.errors)
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
     plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota)
     for note in plan.skipped:
