@@ -129,7 +129,7 @@ def render_wide(snapshot: Snapshot, resources: set[str] | None) -> str:
             rows.append(
                 [
                     result.namespace or "-",
-                    "  " * depth + result.name,
+                    "  " * max(depth - 1, 0) + result.name,
                     result.tree or "default",
                     resource,
                     *(cell(resource, figure.get(resource)) for figure in figures),

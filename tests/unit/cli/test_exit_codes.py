@@ -14,6 +14,7 @@ import pytest
 from cli_run import (
     EXAMPLES,
     QUOTAS_PATH,
+    REPO,
     ApiServerStub,
     environment,
     kubeconfig,
@@ -200,3 +201,24 @@ def test_a_usage_error_is_exit_2() -> None:
     result = run("tree", "-o", "xml")
     assert result.code == errors.EXIT_USAGE
     assert "invalid choice: 'xml'" in result.err and "Traceback" not in result.err
+
+
+def documented_codes(text: str, heading: str) -> list[int]:
+    """The first column of the first table after ``heading`` whose header starts with
+    ``| code |``."""
+    rest = text[text.index(heading) :]
+    table = rest[rest.index("| code |") :]
+    rows = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(int(line.split("|")[1]))
+    return rows
+
+
+def test_the_exit_code_tables_are_the_codes_of_the_program() -> None:
+    codes = sorted(value for name, value in vars(errors).items() if name.startswith("EXIT_"))
+    docs = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert documented_codes(docs, "## Errors and exit codes") == codes
+    assert documented_codes(readme, "### The command-line tool") == codes
