@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from cli_run import (
 
 from elasticquota import __version__
 from elasticquota.cli import errors, parser
+from elasticquota.cli.tree_command import CLEAR_SCREEN
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -140,3 +142,19 @@ def test_tree_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     assert header.split()[:3] == ["QUOTA", "RESOURCE", "MIN"]
     # 141 when a write found the pipe closed; 0 when the last write still fitted in the pipe
     assert exit_status in ("status 0", f"status {errors.EXIT_BROKEN_PIPE}")
+
+
+def test_ctrl_c_ends_tree_watch_with_130_and_no_traceback(tmp_path: Path) -> None:
+    with ApiServerStub(200, {}, paths={QUOTAS_PATH: (200, quota_list())}) as url:
+        config = kubeconfig(tmp_path / "config", {"c": url})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "elasticquota", "tree", "-A", "-w", "--interval", "0.2",
+             "--kubeconfig", str(config)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=environment(),
+        )  # fmt: skip
+        assert process.stdout is not None
+        first = process.stdout.read(len(CLEAR_SCREEN))  # it is drawing
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert first == CLEAR_SCREEN.encode()
+    assert (process.returncode, err) == (errors.EXIT_INTERRUPTED, b"")

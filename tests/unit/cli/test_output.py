@@ -137,3 +137,13 @@ def test_a_namespace_without_quotas_says_so_on_stderr(cluster: Path) -> None:
     assert result.code == 0
     assert result.out.splitlines()[0].startswith("QUOTA")
     assert result.err == "no quotas in namespace empty (-A: every namespace)\n"
+
+
+def test_usage_rows_are_those_of_the_namespace_figures_of_the_whole_cluster() -> None:
+    every = run("usage", "users", "-f", EXAMPLES, "-o", "json").json()["users"]["nobody"]
+    mine = run("usage", "users", "-f", EXAMPLES, "-n", "analytics", "-o", "json").json()
+    assert mine["users"] == {"nobody": {"analytics": every["analytics"]}}
+    assert "engineering" in every  # a parent counts its children's pods, shown with -A
+    missing = run("usage", "users", "nobody", "-f", EXAMPLES, "-n", "nowhere")
+    assert missing.code == 1
+    assert missing.one_line_error().endswith("in namespace nowhere (-A: every namespace)")
