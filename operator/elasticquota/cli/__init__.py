@@ -73,7 +73,6 @@ def parser(prog: str = PROG) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     prog = program_name()
     args = parser(prog).parse_args(argv)
-    args.prog = prog
     try:
         code: int = args.handler(args)
         sys.stdout.flush()

@@ -105,9 +105,9 @@ def _context(path: str, context: str | None) -> dict[str, Any]:
     from kubernetes_asyncio.config.kube_config import KubeConfigMerger
 
     where = os.path.expanduser(path)
-    for one in where.split(os.pathsep):
-        if one and not os.path.exists(one):
-            raise KubeconfigError(f"kubeconfig {one}: no such file")
+    files = [one for one in where.split(os.pathsep) if one]
+    if not any(os.path.exists(one) for one in files):  # a list's missing files are skipped
+        raise KubeconfigError(f"kubeconfig {where}: no such file")
     try:
         merged = KubeConfigMerger(where).config
     except (ConfigException, OSError, ValueError, yaml.YAMLError) as error:

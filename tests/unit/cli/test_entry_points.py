@@ -158,3 +158,19 @@ def test_ctrl_c_ends_tree_watch_with_130_and_no_traceback(tmp_path: Path) -> Non
         _, err = process.communicate(timeout=60)
     assert first == CLEAR_SCREEN.encode()
     assert (process.returncode, err) == (errors.EXIT_INTERRUPTED, b"")
+
+
+def test_the_package_metadata_installs_both_scripts(tmp_path: Path) -> None:
+    """setuptools' egg_info (what pip reads to write the launchers) lists both console scripts."""
+    script = (
+        "import setuptools; setuptools.setup(script_args=['-q', 'egg_info', '--egg-base', "
+        f"{str(tmp_path)!r}])"
+    )
+    subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", script],
+        cwd=REPO, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    (entry_points,) = tmp_path.glob("*.egg-info/entry_points.txt")
+    lines = entry_points.read_text().split("[console_scripts]\n")[1].splitlines()
+    assert "elastic-quota = elasticquota.cli:main" in lines
+    assert "kubectl-elastic_quota = elasticquota.cli:main" in lines

@@ -48,3 +48,10 @@ def test_kubeconfig_from_the_environment(config: Path, monkeypatch: pytest.Monke
 def test_a_command_that_does_not_list_has_no_all_namespaces() -> None:
     with pytest.raises(SystemExit):
         parsed("-A", lists=False)
+
+
+def test_a_kubeconfig_list_skips_its_missing_files(
+    config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{config}")
+    assert target(parsed()).namespace == "team-a"
