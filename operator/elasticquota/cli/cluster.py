@@ -3,11 +3,12 @@
 ``add_cluster_options`` gives a command kubectl's ``--kubeconfig``, ``--context``,
 ``-n/--namespace`` and, where it lists objects, ``-A/--all-namespaces``. ``target`` turns them into
 a ``ClusterTarget``: the namespace is the flag's, else the context's, else "default" (in a pod
-without a kubeconfig: the service account's). ``connected`` opens an API client on it whose every
-request has a bounded connect (``CONNECT_TIMEOUT``) and read (``READ_TIMEOUT``), and turns whatever
-stops it into one ``ClusterReadError`` subclass with a one-line message: a missing or invalid
-kubeconfig or an unknown context (exit 3), an unreachable server (4), 401/403 (5), another status
-(6). The Kubernetes client is imported only when a command reads a cluster.
+without a kubeconfig: the service account's). ``read`` checks the kubeconfig and the context
+before any connection, runs a reader on an API client whose every request has a bounded connect
+(``CONNECT_TIMEOUT``) and read (``READ_TIMEOUT``), the whole within ``TOTAL_TIMEOUT``, and turns
+whatever stops it into one ``ClusterReadError`` subclass with a one-line message: a missing or
+invalid kubeconfig or an unknown context (exit 3), an unreachable server (4), 401/403 (5), another
+status (6). The Kubernetes client is imported only when a command reads a cluster.
 """
 
 from __future__ import annotations
