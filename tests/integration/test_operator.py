@@ -16,6 +16,7 @@ import pytest
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from elasticquota.cli.cluster import ClusterTarget
 from elasticquota.cli.tree_command import draw
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
@@ -72,7 +73,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     assert analytics["status"]["used"]["cpu"] == "16"
 
     # `elastic-quota tree` draws what the operator wrote, in plan's layout
-    tree = await draw(None, None)
+    tree = await draw(ClusterTarget(None, None, None), None)  # -A
     ml_row = next(line for line in tree.splitlines() if line.strip().startswith("ml-research"))
     assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28.571"]  # over its runtime
 

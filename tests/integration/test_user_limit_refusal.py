@@ -5,7 +5,7 @@ with ``USER_LIMITS_REFUSE_PODS`` its validating pod webhook refuses a new pod th
 user's limit. User sue (impersonated, so the mutating webhook stamps her identity from the real
 request) runs a pod of 4 cpu bound to a node in a quota that limits her to 5 cpu: her next pod of
 2 cpu is refused with the user, quota, resource and numbers; one of 1 cpu (exactly at the limit)
-is admitted; another user is not concerned. ``elastic-quota usage users -n sue -o json`` then
+is admitted; another user is not concerned. ``elastic-quota usage users sue -A -o json`` then
 reads the same cluster and shows her usage under the limit.
 """
 
@@ -89,10 +89,12 @@ async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
         other = harness.pod_manifest(namespace, "admin-big", "3", "1Gi")
         assert (await client.CoreV1Api(api).create_namespaced_pod(namespace, other)).metadata.name
 
-        code, out, err = await cli("usage", "users", "-n", "sue", "-o", "json")
+        code, out, err = await cli("usage", "users", "sue", "-A", "-o", "json")
         assert code == 0, err
-        print(f"elastic-quota usage users -n sue -o json:\n{out}")
+        print(f"elastic-quota usage users sue -A -o json:\n{out}")
         assert json.loads(out) == {
+            "apiVersion": "elastic-quota.cli/v1",
+            "kind": "UserUsage",
             "users": {
                 "sue": {
                     namespace: {
@@ -103,8 +105,8 @@ async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
                         "limit": "specific user",
                     }
                 }
-            }
+            },
         }
-        code, out, err = await cli("usage", "users", "-n", "nobody-here")
+        code, out, err = await cli("usage", "users", "nobody-here", "-A")
         assert (code, out) == (1, "")
         assert err.startswith("error: user nobody-here has no usage") and err.count("\n") == 1

@@ -1,30 +1,30 @@
 """Every object `plan` reads, fetched from a live cluster (for `explain`, `usage` and the tests).
 
-``read_cluster`` bounds the whole read in time and turns whatever stops it (no kubeconfig, a
-refused connection, a status error, the deadline) into one ``ClusterReadError`` whose message is a
-single line for the command's stderr, never a traceback.
+``read_cluster`` reads them through ``cluster.read``: bounded in time, and whatever stops it (no
+kubeconfig, a refused connection, a status error, the deadline) is one ``ClusterReadError`` whose
+message is a single line for the command's stderr, never a traceback.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import ConfigException
 
-from elasticquota.cli.errors import ClusterReadError
+from elasticquota.cli.cluster import ClusterTarget, read
 from elasticquota.kube.quotas import PROFILE_GROUP, PROFILE_PLURAL, PROFILE_VERSION, list_quotas
 from elasticquota.plan.loader import Manifests
 
 
 async def _raw_items(call: Callable[..., Any]) -> list[dict[str, Any]]:
-    """A list call's items as plain dicts (the generated models are not what ``plan`` parses)."""
+    """A list call's items as plain dicts (the generated models are not what ``plan`` parses);
+    an error status is an ``ApiException`` as a preloaded call's (a raw read is not checked)."""
     response = await call(_preload_content=False)
+    if not 200 <= response.status <= 299:
+        raise ApiException(status=response.status, reason=response.reason)
     items: list[dict[str, Any]] = json.loads(await response.read())["items"]
     return items
 
@@ -53,30 +53,6 @@ async def cluster_manifests(api: client.ApiClient) -> Manifests:
     return manifests
 
 
-#: Seconds the CLI waits for the whole read (every list call) before giving up.
-READ_TIMEOUT = 60.0
-
-
-async def _read(kubeconfig: str | None) -> Manifests:
-    from elasticquota.kube.client import make_api_client
-
-    api = await make_api_client(kubeconfig)
-    try:
-        return await cluster_manifests(api)
-    finally:
-        await api.close()
-
-
-async def read_cluster(kubeconfig: str | None, timeout: float = READ_TIMEOUT) -> Manifests:
-    """``cluster_manifests`` of the kubeconfig's cluster within ``timeout`` seconds."""
-    try:
-        return await asyncio.wait_for(_read(kubeconfig), timeout)
-    except ApiException as error:
-        raise ClusterReadError(
-            f"cannot read the cluster: {error.status} {error.reason}".strip()
-        ) from error
-    except TimeoutError as error:
-        raise ClusterReadError(f"cannot read the cluster: no answer within {timeout:g}s") from error
-    except (ConfigException, aiohttp.ClientError, OSError, ValueError) as error:
-        text = " ".join(str(error).split()) or type(error).__name__
-        raise ClusterReadError(f"cannot read the cluster: {text}") from error
+async def read_cluster(target: ClusterTarget) -> Manifests:
+    """``cluster_manifests`` of the target's cluster, bounded in time (``cluster.read``)."""
+    return await read(target, cluster_manifests)

@@ -1,18 +1,22 @@
-"""`elastic-quota explain POD`: why a pod waits or would be revoked, from a cluster or files."""
+"""`elastic-quota explain POD`: why a pod waits or would be revoked, from a cluster or files.
+
+``-o json|yaml`` prints the ``PodExplanation`` document (docs/cli.md).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from typing import Any
 
-from elasticquota.cli.errors import ClusterReadError
-from elasticquota.core.explain import explain
+from elasticquota.cli.cluster import add_cluster_options, target
+from elasticquota.cli.errors import InputError, NotFoundError
+from elasticquota.cli.output import add_output_option, document, render
+from elasticquota.core.explain import Explanation, explain
+from elasticquota.core.resources import format_resource_list
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
-
-EXIT_NOT_FOUND = 1
-EXIT_UNREADABLE = 2
 
 
 def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,37 +27,71 @@ def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "used / request at each level, what blocks it and what would have to change. Reads the "
         "cluster of the kubeconfig, or manifests with -f.",
     )
-    command.add_argument("pod", help="NAMESPACE/NAME, or NAME with -n")
-    command.add_argument("-n", "--namespace", default="default")
+    command.add_argument("pod", help="NAMESPACE/NAME, or NAME in the namespace of -n")
     command.add_argument(
         "-f", "--filename", dest="paths", action="append", metavar="PATH",
         help="read manifests instead of a cluster (repeatable)",
     )  # fmt: skip
-    command.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, in-cluster)")
     command.add_argument(
         "--check-parent-quota", action="store_true", help="also check every ancestor quota"
     )
+    add_cluster_options(command, lists=False)
+    add_output_option(command)
     command.set_defaults(handler=run_explain)
 
 
-def _from_cluster(kubeconfig: str | None) -> Manifests:
+def _manifests(args: argparse.Namespace) -> Manifests:
+    if args.paths:
+        try:
+            return load_paths(args.paths)
+        except UnreadableInputError as error:
+            raise InputError(str(error)) from error
     from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
 
-    return asyncio.run(read_cluster(kubeconfig))
+    return asyncio.run(read_cluster(target(args)))
+
+
+def _pod_key(args: argparse.Namespace) -> str:
+    if "/" in args.pod:
+        return str(args.pod)
+    if args.namespace is None and not args.paths:
+        return f"{target(args).namespace}/{args.pod}"
+    return f"{args.namespace or 'default'}/{args.pod}"
+
+
+def explanation_document(found: Explanation) -> dict[str, Any]:
+    """The ``PodExplanation`` document (docs/cli.md)."""
+    return document(
+        "PodExplanation",
+        {
+            "pod": found.pod,
+            "quota": found.quota,
+            "state": found.state,
+            "verdict": found.verdict,
+            "notes": list(found.notes),
+            "heldBy": list(found.held_by),
+            "path": [
+                {
+                    "quota": level.quota,
+                    "runtime": format_resource_list(level.runtime),
+                    "used": format_resource_list(level.used),
+                    "request": format_resource_list(level.request),
+                }
+                for level in found.levels
+            ],
+            "advice": list(found.advice),
+        },
+    )
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-    try:
-        manifests = load_paths(args.paths) if args.paths else _from_cluster(args.kubeconfig)
-    except (UnreadableInputError, ClusterReadError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
+    key = _pod_key(args)
+    manifests = _manifests(args)
     snapshot = compute_plan(manifests, check_ancestors=args.check_parent_quota).snapshot
     if key not in snapshot.pods:
-        print(
-            f"error: pod {key} not found (or not parseable: see `plan` problems)", file=sys.stderr
-        )
-        return EXIT_NOT_FOUND
-    sys.stdout.write(explain(snapshot, key, args.check_parent_quota).render())
+        raise NotFoundError(f"pod {key} not found (or not parseable: see `plan` problems)")
+    found = explain(snapshot, key, args.check_parent_quota)
+    sys.stdout.write(
+        render(args.output, doc=lambda: explanation_document(found), table=found.render)
+    )
     return 0

@@ -9,9 +9,10 @@ cannot be read: a missing path, broken YAML or JSON).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from elasticquota.cli.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError
+from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.engine import EngineSettings
 from elasticquota.core.models import Problem
 from elasticquota.plan.compute import compute_plan
@@ -20,10 +21,7 @@ from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report
 from elasticquota.plan.table import render_plan, render_users
 
-EXIT_OK = 0
-#: ``--fail-on-problems`` and the input has an error or a warning.
-EXIT_PROBLEMS = 1
-EXIT_UNREADABLE = 2
+EXIT_UNREADABLE = EXIT_USAGE
 
 
 def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +41,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         metavar="PATH",
         help="a manifest file or a directory of them (repeatable)",
     )
-    plan.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output_option(plan)
     plan.add_argument(
         "--no-min-quota-scale",
         action="store_true",
@@ -79,19 +77,20 @@ def run_plan(args: argparse.Namespace) -> int:
     try:
         manifests = load_paths(args.paths)
     except UnreadableInputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise InputError(str(error)) from error  # one line, exit EXIT_UNREADABLE (cli.errors)
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
     plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota, judge=True)
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)
-    if args.output == "json":
-        json.dump(plan_report(plan), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
-        render = render_users if args.users else render_plan
-        sys.stdout.write(render(plan, resources))
+    resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
+    table = render_users if args.users else render_plan
+    sys.stdout.write(
+        render(
+            args.output,
+            doc=lambda: document("Plan", plan_report(plan)),
+            table=lambda: table(plan, resources),
+        )
+    )
     return _exit_code(plan.problems, args.fail_on_problems)
 
 

@@ -1,13 +1,30 @@
-"""``elastic-quota tree [--watch]``: the quota trees as the operator last wrote them."""
+"""``elastic-quota tree [QUOTA] [-n NS | -A] [--watch]``: the quota trees as the operator last
+wrote them.
+
+As ``kubectl get`` lists a namespace, ``tree`` shows the quotas of one namespace (``-n``, else the
+context's) and the quotas above them, so that each is drawn at its place in its tree; ``-A`` shows
+every namespace; ``QUOTA`` only that quota, its subtree and the path above it (not found in the
+namespace: exit 1). ``-o json|yaml`` prints the ``QuotaTree`` document (docs/cli.md): the trees
+with their totals and every shown quota under ``plan -o json``'s field names.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
+from typing import Any
 
+from elasticquota.cli.cluster import ClusterTarget, add_cluster_options, read, target
+from elasticquota.cli.errors import NotFoundError
+from elasticquota.cli.output import add_output_option, document, render
+from elasticquota.core.keys import ROOT_QUOTA
+from elasticquota.core.resources import format_resource_list
+from elasticquota.core.results import QuotaResult, Snapshot
 from elasticquota.plan.live import live_snapshot
-from elasticquota.plan.table import render_trees
+from elasticquota.plan.report import quota_entry
+from elasticquota.plan.table import cell, render_trees
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
@@ -16,42 +33,178 @@ def add_tree_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     tree = commands.add_parser(
         "tree",
         help="show the live quota trees (min / max / request / used / runtime)",
-        description="Read the ElasticQuotas of a cluster and draw their trees as plan does.",
+        description="Read the ElasticQuotas of a cluster and draw their trees as plan does: the "
+        "quotas of the namespace (-n, else the context's; -A: every namespace) with the quotas "
+        "above them.",
     )
-    tree.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, in-cluster)")
+    tree.add_argument("quota", nargs="?", help="only this quota: its subtree and the path above it")
+    add_cluster_options(tree, lists=True)
+    add_output_option(tree)
     tree.add_argument("-w", "--watch", action="store_true", help="redraw until Ctrl-C")
     tree.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
     tree.add_argument("--resources", metavar="NAMES", help="comma-separated resources to show")
     tree.set_defaults(handler=run_tree)
 
 
-async def draw(kubeconfig: str | None, resources: set[str] | None) -> str:
-    from elasticquota.kube.client import make_api_client  # the API client only when needed
-    from elasticquota.kube.quotas import list_quotas
+def select(snapshot: Snapshot, namespace: str | None, quota: str | None) -> Snapshot:
+    """The quotas of ``namespace`` (None: all), or ``quota`` and its subtree, with every quota
+    above them; only the trees that keep a quota. ``NotFoundError`` for an unknown ``quota``."""
+    quotas = snapshot.quotas
+    names = {n for n, q in quotas.items() if namespace is None or q.namespace == namespace}
+    if quota is not None:
+        if quota not in names:
+            where = f" in namespace {namespace}" if namespace is not None else ""
+            hint = " (-A: every namespace)" if namespace is not None else ""
+            raise NotFoundError(f"quota {quota} not found{where}{hint}")
+        names = {quota} | _below(snapshot, quota)
+    kept = set(names)
+    for name in names:
+        kept.update(snapshot.ancestors(name))
+    if namespace is None and quota is None:
+        return snapshot
+    return replace(
+        snapshot,
+        quotas={name: result for name, result in quotas.items() if name in kept},
+        totals={
+            tree: total
+            for tree, total in snapshot.totals.items()
+            if any(quotas[name].tree == tree for name in kept)
+        },
+    )
 
-    api = await make_api_client(kubeconfig)
-    try:
-        objects = await list_quotas(api)
-    finally:
-        await api.close()
-    return "\n".join(render_trees(live_snapshot(objects), resources)) + "\n"
+
+def _below(snapshot: Snapshot, quota: str) -> set[str]:
+    children: dict[str, list[str]] = {}
+    for name, result in snapshot.quotas.items():
+        children.setdefault(result.parent, []).append(name)
+    found: set[str] = set()
+    stack = list(children.get(quota, [])) if quota != ROOT_QUOTA else []
+    while stack:
+        name = stack.pop()
+        if name not in found:
+            found.add(name)
+            stack.extend(children.get(name, []))
+    return found
 
 
-async def watch(args: argparse.Namespace, resources: set[str] | None) -> None:
+def tree_document(snapshot: Snapshot, namespace: str | None) -> dict[str, Any]:
+    """The ``QuotaTree`` document (docs/cli.md)."""
+    return document(
+        "QuotaTree",
+        {
+            "namespace": namespace,
+            "trees": {
+                tree: {
+                    "total": format_resource_list(total),
+                    "profile": snapshot.tree_profiles.get(tree, ""),
+                }
+                for tree, total in sorted(snapshot.totals.items())
+            },
+            "quotas": {
+                name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)
+            },
+        },
+    )
+
+
+WIDE_COLUMNS = (
+    "NAMESPACE", "QUOTA", "TREE", "RESOURCE", "MIN", "MAX", "REQUEST", "USED", "RUNTIME",
+    "NP-REQUEST", "NP-USED",
+)  # fmt: skip
+
+
+def render_wide(snapshot: Snapshot, resources: set[str] | None) -> str:
+    """One row per quota and resource, every figure the operator writes (``NP-``: the
+    non-preemptible request and used), names whole; quotas depth-first under their parents."""
+    rows = [list(WIDE_COLUMNS)]
+    for result, depth in _depth_first(snapshot):
+        figures = (
+            result.min, result.max, result.request, result.used, result.runtime,
+            result.non_preemptible_request, result.non_preemptible_used,
+        )  # fmt: skip
+        names = sorted(set().union(*figures))
+        for resource in names or ["-"]:
+            if resources is not None and resource not in resources and names:
+                continue
+            rows.append(
+                [
+                    result.namespace or "-",
+                    "  " * max(depth - 1, 0) + result.name,
+                    result.tree or "default",
+                    resource,
+                    *(cell(resource, figure.get(resource)) for figure in figures),
+                ]
+            )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(WIDE_COLUMNS))]
+    return "".join(
+        "  ".join(text.ljust(width) for text, width in zip(row, widths, strict=True)).rstrip()
+        + "\n"
+        for row in rows
+    )
+
+
+def _depth_first(snapshot: Snapshot) -> list[tuple[QuotaResult, int]]:
+    children: dict[str, list[str]] = {}
+    for name, result in snapshot.quotas.items():
+        if name != ROOT_QUOTA:
+            parent = result.parent if result.parent in snapshot.quotas else ROOT_QUOTA
+            children.setdefault(parent, []).append(name)
+    ordered: list[tuple[QuotaResult, int]] = []
+    if ROOT_QUOTA in snapshot.quotas:
+        ordered.append((snapshot.quotas[ROOT_QUOTA], 0))
+    top = sorted(children.get(ROOT_QUOTA, []), key=lambda n: (snapshot.quotas[n].tree, n))
+    stack = [(name, 1) for name in reversed(top)]
+    while stack:
+        name, depth = stack.pop()
+        ordered.append((snapshot.quotas[name], depth))
+        stack.extend((child, depth + 1) for child in sorted(children.get(name, []), reverse=True))
+    return ordered
+
+
+async def draw(
+    where: ClusterTarget, resources: set[str] | None, quota: str | None = None, fmt: str = "table"
+) -> str:
+    """The text of one ``tree`` (``fmt`` an ``-o`` format)."""
+    from elasticquota.kube.quotas import list_quotas  # the API client only when needed
+
+    objects = await read(where, list_quotas)
+    snapshot = select(live_snapshot(objects), where.namespace, quota)
+    return render(
+        fmt,
+        doc=lambda: tree_document(snapshot, where.namespace),
+        table=lambda: "\n".join(render_trees(snapshot, resources)) + "\n",
+        wide=lambda: render_wide(snapshot, resources),
+    )
+
+
+def _nothing_shown(text: str, args: argparse.Namespace, where: ClusterTarget) -> bool:
+    return (
+        args.output in ("table", "wide")
+        and where.namespace is not None
+        and (len(text.splitlines()) <= 1)
+    )
+
+
+async def watch(args: argparse.Namespace, where: ClusterTarget, resources: set[str] | None) -> None:
     while True:
-        text = await draw(args.kubeconfig, resources)
-        sys.stdout.write(CLEAR_SCREEN + text)
+        text = await draw(where, resources, args.quota, args.output)
+        if args.output in ("table", "wide"):
+            text = CLEAR_SCREEN + text
+        elif args.output == "yaml":
+            text = "---\n" + text
+        sys.stdout.write(text)
         sys.stdout.flush()
         await asyncio.sleep(args.interval)
 
 
 def run_tree(args: argparse.Namespace) -> int:
     resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
-    try:
-        if args.watch:
-            asyncio.run(watch(args, resources))
-        else:
-            sys.stdout.write(asyncio.run(draw(args.kubeconfig, resources)))
-    except KeyboardInterrupt:
-        pass
+    where = target(args)
+    if args.watch:
+        asyncio.run(watch(args, where, resources))
+        return 0
+    text = asyncio.run(draw(where, resources, args.quota, args.output))
+    sys.stdout.write(text)
+    if _nothing_shown(text, args, where):
+        print(f"no quotas in namespace {where.namespace} (-A: every namespace)", file=sys.stderr)
     return 0

@@ -1,26 +1,35 @@
-"""``elastic-quota usage users|groups [-n NAME]``: usage under the user and group limits.
+"""``elastic-quota usage users|groups [NAME] [-n NS | -A]``: usage under the user and group limits.
 
 What YuniKorn's ``/usage/users`` and ``/usage/groups`` endpoints show, from the live cluster (or
 manifests with ``-f``): per user (group) and per quota on its path, the usage, the running
 applications, ``maxResources``, ``maxApplications`` and the name of the limit in force. The figures
-are computed from the pods as the operator computes them (``plan``'s engine). ``-o json`` prints
-``plan -o json``'s ``users`` (``groups``) section, the same stable contract.
+are computed from the pods as the operator computes them (``plan``'s engine), over the whole
+cluster; the rows shown are those of the quotas of the namespace (``-n``, else the context's; with
+``-f``: every namespace unless ``-n``), ``-A`` every quota. ``-o json|yaml`` prints the
+``UserUsage`` (``GroupUsage``) document: ``plan -o json``'s ``users`` (``groups``) section under
+``apiVersion`` and ``kind`` (docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
+from collections.abc import Set
+from dataclasses import replace
+from typing import Any, cast
 
-from elasticquota.cli.errors import ClusterReadError
+from elasticquota.cli.cluster import add_cluster_options, target
+from elasticquota.cli.errors import InputError, NotFoundError
+from elasticquota.cli.output import add_output_option, document, render
+from elasticquota.core.results import Snapshot
+from elasticquota.core.userlimits import SubjectUsage
+from elasticquota.core.userlimits.tracker import UserLimitsView
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
 from elasticquota.plan.usage import UnknownSubjectError, render_usage, usage_section
 
-EXIT_NOT_FOUND = 1
-EXIT_UNREADABLE = 2
+KINDS = {"users": "UserUsage", "groups": "GroupUsage"}
 
 
 def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,43 +38,73 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="show users' or groups' usage under their limits",
         description="Per user (or group) and per quota on its path: usage, running "
         "applications, the limit in force with its maxResources and maxApplications (as "
-        "YuniKorn's usage endpoints). Reads the cluster of the kubeconfig, or manifests with -f.",
+        "YuniKorn's usage endpoints), at the quotas of the namespace (-n, else the context's; "
+        "-A: every namespace). Reads the cluster of the kubeconfig, or manifests with -f.",
     )
     command.add_argument("section", choices=("users", "groups"))
-    command.add_argument("-n", "--name", help="only this user (group)")
-    command.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    command.add_argument("name", nargs="?", help="only this user (group)")
     command.add_argument(
         "-f", "--filename", dest="paths", action="append", metavar="PATH",
         help="read manifests instead of a cluster (repeatable)",
     )  # fmt: skip
-    command.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, in-cluster)")
     command.add_argument("--resources", metavar="NAMES", help="comma-separated resources to show")
+    add_cluster_options(command, lists=True)
+    add_output_option(command)
     command.set_defaults(handler=run_usage)
 
 
-def _from_cluster(kubeconfig: str | None) -> Manifests:
+def _manifests(args: argparse.Namespace) -> tuple[Manifests, str | None]:
+    """The objects and the namespace whose quotas are shown (None: every one)."""
+    if args.paths:
+        try:
+            manifests = load_paths(args.paths)
+        except UnreadableInputError as error:
+            raise InputError(str(error)) from error
+        return manifests, None if args.all_namespaces else args.namespace
     from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
 
-    return asyncio.run(read_cluster(kubeconfig))
+    where = target(args)
+    return asyncio.run(read_cluster(where)), where.namespace
+
+
+class _QuotasOf:
+    """A user limits view whose usage lines are those at ``quotas`` only."""
+
+    def __init__(self, view: UserLimitsView, quotas: Set[str]) -> None:
+        self._view = view
+        self._quotas = quotas
+
+    def usage(self) -> list[SubjectUsage]:
+        return [line for line in self._view.usage() if line.quota in self._quotas]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._view, name)
+
+
+def in_namespace(snapshot: Snapshot, namespace: str | None) -> Snapshot:
+    """The snapshot whose user and group usage is that at the quotas of ``namespace``."""
+    if namespace is None:
+        return snapshot
+    quotas = {name for name, q in snapshot.quotas.items() if q.namespace == namespace}
+    return replace(
+        snapshot, user_limits=cast(UserLimitsView, _QuotasOf(snapshot.user_limits, quotas))
+    )
 
 
 def run_usage(args: argparse.Namespace) -> int:
+    manifests, namespace = _manifests(args)
+    snapshot = in_namespace(compute_plan(manifests).snapshot, namespace)
+    resources = {name.strip() for name in args.resources.split(",")} if args.resources else None
     try:
-        manifests = load_paths(args.paths) if args.paths else _from_cluster(args.kubeconfig)
-    except (UnreadableInputError, ClusterReadError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    snapshot = compute_plan(manifests).snapshot
-    try:
-        if args.output == "json":
-            text = json.dumps(usage_section(snapshot, args.section, args.name), indent=2) + "\n"
-        else:
-            resources = (
-                {name.strip() for name in args.resources.split(",")} if args.resources else None
-            )
-            text = render_usage(snapshot, args.section, args.name, resources)
+        text = render(
+            args.output,
+            doc=lambda: document(
+                KINDS[args.section], usage_section(snapshot, args.section, args.name)
+            ),
+            table=lambda: render_usage(snapshot, args.section, args.name, resources),
+        )
     except UnknownSubjectError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+        where = f" in namespace {namespace} (-A: every namespace)" if namespace else ""
+        raise NotFoundError(f"{error}{where}") from error
     sys.stdout.write(text)
     return 0

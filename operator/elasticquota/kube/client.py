@@ -212,20 +212,16 @@ async def make_api_client(
     observer: ApiErrorObserver | None = None,
     request_timeout: float | None = None,
     fence: Fence | None = None,
+    context: str | None = None,
 ) -> client.ApiClient:
-    """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster.
+    """An ApiClient: ``kubeconfig``, else $KUBECONFIG or ~/.kube/config, else in-cluster; its
+    ``context`` (default: the kubeconfig's current context).
 
     With an ``observer``, failed requests are reported to it and each request is abandoned after
     ``request_timeout`` seconds (a ``TimeoutError``, which ``with_retries`` retries); with a
     ``fence`` too, writes are sent only through it (``ObservedApiClient._timeout``).
     """
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    configuration = client.Configuration()
-    if path or os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG)):
-        await load_kubeconfig(path or DEFAULT_KUBECONFIG, configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
-    settle_environment_proxy(configuration)
+    configuration = await load_configuration(kubeconfig, context)
     api = (
         client.ApiClient(configuration=configuration)
         if observer is None
@@ -236,6 +232,30 @@ async def make_api_client(
     # loop's time while writing 10,000 quotas). The proxy is settled once above instead.
     api.rest_client.pool_manager._trust_env = False
     return api
+
+
+def kubeconfig_path(kubeconfig: str | None = None) -> str | None:
+    """The kubeconfig to load: ``kubeconfig``, else $KUBECONFIG, else ~/.kube/config when it
+    exists; None: in-cluster."""
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path or os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG)):
+        return path or DEFAULT_KUBECONFIG
+    return None
+
+
+async def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None
+) -> client.Configuration:
+    """The client configuration of ``kubeconfig_path(kubeconfig)`` and its ``context``, else the
+    in-cluster one; the environment's proxy settled."""
+    path = kubeconfig_path(kubeconfig)
+    configuration = client.Configuration()
+    if path is not None:
+        await load_kubeconfig(path, configuration, context)
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    settle_environment_proxy(configuration)
+    return configuration
 
 
 def settle_environment_proxy(configuration: client.Configuration) -> None:
@@ -304,14 +324,21 @@ def certificates_in_memory(kubeconfig: ConfigNode) -> ConfigNode:
     return copied
 
 
-async def load_kubeconfig(path: str, configuration: client.Configuration) -> None:
+async def load_kubeconfig(
+    path: str, configuration: client.Configuration, context: str | None = None
+) -> None:
     """Load a kubeconfig (``path``: one file or a $KUBECONFIG-style list) into ``configuration``,
-    its inline certificates in memory files where the platform has them."""
+    with its ``context`` (default: the current context), its inline certificates in memory files
+    where the platform has them."""
     if not memory_files_supported():
-        await config.load_kube_config(config_file=path, client_configuration=configuration)
+        await config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration
+        )
         return
     merged = KubeConfigMerger(path).config
     if merged is None:
         raise config.ConfigException(f"no kubeconfig found at {path}")
-    loader = KubeConfigLoader(config_dict=certificates_in_memory(merged), config_base_path=None)
+    loader = KubeConfigLoader(
+        config_dict=certificates_in_memory(merged), active_context=context, config_base_path=None
+    )
     await loader.load_and_set(configuration)

@@ -32,6 +32,8 @@ def test_plan_o_json_prints_one_json_document(run_cli: CliRunner, examples: Path
     assert result.code == 0
     assert result.out.endswith("}\n")
     assert set(result.json()) == {
+        "apiVersion",  # elastic-quota.cli/v1 (docs/cli.md)
+        "kind",  # Plan
         "quotas",
         "trees",
         "revocations",
@@ -111,9 +113,9 @@ def test_an_unknown_output_format_is_refused(capsys: pytest.CaptureFixture[str])
     from elasticquota.cli import main
 
     with pytest.raises(SystemExit) as raised:
-        main(["plan", "-f", ".", "-o", "yaml"])
+        main(["plan", "-f", ".", "-o", "xml"])
     assert raised.value.code == 2
-    assert "invalid choice: 'yaml'" in capsys.readouterr().err
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from elasticquota.cli.output import API_VERSION
 from elasticquota.core.quantity import parse_quantity
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import load_paths
@@ -59,8 +60,10 @@ def example(plan_json: PlanJson, examples: Path) -> Any:
 # -- shape ------------------------------------------------------------------------------------
 
 
-def test_the_document_has_exactly_the_seven_sections(example: Any) -> None:
+def test_the_document_is_versioned_and_has_exactly_the_seven_sections(example: Any) -> None:
     assert list(example) == [
+        "apiVersion",
+        "kind",
         "quotas",
         "trees",
         "revocations",
@@ -278,4 +281,6 @@ def test_revocation_pods_are_in_eviction_order(
 
 
 def test_plan_report_is_what_the_cli_prints(plan_json: PlanJson, examples: Path) -> None:
-    assert plan_report(compute_plan(load_paths([examples]))) == plan_json(examples)
+    printed = plan_json(examples)
+    assert (printed.pop("apiVersion"), printed.pop("kind")) == (API_VERSION, "Plan")
+    assert plan_report(compute_plan(load_paths([examples]))) == printed

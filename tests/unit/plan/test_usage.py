@@ -44,9 +44,11 @@ def test_the_json_is_plans_users_section_for_one_user_at_every_quota_of_the_path
         user_pod(k8s, "sue-1", "sue", ["dev"], "4", "1Gi", app="sweep"),
         user_pod(k8s, "bob-1", "bob", [], "1", "1Gi"),
     )
-    result = run_cli("usage", "users", "-n", "sue", "-o", "json", "-f", path)
+    result = run_cli("usage", "users", "sue", "-o", "json", "-f", path)
     assert result.code == 0, result.err
     assert result.json() == {
+        "apiVersion": "elastic-quota.cli/v1",
+        "kind": "UserUsage",
         "users": {
             "sue": {
                 "team": {
@@ -64,7 +66,7 @@ def test_the_json_is_plans_users_section_for_one_user_at_every_quota_of_the_path
                     "limit": "sue at org",
                 },
             }
-        }
+        },
     }
     plan = run_cli("plan", "-o", "json", "-f", path).json()
     assert result.json()["users"]["sue"] == plan["users"]["sue"]  # the same contract
@@ -94,7 +96,7 @@ def test_groups_of_the_seed_example_and_one_group_by_name(
     assert groups["*"]["team"]["used"] == {"cpu": "5", "memory": "45Gi", "pods": "5"}
     assert groups["*"]["team"]["limit"] == "group catch all"
 
-    one = run_cli("usage", "groups", "-n", "development", "-f", path)
+    one = run_cli("usage", "groups", "development", "-f", path)
     assert one.code == 0, one.err
     rows = one.out.splitlines()[1:]
     assert len(rows) == 1 and rows[0].startswith("group development")
@@ -104,7 +106,7 @@ def test_groups_of_the_seed_example_and_one_group_by_name(
 def test_an_unknown_name_is_a_one_line_error(
     k8s: type[K8s], write: Writer, run_cli: CliRunner
 ) -> None:
-    result = run_cli("usage", "users", "-n", "nosuch", "-f", seed_cluster(k8s, write))
+    result = run_cli("usage", "users", "nosuch", "-f", seed_cluster(k8s, write))
     assert result.code == 1
     assert result.out == ""
     assert result.err == (
@@ -123,8 +125,8 @@ def test_an_unreachable_cluster_is_a_one_line_error(tmp_path: Path, run_cli: Cli
     )
     for command in (["usage", "users"], ["explain", "default/p"]):
         result = run_cli(*command, "--kubeconfig", kubeconfig)
-        assert result.code == 2
-        assert result.err.startswith("error: cannot read the cluster: ")
+        assert result.code == 4  # unreachable (docs/cli.md, exit codes)
+        assert result.err.startswith("error: cannot reach the API server: ")
         assert result.err.count("\n") == 1 and "Traceback" not in result.err
 
 
