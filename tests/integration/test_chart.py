@@ -301,7 +301,11 @@ def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> Non
     post_renderer.chmod(0o755)
     capture = tmp_path / "capture.jsonl"
     env = {**os.environ, "EQ_CHART_CAPTURE": str(capture)}
-    common = ["--namespace", namespace, "--post-renderer", str(post_renderer)]
+    # The suite's CRDs are not this release's: the test of the CRDs' own lifecycle is (e).
+    common = [
+        "--namespace", namespace, "--post-renderer", str(post_renderer),
+        "--set", "crds.install=false",
+    ]  # fmt: skip
     try:
         run(helm(), "install", release, str(CHART), "--create-namespace", *common, env=env)
         first = secret_data(namespace, secret)
@@ -1026,3 +1030,100 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: s
             path = chart_hook["clientConfig"]["service"]["path"]
             assert path == urlparse(hook["clientConfig"]["url"]).path, hook["name"]
         print(f"{kind}: {', '.join(sorted(hook['name'] for hook in expected))}")
+
+
+# -- (e) upgrade from the previous chart: the quotas stay, the CRDs are updated ----------------
+
+
+#: The chart as it was before its CRDs became templates (its CRDs in crds/, which Helm installs once
+#: and never upgrades): ``helm package`` of manifests/helm/elastic-quota-operator at 597566a.
+PREVIOUS_CHART = Path(__file__).resolve().parent / "data" / "previous-chart-0.1.0-crds-dir.tgz"
+CRD_DIR = REPO / "crds"
+#: What the CRDs gained since the previous chart: a description of ElasticQuota's spec.
+NEW_IN_CRD = "The group's bounds: min (guaranteed) and max (ceiling)."
+
+
+def previous_crds(tmp_path: Path) -> list[Path]:
+    run("tar", "-xzf", str(PREVIOUS_CHART), "-C", str(tmp_path))
+    found = sorted((tmp_path / "elastic-quota-operator" / "crds").glob("*.yaml"))
+    assert len(found) == 2, found
+    return found
+
+
+def spec_description(crd: Manifest) -> str | None:
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    description: str | None = spec.get("description")
+    return description
+
+
+def adopt_crds(release: str, namespace: str) -> None:
+    """The README's one-time step before upgrading from a chart with crds/: the CRDs it installed
+    become this release's (Helm refuses to take over objects it did not create)."""
+    names = [f"crd/{yaml.safe_load(path.read_text())['metadata']['name']}" for path in sorted(
+        CRD_DIR.glob("*.yaml"))]  # fmt: skip
+    run(kubectl(), "label", "--overwrite", *names, "app.kubernetes.io/managed-by=Helm")
+    run(
+        kubectl(), "annotate", "--overwrite", *names,
+        f"meta.helm.sh/release-name={release}", f"meta.helm.sh/release-namespace={namespace}",
+    )  # fmt: skip
+
+
+def test_upgrade_from_the_previous_chart_keeps_quotas_and_updates_crds(tmp_path: Path) -> None:
+    """helm install of the previous chart (CRDs as it left them), a user's ElasticQuota, helm
+    upgrade to this chart: the quota is the same object, the CRD is this repository's (its new
+    description) and kept by policy; helm uninstall leaves the CRDs and the quota."""
+    namespace = f"eq-upgrade-{uuid.uuid4().hex[:6]}"
+    release = "eq-upgrade"
+    crd_name = "elasticquotas.scheduling.sigs.k8s.io"
+    # No webhooks (no replica serves them here: quota writes would be refused), one replica.
+    values = [
+        "--namespace",
+        namespace,
+        "--set",
+        "webhooks.enabled=false",
+        "--set",
+        "replicaCount=1",
+    ]
+    old = previous_crds(tmp_path)
+    try:
+        # The cluster as the previous chart left it: its CRDs (helm skips crds/ that exist).
+        run(kubectl(), "replace", *(f"--filename={path}" for path in old))
+        assert spec_description(get_json("crd", crd_name)) is None
+        run(helm(), "install", release, str(PREVIOUS_CHART), "--create-namespace", *values)
+        with fresh_namespace(f"{namespace}-team") as team:
+            run(kubectl(), "create", "--filename=-", stdin=yaml.safe_dump(
+                quota("team", team, "1", "2")))  # fmt: skip
+            before = get_json("elasticquota", "team", "-n", team)
+
+            refused = subprocess.run(
+                [helm(), "upgrade", release, str(CHART), *values],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            # Without the adoption step Helm refuses to take over the CRDs: nothing changes.
+            assert refused.returncode != 0 and "cannot be imported" in refused.stderr, refused
+            adopt_crds(release, namespace)
+            run(helm(), "upgrade", release, str(CHART), *values)
+            upgraded = get_json("crd", crd_name)
+            after_upgrade = get_json("elasticquota", "team", "-n", team)
+
+            run(helm(), "uninstall", release, "--namespace", namespace)
+            after_uninstall = get_json("elasticquota", "team", "-n", team)
+            kept = get_json("crd", crd_name)
+    finally:
+        with contextlib.suppress(AssertionError):
+            run(helm(), "uninstall", release, "--namespace", namespace)
+        # The session's CRDs as crds/ has them (and without this release's ownership).
+        run(
+            kubectl(), "replace", *(f"--filename={path}" for path in sorted(CRD_DIR.glob("*.yaml")))
+        )
+        with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
+            run(kubectl(), "delete", "namespace", namespace, "--timeout=90s")
+
+    assert spec_description(upgraded) is not None and NEW_IN_CRD in spec_description(upgraded)
+    assert upgraded["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    uid = before["metadata"]["uid"]
+    assert after_upgrade["metadata"]["uid"] == uid and after_upgrade["spec"] == before["spec"]
+    assert after_uninstall["metadata"]["uid"] == uid, "helm uninstall deleted a user's quota"
+    assert kept["metadata"]["uid"] == upgraded["metadata"]["uid"], "the CRD was deleted"
+    print(f"quota {uid} kept through upgrade and uninstall; CRD spec: {spec_description(kept)}")
