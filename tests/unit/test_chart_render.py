@@ -3,6 +3,10 @@
 * The CRDs are templates (``helm upgrade`` updates them), their specs exactly the repository's
   ``crds/``; ``crds.keep`` puts ``helm.sh/resource-policy: keep`` on them (``helm uninstall``
   leaves them and the users' quotas), ``crds.install=false`` renders none.
+* Every certificate mode renders with no cluster, twice the same (nothing generated, nothing
+  looked up: what Argo CD and Flux apply is what ``helm install`` would), the webhook
+  configurations without a caBundle unless cert-manager's cainjector is to set it; the operator's
+  own mode has RBAC for its one Secret and the two configurations, by name.
 
 With helm: ``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH; failing
 without it.
@@ -82,3 +86,114 @@ def test_crds_install_false_renders_no_crd(tmp_path: Path) -> None:
     manifests = helm_template({"crds": {"install": False}}, tmp_path)
     assert crds_of(manifests) == {}
     assert any(body["kind"] == "Deployment" for body in manifests)
+
+
+def render_text(values: Manifest, tmp_path: Path) -> str:
+    return yaml.safe_dump_all(helm_template(values, tmp_path))
+
+
+def env_of(manifests: list[Manifest]) -> dict[str, str]:
+    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return {each["name"]: each.get("value", "") for each in container["env"]}
+
+
+def webhooks_of(manifests: list[Manifest]) -> list[Manifest]:
+    kinds = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    return [hook for body in manifests if body["kind"] in kinds for hook in body["webhooks"]]
+
+
+def rules_of(manifests: list[Manifest], kind: str) -> list[Manifest]:
+    return [rule for body in manifests if body["kind"] == kind for rule in body["rules"]]
+
+
+MODES: dict[str, Manifest] = {
+    "operator": {},
+    "certManager": {"webhooks": {"certificate": {"mode": "certManager"}}},
+    "secret": {"webhooks": {"certificate": {"mode": "secret", "secretName": "my-webhook-tls"}}},
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_every_certificate_mode_renders_without_a_cluster_and_the_same_twice(
+    mode: str, tmp_path: Path
+) -> None:
+    values = MODES[mode]
+    manifests = helm_template(values, tmp_path)
+    assert render_text(values, tmp_path) == yaml.safe_dump_all(manifests), "not deterministic"
+    kinds = {body["kind"] for body in manifests}
+    assert "Secret" not in kinds  # the chart never holds a key
+    hooks = webhooks_of(manifests)
+    assert len(hooks) == 10
+    assert all("caBundle" not in hook["clientConfig"] for hook in hooks)
+    env = env_of(manifests)
+    volumes = {
+        volume["name"]: volume
+        for body in manifests
+        if body["kind"] == "Deployment"
+        for volume in body["spec"]["template"]["spec"]["volumes"]
+    }
+    role_rules = rules_of(manifests, "Role")
+    cluster_rules = rules_of(manifests, "ClusterRole")
+    on_configurations = [
+        rule for rule in cluster_rules if rule["apiGroups"] == ["admissionregistration.k8s.io"]
+    ]
+    on_secrets = [rule for rule in role_rules if rule["resources"] == ["secrets"]]
+    if mode == "operator":
+        assert env["ELASTIC_QUOTA_WEBHOOK_CERT_SECRET"] == "eq-elastic-quota-operator-webhook-tls"
+        assert json.loads(env["ELASTIC_QUOTA_WEBHOOK_CERT_DNS_NAMES"])[-1] == (
+            "eq-elastic-quota-operator.eq-system.svc.cluster.local"
+        )
+        assert "ELASTIC_QUOTA_WEBHOOK_CERT_FILE" not in env and "webhook-tls" not in volumes
+        assert on_secrets == [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": ["eq-elastic-quota-operator-webhook-tls"],
+                "verbs": ["get", "update"],
+            },
+        ]
+    else:
+        secret = "my-webhook-tls" if mode == "secret" else "eq-elastic-quota-operator-webhook-tls"
+        assert volumes["webhook-tls"]["secret"]["secretName"] == secret
+        assert env["ELASTIC_QUOTA_WEBHOOK_CERT_FILE"].endswith("/tls.crt")
+        assert "ELASTIC_QUOTA_WEBHOOK_CERT_SECRET" not in env and on_secrets == []
+    if mode == "certManager":
+        assert {"Certificate", "Issuer"} <= kinds
+        assert "ELASTIC_QUOTA_WEBHOOK_CA_BUNDLE_CONFIGURATION" not in env
+        assert on_configurations == []
+        annotated = [body for body in manifests if "Webhook" in body["kind"]]
+        for body in annotated:
+            assert body["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+                "eq-system/eq-elastic-quota-operator-webhook"
+            )
+    else:
+        assert "Certificate" not in kinds
+        assert env["ELASTIC_QUOTA_WEBHOOK_CA_BUNDLE_CONFIGURATION"] == "eq-elastic-quota-operator"
+        assert on_configurations == [
+            {
+                "apiGroups": ["admissionregistration.k8s.io"],
+                "resources": [
+                    "validatingwebhookconfigurations",
+                    "mutatingwebhookconfigurations",
+                ],
+                "resourceNames": ["eq-elastic-quota-operator"],
+                "verbs": ["get", "patch"],
+            }
+        ]
+
+
+def test_secret_mode_without_a_secret_name_is_refused(tmp_path: Path) -> None:
+    helm = find_helm()
+    assert helm is not None
+    path = tmp_path / "values.json"
+    path.write_text(json.dumps({"webhooks": {"certificate": {"mode": "secret"}}}))
+    done = subprocess.run(
+        [helm, "template", "eq", str(CHART), "--values", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0 and "secretName" in done.stderr, done.stderr
