@@ -677,6 +677,12 @@ def applied(manifests: list[Manifest]) -> Iterator[None]:
         run(kubectl(), "delete", "--filename=-", "--ignore-not-found", "--wait=false", stdin=text)
 
 
+def aggregated(body: Manifest) -> bool:
+    """A ClusterRole the chart aggregates into the built-in view/edit/admin roles."""
+    labels = body["metadata"].get("labels") or {}
+    return any(key.startswith("rbac.authorization.k8s.io/aggregate-to-") for key in labels)
+
+
 def service_account_kubeconfig(namespace: str, name: str, path: Path) -> Path:
     """A kubeconfig for the session's server and CA with a TokenRequest token of this
     ServiceAccount (``kubectl create token``) instead of the admin token."""
@@ -861,7 +867,9 @@ async def test_operator_runs_under_the_charts_service_account(
     pool, root = f"{release}-pool", f"{release}-root"  # the profile's namespace, its root quota
     selector = {"elasticquota.dev/test-pool": release}
     node = pool_node(f"{release}-pool-node", selector)
-    rbac = [body for body in manifests if body["kind"] in RBAC_KINDS]
+    rbac = [
+        body for body in manifests if body["kind"] in RBAC_KINDS and not aggregated(body)
+    ]  # the operator's own (the aggregated roles are for the cluster's users: (g))
     assert sorted(body["kind"] for body in rbac) == sorted(RBAC_KINDS)
 
     with applied(rbac), fresh_namespace(team), fresh_namespace(pool), cluster_node(node):
@@ -1242,3 +1250,44 @@ async def test_replicas_share_the_operators_certificate_and_remake_a_deleted_sec
         await check_webhooks(second, namespace, remade["ca.crt"])
         logs = first.log.read_text(errors="replace") + second.log.read_text(errors="replace")
     assert logs.count("webhook certificate: created Secret") == 2, logs  # first start, remade
+
+
+# -- (g) the aggregated roles: namespace viewers read quotas, editors change them ---------------
+
+
+async def test_namespace_viewers_read_and_editors_change_quotas(namespace: str) -> None:
+    """The chart's aggregated ClusterRoles, applied: the cluster's aggregation controller adds
+    them to the built-in view and edit roles, so a user bound to `view` in a namespace may list
+    its ElasticQuotas and profiles (not change them), one bound to `edit` may create them (not
+    their status, the operator's)."""
+    release = f"eq-agg-{uuid.uuid4().hex[:6]}"
+    roles = [body for body in render(namespace, {}, release=release) if aggregated(body)]
+    assert sorted(body["metadata"]["name"] for body in roles) == [
+        f"{release}-elastic-quota-operator-edit", f"{release}-elastic-quota-operator-view"
+    ]  # fmt: skip
+    quotas = "elasticquotas.scheduling.sigs.k8s.io"
+    profiles = "elasticquotaprofiles.quota.koordinator.sh"
+    viewer, editor = f"{release}-viewer", f"{release}-editor"
+    with applied(roles):
+        for user, role in ((viewer, "view"), (editor, "edit")):
+            run(
+                kubectl(), "create", "rolebinding", f"{user}-{role}", f"--clusterrole={role}",
+                f"--user={user}", "-n", namespace,
+            )  # fmt: skip
+
+        def aggregated_in() -> bool:
+            return can_i("list", quotas, viewer, namespace) and can_i(
+                "create", quotas, editor, namespace
+            )
+
+        await eventually(aggregated_in, timeout=60, what="the roles aggregated into view/edit")
+        assert can_i("watch", profiles, viewer, namespace)
+        assert not can_i("create", quotas, viewer, namespace)
+        assert not can_i("list", quotas, viewer, "default"), "view was granted beyond its namespace"
+        assert can_i("delete", profiles, editor, namespace)
+        status = subprocess.run(
+            [kubectl(), "auth", "can-i", "patch", quotas, "--subresource=status",
+             "-n", namespace, f"--as={editor}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert status.stdout.strip() == "no", status

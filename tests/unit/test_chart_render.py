@@ -7,6 +7,8 @@
   looked up: what Argo CD and Flux apply is what ``helm install`` would), the webhook
   configurations without a caBundle unless cert-manager's cainjector is to set it; the operator's
   own mode has RBAC for its one Secret and the two configurations, by name.
+* The values users look for in well-kept charts (image digest, hostNetwork and its DNS policy,
+  topology spread, extra volumes, ServiceMonitor tuning, NetworkPolicy, aggregated roles).
 
 With helm: ``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH; failing
 without it.
@@ -197,3 +199,68 @@ def test_secret_mode_without_a_secret_name_is_refused(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode != 0 and "secretName" in done.stderr, done.stderr
+
+
+def pod_spec(manifests: list[Manifest]) -> Manifest:
+    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
+    spec: Manifest = deployment["spec"]["template"]["spec"]
+    return spec
+
+
+def test_the_values_users_look_for(tmp_path: Path) -> None:
+    """ci/all-on-values.yaml turns each on: what it renders."""
+    values = yaml.safe_load((CHART / "ci" / "all-on-values.yaml").read_text())
+    manifests = helm_template(values, tmp_path)
+    spec = pod_spec(manifests)
+    (container,) = spec["containers"]
+    assert container["image"] == f"platform/elastic-quota-operator@{values['image']['digest']}"
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    (constraint,) = spec["topologySpreadConstraints"]
+    assert constraint["labelSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "elastic-quota-operator",
+        "app.kubernetes.io/instance": "eq",
+    }
+    assert {"name": "extra-ca", "configMap": {"name": "extra-ca"}} in spec["volumes"]
+    assert {"name": "extra-ca", "mountPath": "/etc/extra-ca", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+    (monitor,) = [body for body in manifests if body["kind"] == "ServiceMonitor"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scrapeTimeout"] == "10s" and endpoint["honorLabels"] is True
+    assert endpoint["relabelings"][0]["targetLabel"] == "node"
+    assert endpoint["metricRelabelings"][0]["action"] == "drop"
+    (policy,) = [body for body in manifests if body["kind"] == "NetworkPolicy"]
+    webhook, metrics = policy["spec"]["ingress"]
+    assert webhook == {"ports": [{"port": "webhook", "protocol": "TCP"}]}  # from anywhere
+    assert metrics["from"] == values["networkPolicy"]["metricsFrom"]
+    assert policy["spec"]["podSelector"] == {"matchLabels": constraint["labelSelector"][
+        "matchLabels"]}  # fmt: skip
+
+
+def test_defaults_leave_the_pod_as_kubernetes_makes_it(tmp_path: Path) -> None:
+    manifests = helm_template({}, tmp_path)
+    spec = pod_spec(manifests)
+    assert "hostNetwork" not in spec and "dnsPolicy" not in spec
+    assert "topologySpreadConstraints" not in spec
+    assert spec["containers"][0]["image"].startswith("elastic-quota-operator:")
+    assert "NetworkPolicy" not in {body["kind"] for body in manifests}
+    explicit = pod_spec(helm_template({"hostNetwork": True, "dnsPolicy": "Default"}, tmp_path))
+    assert explicit["dnsPolicy"] == "Default"
+
+
+def test_aggregated_roles_let_view_read_and_edit_change_quotas(tmp_path: Path) -> None:
+    roles = {
+        body["metadata"]["name"]: body
+        for body in helm_template({}, tmp_path)
+        if body["kind"] == "ClusterRole"
+    }
+    view = roles["eq-elastic-quota-operator-view"]
+    edit = roles["eq-elastic-quota-operator-edit"]
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert edit["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert "rbac.authorization.k8s.io/aggregate-to-view" not in edit["metadata"]["labels"]
+    assert {verb for rule in view["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}
+    assert all("elasticquotas/status" not in rule["resources"] for rule in edit["rules"])
+    off = helm_template({"rbac": {"aggregateToView": False, "aggregateToEdit": False}}, tmp_path)
+    names = {body["metadata"]["name"] for body in off if body["kind"] == "ClusterRole"}
+    assert names == {"eq-elastic-quota-operator"}

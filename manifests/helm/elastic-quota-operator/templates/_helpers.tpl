@@ -51,9 +51,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{/*
+The image reference: repository@digest when a digest is given, else repository:tag, the tag
+defaulting to the chart's appVersion.
+*/}}
 {{- define "elastic-quota-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{/* The Secret holding the webhook serving certificate (tls.crt, tls.key, ca.crt). */}}
