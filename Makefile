@@ -164,8 +164,13 @@ check-crds: ## Fail when a copy of crds/*.yaml (chart, plain manifests) differs 
 sync-crds: ## Copy crds/*.yaml into the chart and the plain manifests (crds/ is the source)
 	for dir in $(CRD_COPIES); do rm -f $$dir/*.yaml && cp crds/*.yaml $$dir/; done
 
+.PHONY: chart-readme
+chart-readme: $(STAMP) ## Write the chart's README (its values table) from the comments of values.yaml
+	$(BIN)/python manifests/tools/chart_readme.py
+
 .PHONY: check-chart
-check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-on values), strict schema validation
+check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-on values), strict schema validation, chart README current
+	$(BIN)/python manifests/tools/chart_readme.py --check
 	@grep -qx 'appVersion: "$(VERSION)"' $(CHART)/Chart.yaml \
 	  || { echo "$(CHART)/Chart.yaml: appVersion is not the package version $(VERSION)"; exit 1; }
 	$(HELM) lint --strict $(CHART)
