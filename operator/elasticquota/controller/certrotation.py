@@ -240,7 +240,7 @@ class WebhookCertificates:
                 if data is not None:
                     self._write_files(data)
                     return
-            except (ApiException, OSError, TimeoutError) as error:
+            except Exception as error:  # a refusal (403), a broken connection, a bad Secret
                 logger.warning(
                     "webhook certificate: Secret %s not ready: %s",
                     self.settings.webhook_cert_secret,
@@ -257,6 +257,6 @@ class WebhookCertificates:
             try:
                 async with asyncio.timeout(self.settings.api_timeout * 3):
                     await self.round()
-            except (ApiException, OSError, TimeoutError, ValueError) as error:
+            except Exception as error:  # never the operator's end: the next round tries again
                 logger.warning("webhook certificate: %s (tried again later)", describe(error))
             await asyncio.sleep(self.settings.webhook_cert_check_interval)
