@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ssl
 import tempfile
 from pathlib import Path
 
+import aiohttp
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.certrotation import may_write
+from elasticquota.controller import certrotation
+from elasticquota.controller.certrotation import WebhookCertificates, may_write
 from elasticquota.controller.certs import (
     CA_CERT,
     CA_KEY,
@@ -21,7 +25,7 @@ from elasticquota.controller.certs import (
     make_serving,
     renewal_reason,
 )
-from elasticquota.kube.certificates import bundle_patch
+from elasticquota.kube.certificates import StoredCertificate, bundle_patch
 from elasticquota.settings import Settings
 
 NAMES = ["eq.eq-system.svc", "eq.eq-system.svc.cluster.local"]
@@ -124,3 +128,146 @@ def test_settings_refuse_two_certificate_sources_and_a_window_as_long_as_the_val
         Settings(webhook_cert_validity_days=30, webhook_cert_renew_before_days=30)
     settings = Settings(webhook_host="eq.ns.svc")
     assert settings.effective_webhook_cert_dns_names == ["eq.ns.svc"]
+
+
+# -- two replicas over one Secret (an in-memory store with the API server's resourceVersion rule)
+
+
+class SharedSecret:
+    """One Secret as the API server keeps it: create refuses an existing one (409), replace one
+    read at an older resourceVersion (409); ``refuse`` makes the next calls fail with it."""
+
+    def __init__(self) -> None:
+        self.stored: StoredCertificate | None = None
+        self.version = 0
+        self.writes: list[str] = []
+        self.refuse: list[int] = []
+        self.namespace, self.name = "eq-system", "eq-webhook-tls"
+
+    def _fail(self) -> None:
+        if self.refuse:
+            status = self.refuse.pop(0)
+            if status == 0:  # a connection the server closed (no OSError, no ApiException)
+                raise aiohttp.ServerDisconnectedError()
+            raise ApiException(status=status)
+
+    async def read(self) -> StoredCertificate | None:
+        self._fail()
+        return self.stored
+
+    async def create(self, data: dict[str, bytes]) -> None:
+        self._fail()
+        if self.stored is not None:
+            raise ApiException(status=409)
+        self._store(data, "create")
+
+    async def replace(self, data: dict[str, bytes], resource_version: str) -> None:
+        self._fail()
+        assert self.stored is not None
+        if resource_version != self.stored.resource_version:
+            raise ApiException(status=409)
+        self._store(data, "replace")
+
+    def _store(self, data: dict[str, bytes], verb: str) -> None:
+        self.version += 1
+        self.stored = StoredCertificate(dict(data), str(self.version))
+        self.writes.append(verb)
+
+
+def replica(
+    shared: SharedSecret, tmp_path: Path, name: str, clock: list[datetime.datetime]
+) -> WebhookCertificates:
+    settings = Settings(
+        webhook_port=9443,
+        webhook_cert_secret=shared.name,
+        webhook_cert_dns_names=NAMES,
+        lease_namespace=shared.namespace,
+    )
+    certificates = WebhookCertificates(
+        settings, object(), asyncio.Event(), directory=tmp_path / name, now=lambda: clock[0]
+    )
+    certificates.secret = shared  # type: ignore[assignment]
+    return certificates
+
+
+async def test_the_first_replica_creates_the_other_serves_its_certificate(tmp_path: Path) -> None:
+    shared, clock = SharedSecret(), [START]
+    first, second = replica(shared, tmp_path, "a", clock), replica(shared, tmp_path, "b", clock)
+    await first.prepare()
+    await second.prepare()
+    assert shared.writes == ["create"]
+    assert first.serving == second.serving == shared.stored.data  # type: ignore[union-attr]
+    pem = (tmp_path / "b" / "tls.pem").read_bytes()
+    assert pem == shared.stored.data[TLS_CERT] + shared.stored.data[TLS_KEY]  # type: ignore[union-attr]
+    assert first.server_settings().webhook_cert_file == str(tmp_path / "a" / "tls.pem")
+
+
+async def test_a_create_race_is_lost_quietly_and_the_winners_certificate_served(
+    tmp_path: Path,
+) -> None:
+    shared, clock = SharedSecret(), [START]
+    late = replica(shared, tmp_path, "late", clock)
+    winner = replica(shared, tmp_path, "winner", clock)
+
+    async def read_then_lose() -> StoredCertificate | None:
+        shared.read = original  # type: ignore[method-assign]
+        await winner.prepare()  # the other replica creates it in between
+        return None
+
+    original = shared.read
+    shared.read = read_then_lose  # type: ignore[method-assign]
+    await late.prepare()
+    assert shared.writes == ["create"] and late.serving == winner.serving
+
+
+async def test_a_due_renewal_is_the_leaders_and_keeps_the_ca(tmp_path: Path) -> None:
+    shared, clock = SharedSecret(), [START]
+    leader, standby = replica(shared, tmp_path, "a", clock), replica(shared, tmp_path, "b", clock)
+    await leader.prepare()
+    await standby.prepare()
+    before = dict(shared.stored.data)  # type: ignore[union-attr]
+    clock[0] = START + datetime.timedelta(days=340)  # inside the 30-day window
+    await standby.round()
+    assert shared.writes == ["create"], "a standby renewed"
+    leader.leading.set()
+    await leader.round()
+    assert shared.writes == ["create", "replace"]
+    after = shared.stored.data  # type: ignore[union-attr]
+    assert after[TLS_CERT] != before[TLS_CERT] and after[CA_CERT] == before[CA_CERT]
+    await standby.round()  # it picks the renewal up
+    assert standby.serving == after and leader.serving == after
+
+
+async def test_an_unusable_secret_is_replaced_by_any_replica(tmp_path: Path) -> None:
+    shared, clock = SharedSecret(), [START]
+    standby = replica(shared, tmp_path, "a", clock)
+    await standby.prepare()
+    broken = dict(shared.stored.data)  # type: ignore[union-attr]
+    broken.pop(CA_KEY)
+    shared.stored = StoredCertificate(broken, "99")
+    await standby.round()
+    assert shared.writes == ["create", "replace"]
+    assert renewal_reason(shared.stored.data, NAMES, WINDOW, START) is None  # type: ignore[union-attr]
+
+
+async def test_refusals_are_retried_and_never_end_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 403 (no RBAC for the Secret) or a 500 at start-up is retried until it passes; in the
+    loop it (or a dropped connection) is logged and the next round tries again: the operator is
+    never stopped by it."""
+    monkeypatch.setattr(certrotation, "START_RETRY", 0.01)
+    shared, clock = SharedSecret(), [START]
+    certificates = replica(shared, tmp_path, "a", clock)
+    shared.refuse = [403, 0, 500]
+    await certificates.prepare()
+    assert shared.writes == ["create"] and certificates.serving is not None
+    certificates.settings = certificates.settings.model_copy(
+        update={"webhook_cert_check_interval": 0.01}
+    )
+    shared.refuse = [403, 0, 500]
+    loop = asyncio.create_task(certificates.run())
+    await asyncio.sleep(0.2)
+    assert not loop.done(), loop
+    loop.cancel()
+    assert shared.refuse == []
