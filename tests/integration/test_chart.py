@@ -8,8 +8,9 @@ strict schemas, CRD copies, plain manifests current).
   for them the dry-run proves the apiVersion, kind and metadata only.
 * A real ``helm install`` then ``helm upgrade`` hold no certificate and no caBundle (the
   operator's own certificate mode: nothing looked up, nothing generated), and pick the
-  PodDisruptionBudget API the server has. A post-renderer keeps the webhook configurations out of
-  the cluster (no replica would serve them: every other test's quotas would be refused).
+  PodDisruptionBudget API the server has; a caBundle set in between, as the operator sets it,
+  survives an upgrade that changes the webhooks. A post-renderer makes the webhook configurations
+  neutral (rules on nothing, failures ignored: no replica serves them here).
 * The operator started exactly as the rendered Deployment starts it (command, args, environment
   with the fieldRef values substituted, the rendered TLS Secret's files and the emptyDirs at
   local paths; plus KUBECONFIG, as it runs outside the cluster) becomes ready on the rendered
@@ -266,7 +267,8 @@ def test_rendered_manifests_pass_a_server_dry_run(
 
 
 POST_RENDERER = """#!{python}
-# Keeps the webhook configurations out of the cluster; records their caBundles.
+# Records the webhook configurations' caBundles; makes them neutral (rules on a resource that does
+# not exist, failures ignored): no other test's writes go through them.
 import json, os, sys, yaml
 docs = [doc for doc in yaml.safe_load_all(sys.stdin) if doc]
 hooks = [doc for doc in docs if doc["kind"] in {kinds!r}]
@@ -274,7 +276,12 @@ bundles = {{h["clientConfig"].get("caBundle", "") for doc in hooks for h in doc[
 record = {{"kinds": [doc["kind"] for doc in docs], "bundles": sorted(bundles)}}
 with open(os.environ["EQ_CHART_CAPTURE"], "a") as capture:
     capture.write(json.dumps(record) + "\\n")
-sys.stdout.write(yaml.safe_dump_all([doc for doc in docs if doc not in hooks]))
+for doc in hooks:
+    for hook in doc["webhooks"]:
+        hook["failurePolicy"] = "Ignore"
+        hook["rules"] = [{{"apiGroups": ["never.elasticquota.dev"], "apiVersions": ["v1"],
+                          "resources": ["nothings"], "operations": ["CREATE"]}}]
+sys.stdout.write(yaml.safe_dump_all(docs))
 """
 
 
@@ -301,7 +308,8 @@ def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path
     """helm install then helm upgrade (the default certificate mode, the operator's own): the
     release has no Secret and the webhook configurations no caBundle, in both renders (nothing
     looked up, nothing generated: an Argo CD or Flux render is the same); the pods the server
-    accepted; the PodDisruptionBudget API the server has."""
+    accepted; the PodDisruptionBudget API the server has. A caBundle set in between (as the
+    operator sets it) survives the upgrade, even one that changes the webhooks."""
     namespace = f"eq-chart-{uuid.uuid4().hex[:6]}"
     release = "eq-install"
     post_renderer = tmp_path / "post-renderer"
@@ -317,6 +325,16 @@ def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path
     try:
         run(helm(), "install", release, str(CHART), "--create-namespace", *common, env=env)
         pods = wait_for_pods(namespace, f"app.kubernetes.io/instance={release}", count=2)
+        configuration = f"{release}-elastic-quota-operator"
+        bundle = base64.b64encode(b"the operator's CA").decode()
+        for kind in WEBHOOK_KINDS:  # what the operator does (kube/certificates.py)
+            live = get_json(kind.lower(), configuration)
+            patch = [
+                {"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": bundle}
+                for index in range(len(live["webhooks"]))
+            ]
+            run(kubectl(), "patch", kind.lower(), configuration, "--type=json",
+                f"--patch={json.dumps(patch)}")  # fmt: skip
         run(
             helm(),
             "upgrade",
@@ -325,8 +343,15 @@ def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path
             *common,
             "--set",
             "operator.logLevel=DEBUG",
+            "--set",
+            "webhooks.timeoutSeconds=7",
             env=env,
         )
+        kept = {
+            (kind, hook["clientConfig"].get("caBundle", ""), hook["timeoutSeconds"])
+            for kind in WEBHOOK_KINDS
+            for hook in get_json(kind.lower(), configuration)["webhooks"]
+        }
         manifest = documents(run(helm(), "get", "manifest", release, "--namespace", namespace))
     finally:
         with contextlib.suppress(AssertionError):
@@ -339,6 +364,7 @@ def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path
     # contexts, volumes, probes). They stay Pending: the local control plane has no scheduler.
     assert [pod["status"]["phase"] for pod in pods] == ["Pending", "Pending"]
     assert "Secret" not in {body["kind"] for body in manifest}
+    assert kept == {(kind, bundle, 7) for kind in WEBHOOK_KINDS}, "helm upgrade lost the caBundle"
     renders = [json.loads(line) for line in capture.read_text().splitlines()]
     assert len(renders) == 2
     for rendered in renders:
