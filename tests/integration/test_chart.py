@@ -6,16 +6,18 @@ strict schemas, CRD copies, plain manifests current).
   the chart's CRDs and the webhook configurations included. The custom kinds (Prometheus
   Operator's, cert-manager's) are checked against minimal test-only CRDs that accept any content:
   for them the dry-run proves the apiVersion, kind and metadata only.
-* A real ``helm install`` then ``helm upgrade`` keep the chart's self-signed webhook certificate
-  (``lookup`` of the existing Secret), and pick the PodDisruptionBudget API the server has. A
-  post-renderer keeps the webhook configurations out of the cluster (no replica would serve
-  them: every other test's quotas would be refused); the caBundles they carried are compared.
+* A real ``helm install`` then ``helm upgrade`` hold no certificate and no caBundle (the
+  operator's own certificate mode: nothing looked up, nothing generated), and pick the
+  PodDisruptionBudget API the server has; a caBundle set in between, as the operator sets it,
+  survives an upgrade that changes the webhooks. A post-renderer makes the webhook configurations
+  neutral (rules on nothing, failures ignored: no replica serves them here).
 * The operator started exactly as the rendered Deployment starts it (command, args, environment
   with the fieldRef values substituted, the rendered TLS Secret's files and the emptyDirs at
   local paths; plus KUBECONFIG, as it runs outside the cluster) becomes ready on the rendered
   probe paths and port, takes the Lease in the release namespace under the pod's name, and
-  answers every webhook of the rendered configurations over HTTPS, the certificate verified with
-  the rendered caBundle for the Service's DNS name, as the API server would.
+  makes its certificate's Secret, sets the caBundle of the rendered configurations (applied with
+  rules on nothing) and answers every webhook of them over HTTPS, the certificate verified with
+  that caBundle for the Service's DNS name, as the API server would.
 * The same operator under the chart's ServiceAccount (its rendered RBAC applied, a token of the
   TokenRequest API in its kubeconfig) instead of the session's admin token: the least-privilege
   roles suffice for every write path (ready, leader, reserved quotas, annotations and status.used
@@ -24,6 +26,10 @@ strict schemas, CRD copies, plain manifests current).
   ``elastic_quota_api_errors_total`` nor in the log) and are no more than that (no pod deletion,
   no Secrets).
 * The chart's webhooks are those Kopf would generate for the operator's handlers.
+* (e) ``helm upgrade`` from the previous chart (CRDs in ``crds/``) keeps the users' quotas and
+  updates the CRDs; ``helm uninstall`` leaves both.
+* (f) Two replicas serve the one certificate of the Secret; deleted, it is made again, the caBundle
+  follows and both serve the new one.
 
 helm is the pinned one of ``make helm`` (``.venv/tools``), else the one on PATH; kubectl is the
 machine's. Without them these tests fail, they are never skipped.
@@ -261,7 +267,8 @@ def test_rendered_manifests_pass_a_server_dry_run(
 
 
 POST_RENDERER = """#!{python}
-# Keeps the webhook configurations out of the cluster; records their caBundles.
+# Records the webhook configurations' caBundles; makes them neutral (rules on a resource that does
+# not exist, failures ignored): no other test's writes go through them.
 import json, os, sys, yaml
 docs = [doc for doc in yaml.safe_load_all(sys.stdin) if doc]
 hooks = [doc for doc in docs if doc["kind"] in {kinds!r}]
@@ -269,7 +276,12 @@ bundles = {{h["clientConfig"].get("caBundle", "") for doc in hooks for h in doc[
 record = {{"kinds": [doc["kind"] for doc in docs], "bundles": sorted(bundles)}}
 with open(os.environ["EQ_CHART_CAPTURE"], "a") as capture:
     capture.write(json.dumps(record) + "\\n")
-sys.stdout.write(yaml.safe_dump_all([doc for doc in docs if doc not in hooks]))
+for doc in hooks:
+    for hook in doc["webhooks"]:
+        hook["failurePolicy"] = "Ignore"
+        hook["rules"] = [{{"apiGroups": ["never.elasticquota.dev"], "apiVersions": ["v1"],
+                          "resources": ["nothings"], "operations": ["CREATE"]}}]
+sys.stdout.write(yaml.safe_dump_all(docs))
 """
 
 
@@ -292,20 +304,37 @@ def wait_for_pods(namespace: str, selector: str, count: int, timeout: float = 60
         time.sleep(0.5)
 
 
-def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> None:
+def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path) -> None:
+    """helm install then helm upgrade (the default certificate mode, the operator's own): the
+    release has no Secret and the webhook configurations no caBundle, in both renders (nothing
+    looked up, nothing generated: an Argo CD or Flux render is the same); the pods the server
+    accepted; the PodDisruptionBudget API the server has. A caBundle set in between (as the
+    operator sets it) survives the upgrade, even one that changes the webhooks."""
     namespace = f"eq-chart-{uuid.uuid4().hex[:6]}"
     release = "eq-install"
-    secret = f"{release}-elastic-quota-operator-webhook-tls"
     post_renderer = tmp_path / "post-renderer"
     post_renderer.write_text(POST_RENDERER.format(python=sys.executable, kinds=set(WEBHOOK_KINDS)))
     post_renderer.chmod(0o755)
     capture = tmp_path / "capture.jsonl"
     env = {**os.environ, "EQ_CHART_CAPTURE": str(capture)}
-    common = ["--namespace", namespace, "--post-renderer", str(post_renderer)]
+    # The suite's CRDs are not this release's: the test of the CRDs' own lifecycle is (e).
+    common = [
+        "--namespace", namespace, "--post-renderer", str(post_renderer),
+        "--set", "crds.install=false",
+    ]  # fmt: skip
     try:
         run(helm(), "install", release, str(CHART), "--create-namespace", *common, env=env)
-        first = secret_data(namespace, secret)
         pods = wait_for_pods(namespace, f"app.kubernetes.io/instance={release}", count=2)
+        configuration = f"{release}-elastic-quota-operator"
+        bundle = base64.b64encode(b"the operator's CA").decode()
+        for kind in WEBHOOK_KINDS:  # what the operator does (kube/certificates.py)
+            live = get_json(kind.lower(), configuration)
+            patch = [
+                {"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": bundle}
+                for index in range(len(live["webhooks"]))
+            ]
+            run(kubectl(), "patch", kind.lower(), configuration, "--type=json",
+                f"--patch={json.dumps(patch)}")  # fmt: skip
         run(
             helm(),
             "upgrade",
@@ -314,9 +343,15 @@ def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> Non
             *common,
             "--set",
             "operator.logLevel=DEBUG",
+            "--set",
+            "webhooks.timeoutSeconds=7",
             env=env,
         )
-        second = secret_data(namespace, secret)
+        kept = {
+            (kind, hook["clientConfig"].get("caBundle", ""), hook["timeoutSeconds"])
+            for kind in WEBHOOK_KINDS
+            for hook in get_json(kind.lower(), configuration)["webhooks"]
+        }
         manifest = documents(run(helm(), "get", "manifest", release, "--namespace", namespace))
     finally:
         with contextlib.suppress(AssertionError):
@@ -328,13 +363,13 @@ def test_install_and_upgrade_keep_the_webhook_certificate(tmp_path: Path) -> Non
     # The ReplicaSet controller made the pods: the server accepted the pod spec (security
     # contexts, volumes, probes). They stay Pending: the local control plane has no scheduler.
     assert [pod["status"]["phase"] for pod in pods] == ["Pending", "Pending"]
-    assert set(first) == {"tls.crt", "tls.key", "ca.crt"}
-    assert second == first, "helm upgrade made a new webhook certificate"
+    assert "Secret" not in {body["kind"] for body in manifest}
+    assert kept == {(kind, bundle, 7) for kind in WEBHOOK_KINDS}, "helm upgrade lost the caBundle"
     renders = [json.loads(line) for line in capture.read_text().splitlines()]
     assert len(renders) == 2
     for rendered in renders:
         assert set(WEBHOOK_KINDS) <= set(rendered["kinds"])
-        assert rendered["bundles"] == [first["ca.crt"]], "caBundle is not the Secret's CA"
+        assert rendered["bundles"] == [""], "the chart rendered a caBundle"
     has_policy_v1 = "policy/v1" in run(kubectl(), "api-versions").split()
     assert one(manifest, "PodDisruptionBudget")["apiVersion"] == (
         "policy/v1" if has_policy_v1 else "policy/v1beta1"
@@ -421,6 +456,8 @@ class Pod:
             "KUBECONFIG": str(kubeconfig or os.environ["KUBECONFIG"]),
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "TMPDIR": str(self.mounts.get("/tmp", self.root)),
+            # The package of this checkout when the session runs from its sources.
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         }
         if "PYTHONPATH" in os.environ:  # the sources under test, where they are not installed
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
@@ -575,6 +612,56 @@ def running(operator: Pod, kubeconfig: Path | None = None) -> Iterator[Pod]:
     assert operator.process is not None and operator.process.returncode == 0, operator.output()
 
 
+def neutral_webhook_configurations(manifests: list[Manifest]) -> list[Manifest]:
+    """The rendered webhook configurations, each webhook's rules on a resource that does not
+    exist and failurePolicy Ignore: in the cluster for the operator to set their caBundle, called
+    for nothing (no other test's writes go through them)."""
+    neutral = []
+    for kind in WEBHOOK_KINDS:
+        body = json.loads(json.dumps(one(manifests, kind)))
+        for webhook in body["webhooks"]:
+            webhook["failurePolicy"] = "Ignore"
+            webhook["rules"] = [
+                {
+                    "apiGroups": ["never.elasticquota.dev"],
+                    "apiVersions": ["v1"],
+                    "resources": ["nothings"],
+                    "operations": ["CREATE"],
+                }
+            ]
+        neutral.append(body)
+    return neutral
+
+
+async def wait_for_ca_bundles(configurations: list[Manifest], ca_bundle: str) -> None:
+    """Every webhook of these configurations (in the cluster) carries ``ca_bundle``."""
+    seen: dict[str, set[str]] = {}
+
+    def carried() -> bool:
+        for body in configurations:
+            live = get_json(body["kind"].lower(), body["metadata"]["name"])
+            seen[body["kind"]] = {
+                hook["clientConfig"].get("caBundle", "") for hook in live["webhooks"]
+            }
+        return all(bundles == {ca_bundle} for bundles in seen.values())
+
+    try:
+        await eventually(carried, timeout=30, what="the caBundle of the webhook configurations")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: {seen}") from None
+
+
+def served_certificate(operator: Pod) -> bytes:
+    """The certificate (DER) the operator's webhook port serves (no verification)."""
+    port = operator.container_port("webhook")
+    return ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate(("127.0.0.1", port), timeout=5))
+
+
+def der(encoded_pem: str) -> bytes:
+    """A Secret's base64 PEM certificate as DER."""
+    return ssl.PEM_cert_to_DER_cert(base64.b64decode(encoded_pem).decode())
+
+
 async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_path: Path) -> None:
     manifests = render(namespace, operator_values())
     operator = Pod(manifests, tmp_path)
@@ -584,14 +671,21 @@ async def test_operator_runs_as_the_deployment_starts_it(namespace: str, tmp_pat
     assert env["ELASTIC_QUOTA_WEBHOOK_CONFIGURATION"] == ""
     assert env["ELASTIC_QUOTA_IDENTITY"] == operator.name
     assert env["ELASTIC_QUOTA_LEASE_NAMESPACE"] == namespace
-    with running(operator):
+    secret = env["ELASTIC_QUOTA_WEBHOOK_CERT_SECRET"]
+    configurations = neutral_webhook_configurations(manifests)
+    with applied(configurations), running(operator):
         await wait_ready(operator)
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             assert operator.http_status(container[probe]) == 200, probe
         exposition = operator.http_body(container_port=operator.container_port("metrics"))
         assert "elastic_quota_info{" in exposition and "elastic_quota_ready 1.0" in exposition
         await wait_for_lease(operator)
-        await check_webhooks(operator, namespace)
+        # The operator's own certificate: the Secret it made, the caBundle it set.
+        stored = secret_data(namespace, secret)
+        assert set(stored) == {"tls.crt", "tls.key", "ca.crt", "ca.key"}
+        await wait_for_ca_bundles(configurations, stored["ca.crt"])
+        await check_webhooks(operator, namespace, stored["ca.crt"])
+        assert served_certificate(operator) == der(stored["tls.crt"])
 
 
 # -- (c') the same operator under the chart's ServiceAccount -----------------------------------
@@ -609,6 +703,12 @@ def applied(manifests: list[Manifest]) -> Iterator[None]:
         yield
     finally:
         run(kubectl(), "delete", "--filename=-", "--ignore-not-found", "--wait=false", stdin=text)
+
+
+def aggregated(body: Manifest) -> bool:
+    """A ClusterRole the chart aggregates into the built-in view/edit/admin roles."""
+    labels = body["metadata"].get("labels") or {}
+    return any(key.startswith("rbac.authorization.k8s.io/aggregate-to-") for key in labels)
 
 
 def service_account_kubeconfig(namespace: str, name: str, path: Path) -> Path:
@@ -795,7 +895,9 @@ async def test_operator_runs_under_the_charts_service_account(
     pool, root = f"{release}-pool", f"{release}-root"  # the profile's namespace, its root quota
     selector = {"elasticquota.dev/test-pool": release}
     node = pool_node(f"{release}-pool-node", selector)
-    rbac = [body for body in manifests if body["kind"] in RBAC_KINDS]
+    rbac = [
+        body for body in manifests if body["kind"] in RBAC_KINDS and not aggregated(body)
+    ]  # the operator's own (the aggregated roles are for the cluster's users: (g))
     assert sorted(body["kind"] for body in rbac) == sorted(RBAC_KINDS)
 
     with applied(rbac), fresh_namespace(team), fresh_namespace(pool), cluster_node(node):
@@ -904,9 +1006,10 @@ async def test_operator_runs_under_the_charts_service_account(
         assert still_evicted == evicted, f"{still_evicted} evicted: one was enough"
 
 
-async def check_webhooks(operator: Pod, namespace: str) -> None:
+async def check_webhooks(operator: Pod, namespace: str, ca_bundle: str) -> None:
     """Every webhook of the rendered configurations, called as the API server calls it: through
-    the Service's port to the container's, TLS verified with the caBundle for the Service's name."""
+    the Service's port to the container's, TLS verified with ``ca_bundle`` (what the operator set
+    in the configurations) for the Service's name."""
     service = one(operator.manifests, "Service")
     answered = []
     for kind in WEBHOOK_KINDS:
@@ -917,9 +1020,7 @@ async def check_webhooks(operator: Pod, namespace: str) -> None:
             (port,) = [p for p in service["spec"]["ports"] if p["port"] == reference["port"]]
             target = operator.container_port(port["targetPort"])
             host = f"{reference['name']}.{reference['namespace']}.svc"
-            context = ssl.create_default_context(
-                cadata=base64.b64decode(webhook["clientConfig"]["caBundle"]).decode()
-            )
+            context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
             url = f"https://127.0.0.1:{target}{reference['path']}"
             if reference["path"] in NOT_SERVED:
                 continue
@@ -1028,3 +1129,193 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: s
             path = chart_hook["clientConfig"]["service"]["path"]
             assert path == urlparse(hook["clientConfig"]["url"]).path, hook["name"]
         print(f"{kind}: {', '.join(sorted(hook['name'] for hook in expected))}")
+
+
+# -- (e) upgrade from the previous chart: the quotas stay, the CRDs are updated ----------------
+
+
+#: The chart as it was before its CRDs became templates (its CRDs in crds/, which Helm installs once
+#: and never upgrades): ``helm package`` of manifests/helm/elastic-quota-operator at 597566a.
+PREVIOUS_CHART = Path(__file__).resolve().parent / "data" / "previous-chart-0.1.0-crds-dir.tgz"
+CRD_DIR = REPO / "crds"
+#: What the CRDs gained since the previous chart: a description of ElasticQuota's spec.
+NEW_IN_CRD = "The group's bounds: min (guaranteed) and max (ceiling)."
+
+
+def previous_crds(tmp_path: Path) -> list[Path]:
+    run("tar", "-xzf", str(PREVIOUS_CHART), "-C", str(tmp_path))
+    found = sorted((tmp_path / "elastic-quota-operator" / "crds").glob("*.yaml"))
+    assert len(found) == 2, found
+    return found
+
+
+def spec_description(crd: Manifest) -> str | None:
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    description: str | None = spec.get("description")
+    return description
+
+
+def adopt_crds(release: str, namespace: str) -> None:
+    """The README's one-time step before upgrading from a chart with crds/: the CRDs it installed
+    become this release's (Helm refuses to take over objects it did not create)."""
+    names = [f"crd/{yaml.safe_load(path.read_text())['metadata']['name']}" for path in sorted(
+        CRD_DIR.glob("*.yaml"))]  # fmt: skip
+    run(kubectl(), "label", "--overwrite", *names, "app.kubernetes.io/managed-by=Helm")
+    run(
+        kubectl(), "annotate", "--overwrite", *names,
+        f"meta.helm.sh/release-name={release}", f"meta.helm.sh/release-namespace={namespace}",
+    )  # fmt: skip
+
+
+def test_upgrade_from_the_previous_chart_keeps_quotas_and_updates_crds(tmp_path: Path) -> None:
+    """helm install of the previous chart (CRDs as it left them), a user's ElasticQuota, helm
+    upgrade to this chart: the quota is the same object, the CRD is this repository's (its new
+    description) and kept by policy; helm uninstall leaves the CRDs and the quota."""
+    namespace = f"eq-upgrade-{uuid.uuid4().hex[:6]}"
+    release = "eq-upgrade"
+    crd_name = "elasticquotas.scheduling.sigs.k8s.io"
+    # No webhooks (no replica serves them here: quota writes would be refused), one replica.
+    values = [
+        "--namespace",
+        namespace,
+        "--set",
+        "webhooks.enabled=false",
+        "--set",
+        "replicaCount=1",
+    ]
+    old = previous_crds(tmp_path)
+    try:
+        # The cluster as the previous chart left it: its CRDs (helm skips crds/ that exist).
+        run(kubectl(), "replace", *(f"--filename={path}" for path in old))
+        assert spec_description(get_json("crd", crd_name)) is None
+        run(helm(), "install", release, str(PREVIOUS_CHART), "--create-namespace", *values)
+        with fresh_namespace(f"{namespace}-team") as team:
+            run(kubectl(), "create", "--filename=-", stdin=yaml.safe_dump(
+                quota("team", team, "1", "2")))  # fmt: skip
+            before = get_json("elasticquota", "team", "-n", team)
+
+            refused = subprocess.run(
+                [helm(), "upgrade", release, str(CHART), *values],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            # Without the adoption step Helm refuses to take over the CRDs: nothing changes.
+            assert refused.returncode != 0 and "cannot be imported" in refused.stderr, refused
+            adopt_crds(release, namespace)
+            run(helm(), "upgrade", release, str(CHART), *values)
+            upgraded = get_json("crd", crd_name)
+            after_upgrade = get_json("elasticquota", "team", "-n", team)
+
+            run(helm(), "uninstall", release, "--namespace", namespace)
+            after_uninstall = get_json("elasticquota", "team", "-n", team)
+            kept = get_json("crd", crd_name)
+    finally:
+        with contextlib.suppress(AssertionError):
+            run(helm(), "uninstall", release, "--namespace", namespace)
+        # The session's CRDs as crds/ has them (and without this release's ownership).
+        run(
+            kubectl(), "replace", *(f"--filename={path}" for path in sorted(CRD_DIR.glob("*.yaml")))
+        )
+        with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
+            run(kubectl(), "delete", "namespace", namespace, "--timeout=90s")
+
+    assert NEW_IN_CRD in (spec_description(upgraded) or ""), upgraded
+    assert upgraded["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    uid = before["metadata"]["uid"]
+    assert after_upgrade["metadata"]["uid"] == uid and after_upgrade["spec"] == before["spec"]
+    assert after_uninstall["metadata"]["uid"] == uid, "helm uninstall deleted a user's quota"
+    assert kept["metadata"]["uid"] == upgraded["metadata"]["uid"], "the CRD was deleted"
+    print(f"quota {uid} kept through upgrade and uninstall; CRD spec: {spec_description(kept)}")
+
+
+# -- (f) the operator's own certificate: two replicas, a deleted Secret -----------------------
+
+
+CHECK_EVERY_SECOND = {"name": "ELASTIC_QUOTA_WEBHOOK_CERT_CHECK_INTERVAL", "value": "1"}
+
+
+async def test_replicas_share_the_operators_certificate_and_remake_a_deleted_secret(
+    namespace: str, tmp_path: Path
+) -> None:
+    """Two replicas of the default mode (webhooks.certificate.mode operator) serve the one
+    certificate of the Secret the first made; the Secret deleted, one of them makes a new one (a
+    new CA), the caBundle of the configurations follows and both serve the new certificate."""
+    pods = []
+    for replica in ("a", "b"):
+        values = {**operator_values(), "operator": {"extraEnv": [CHECK_EVERY_SECOND]}}
+        pod_ = Pod(render(namespace, values), tmp_path / replica)
+        pod_.name = f"{pod_.name[:-1]}{replica}"  # each replica its own pod name
+        pods.append(pod_)
+    first, second = pods
+    secret = first.environment()["ELASTIC_QUOTA_WEBHOOK_CERT_SECRET"]
+    configurations = neutral_webhook_configurations(first.manifests)
+    with applied(configurations), running(first), running(second):
+        for each in pods:
+            await wait_ready(each)
+        stored = secret_data(namespace, secret)
+        await wait_for_ca_bundles(configurations, stored["ca.crt"])
+        assert {served_certificate(each) for each in pods} == {der(stored["tls.crt"])}
+
+        run(kubectl(), "delete", "secret", secret, "-n", namespace)
+        remade: dict[str, str] = {}
+
+        def made_again() -> bool:
+            found = subprocess.run(
+                [kubectl(), "get", "secret", secret, "-n", namespace, "--output=json"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if found.returncode == 0:
+                remade.update(json.loads(found.stdout)["data"])
+            return bool(remade) and remade["ca.crt"] != stored["ca.crt"]
+
+        await eventually(made_again, timeout=30, what=f"Secret {secret} made again")
+        await wait_for_ca_bundles(configurations, remade["ca.crt"])
+
+        def both_serve_it() -> bool:
+            return {served_certificate(each) for each in pods} == {der(remade["tls.crt"])}
+
+        await eventually(both_serve_it, timeout=30, what="both replicas serving the new one")
+        await check_webhooks(second, namespace, remade["ca.crt"])
+        logs = first.log.read_text(errors="replace") + second.log.read_text(errors="replace")
+    assert logs.count("webhook certificate: created Secret") == 2, logs  # first start, remade
+
+
+# -- (g) the aggregated roles: namespace viewers read quotas, editors change them ---------------
+
+
+async def test_namespace_viewers_read_and_editors_change_quotas(namespace: str) -> None:
+    """The chart's aggregated ClusterRoles, applied: the cluster's aggregation controller adds
+    them to the built-in view and edit roles, so a user bound to `view` in a namespace may list
+    its ElasticQuotas and profiles (not change them), one bound to `edit` may create them (not
+    their status, the operator's)."""
+    release = f"eq-agg-{uuid.uuid4().hex[:6]}"
+    roles = [body for body in render(namespace, {}, release=release) if aggregated(body)]
+    assert sorted(body["metadata"]["name"] for body in roles) == [
+        f"{release}-elastic-quota-operator-edit", f"{release}-elastic-quota-operator-view"
+    ]  # fmt: skip
+    quotas = "elasticquotas.scheduling.sigs.k8s.io"
+    profiles = "elasticquotaprofiles.quota.koordinator.sh"
+    viewer, editor = f"{release}-viewer", f"{release}-editor"
+    with applied(roles):
+        for user, role in ((viewer, "view"), (editor, "edit")):
+            run(
+                kubectl(), "create", "rolebinding", f"{user}-{role}", f"--clusterrole={role}",
+                f"--user={user}", "-n", namespace,
+            )  # fmt: skip
+
+        def aggregated_in() -> bool:
+            return can_i("list", quotas, viewer, namespace) and can_i(
+                "create", quotas, editor, namespace
+            )
+
+        await eventually(aggregated_in, timeout=60, what="the roles aggregated into view/edit")
+        assert can_i("watch", profiles, viewer, namespace)
+        assert not can_i("create", quotas, viewer, namespace)
+        assert not can_i("list", quotas, viewer, "default"), "view was granted beyond its namespace"
+        assert can_i("delete", profiles, editor, namespace)
+        status = subprocess.run(
+            [kubectl(), "auth", "can-i", "patch", quotas, "--subresource=status",
+             "-n", namespace, f"--as={editor}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert status.stdout.strip() == "no", status

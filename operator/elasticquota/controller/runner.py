@@ -26,6 +26,7 @@ import kopf
 from kubernetes_asyncio import client
 
 from elasticquota.controller import heap
+from elasticquota.controller.certrotation import WebhookCertificates
 from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
@@ -182,14 +183,22 @@ class Operator:
             loops.append(("revocation", revocation.run()))
         if admission is not None:
             loops.append(("webhook catalog", self._index_for_webhooks(admission)))
+        certificates = self._webhook_certificates()
+        if certificates is not None:
+            loops.append(("webhook certificate", certificates.run()))
         loops.extend(make(self) for make in self.extra_loops)
         background = [
             asyncio.create_task(self._guarded(coro, name), name=name) for name, coro in loops
         ]
         try:
+            server_settings = self.settings
+            if certificates is not None:
+                # The server loads the managed certificate's files: there before it starts.
+                await certificates.prepare(self.stop_flag)
+                server_settings = certificates.server_settings()
             await kopf.operator(
                 registry=registry,
-                settings=kopf_settings(self.settings),
+                settings=kopf_settings(server_settings),
                 clusterwide=True,
                 standalone=True,
                 stop_flag=self.stop_flag,
@@ -202,6 +211,16 @@ class Operator:
             await self.leader.release()
             if health is not None:
                 await health.cleanup()
+
+    def _webhook_certificates(self) -> WebhookCertificates | None:
+        """The managed webhook certificate and the caBundle patches, when the settings ask for
+        either (``controller.certrotation``); through the election's client, which is not fenced:
+        the first replica creates the Secret before any holds the Lease."""
+        settings = self.settings
+        wanted = settings.webhook_cert_secret or settings.webhook_ca_bundle_configuration
+        if not (settings.webhook_enabled and wanted):
+            return None
+        return WebhookCertificates(settings, self.lease_api, self.leader.leading)
 
     async def _guarded(self, coro: Awaitable[None], name: str) -> None:
         """A background loop that dies takes the operator down (never a silent half-operator)."""

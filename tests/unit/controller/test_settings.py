@@ -33,6 +33,7 @@ from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE
 from elasticquota.settings import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
+    DNS_SUBDOMAIN_OR_EMPTY,
     DOTTED_SUBDOMAIN_OR_EMPTY,
     IDENTITY_NAME,
     USER_NAME,
@@ -188,6 +189,7 @@ LONGEST = {
     DNS_LABEL: lambda length: "a" * length,
     DNS_SUBDOMAIN: lambda length: ".".join(["a" * 63] * 3) + "." + "a" * (length - 3 * 64),
     DOTTED_SUBDOMAIN_OR_EMPTY: lambda length: LONGEST[DNS_SUBDOMAIN](length),
+    DNS_SUBDOMAIN_OR_EMPTY: lambda length: LONGEST[DNS_SUBDOMAIN](length),
     IDENTITY_NAME: lambda length: "system:serviceaccount:*" + "a" * (length - 23),
     USER_NAME: lambda length: "system:serviceaccount:" + "a" * (length - 23) + "$",
 }

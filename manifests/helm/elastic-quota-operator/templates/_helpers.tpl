@@ -51,14 +51,26 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{/*
+The image reference: repository@digest when a digest is given, else repository:tag, the tag
+defaulting to the chart's appVersion.
+*/}}
 {{- define "elastic-quota-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{/* The Secret holding the webhook serving certificate (tls.crt, tls.key, ca.crt). */}}
+{{/* In `secret` mode the one you named (webhooks.certificate.secretName, required). */}}
 {{- define "elastic-quota-operator.webhookSecretName" -}}
+{{- if eq .Values.webhooks.certificate.mode "secret" }}
+{{- required "webhooks.certificate.secretName: the Secret with tls.crt, tls.key and ca.crt (mode secret)" .Values.webhooks.certificate.secretName }}
+{{- else }}
 {{- printf "%s-webhook-tls" (include "elastic-quota-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
 {{- end }}
 
 {{/* The cert-manager Certificate of the webhook server (also the CA injector's source). */}}

@@ -45,6 +45,8 @@ def webhook_server(settings: Settings) -> kopf.WebhookServer:
         certfile=settings.webhook_cert_file,
         pkeyfile=settings.webhook_key_file,
         cafile=settings.webhook_ca_file,
+        # Renewed files (cert-manager's, the operator's own) are served within this long.
+        file_check_interval=settings.webhook_cert_check_interval,
     )
 
 
