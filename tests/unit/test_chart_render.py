@@ -249,9 +249,12 @@ def test_defaults_leave_the_pod_as_kubernetes_makes_it(tmp_path: Path) -> None:
 
 
 def test_aggregated_roles_let_view_read_and_edit_change_quotas(tmp_path: Path) -> None:
+    default = {body["metadata"]["name"] for body in helm_template({}, tmp_path)}
+    assert "eq-elastic-quota-operator-view" in default
+    assert "eq-elastic-quota-operator-edit" not in default  # as for ResourceQuotas: opt in
     roles = {
         body["metadata"]["name"]: body
-        for body in helm_template({}, tmp_path)
+        for body in helm_template({"rbac": {"aggregateToEdit": True}}, tmp_path)
         if body["kind"] == "ClusterRole"
     }
     view = roles["eq-elastic-quota-operator-view"]
