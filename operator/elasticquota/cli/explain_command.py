@@ -7,7 +7,7 @@ import asyncio
 import sys
 
 from elasticquota.cli.errors import ClusterReadError
-from elasticquota.core.explain import explain
+from elasticquota.core.decisions.explain import explain
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
 

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report

@@ -17,12 +17,12 @@ from elasticquota.api.parse import (
     parse_quota,
     quota_identity,
 )
-from elasticquota.core.admission import Verdict, pending_verdicts
-from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
-from elasticquota.core.profiles import root_quota_manifest, tree_profiles
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import revocation_plan
+from elasticquota.core.decisions.admission import Verdict, pending_verdicts
+from elasticquota.core.decisions.revocation import revocation_plan
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.tree.profiles import root_quota_manifest, tree_profiles
 from elasticquota.plan.loader import Manifests
 
 

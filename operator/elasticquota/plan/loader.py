@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from elasticquota.core import keys
-from elasticquota.core.models import Problem
+from elasticquota.core.model.models import Problem
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 

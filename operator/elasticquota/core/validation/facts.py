@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, parse_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import QuantityError, parse_units
+from elasticquota.core.quantities.resources import ResourceList
 
 LABEL_ALLOW_FORCE_UPDATE: Final = f"{keys.PREFIX}/allow-force-update"
 ANNO_MAX_STRICT_CHECK_KEYS: Final = f"{keys.PREFIX}/max-strict-check-resource-keys"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from elasticquota.core.quantity import format_units
+from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.validation.facts import (
     QuotaFacts,
 )

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.resources import ResourceList, parse_resource_list_json
+from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.quantities.resources import ResourceList, parse_resource_list_json
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     QuotaFacts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from elasticquota.core import keys
-from elasticquota.core.resources import ResourceList, add
+from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
     _KEY_CHECK,
     QuotaFacts,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.models import PodInfo
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.validation.facts import (
     QuotaFacts,
     QuotaKey,
@@ -26,7 +26,7 @@ class QuotaCatalog:
     costs nothing per request; a quota is parsed on first use and again only when it changes.
     Quota names are global, as in the reference; of quotas sharing a name (possible only where
     the webhook was not asked) "the" quota of that name is its owner as the engine decides it
-    (``core.topology.name_order``): the one holding its name record, else the oldest, then the
+    (``core.tree.topology.name_order``): the one holding its name record, else the oldest, then the
     lower uid, then the first by namespace (a ``ClusterView`` may know better: ``owner_of``).
     """
 

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from elasticquota.core.models import ProfileSpec
+from elasticquota.core.model.models import ProfileSpec
 
 
 def selector_requirements(profile: ProfileSpec) -> list[dict[str, Any]]:

@@ -12,11 +12,17 @@ are still terminating nothing more is chosen (they are making the room already).
 
 from __future__ import annotations
 
+from elasticquota.core.decisions.revocation import least_important_first
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList, add, exceeding, mask, subtract_clamped
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import least_important_first
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    add,
+    exceeding,
+    mask,
+    subtract_clamped,
+)
+from elasticquota.core.solve.results import Snapshot
 
 
 def _fits(used: ResourceList, request: ResourceList, runtime: ResourceList) -> bool:

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from elasticquota.core.models import PodInfo
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import ResourceList, add, mask
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.userlimits.ledger import LimitRefusal
 from elasticquota.core.userlimits.tracker import UserLimitsOverlay, UserLimitsView
 

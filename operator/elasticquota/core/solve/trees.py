@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from elasticquota.core.accounting import ExactSums
 from elasticquota.core.keys import DEFAULT_TREE
-from elasticquota.core.layout import RowMemo, TreeLayout, build_layout
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import QuotaResult
-from elasticquota.core.topology import Topology
-from elasticquota.core.totals import profile_total
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.accounting import ExactSums
+from elasticquota.core.solve.layout import RowMemo, TreeLayout, build_layout
+from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.totals import profile_total
+from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import SolveResult
 
 
@@ -41,7 +41,7 @@ class TreeState:
     #: The results as they were when the controller last took the changes.
     taken: Mapping[str, QuotaResult] = field(default_factory=dict)
     #: How many times the tree changed (pods, nodes) and how many solves were published: a solve
-    #: prepared before the latest change leaves the tree dirty (``core.solvejob``).
+    #: prepared before the latest change leaves the tree dirty (``core.solve.solvejob``).
     version: int = 0
     publications: int = 0
 

@@ -12,9 +12,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.models import LabelRequirement, NodeInfo, ProfileSpec
-from elasticquota.core.quantity import unlimited_units
-from elasticquota.core.resources import ResourceList, add, format_resource_list, to_annotation
+from elasticquota.core.model.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.quantities.quantity import unlimited_units
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    add,
+    format_resource_list,
+    to_annotation,
+)
 
 _FNV_OFFSET = 14695981039346656037
 _FNV_PRIME = 1099511628211

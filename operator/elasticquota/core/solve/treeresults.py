@@ -13,13 +13,13 @@ from typing import TypedDict
 
 import numpy as np
 
-from elasticquota.core.accounting import Account, ExactSums
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.layout import TreeLayout
-from elasticquota.core.models import QuotaSpec
-from elasticquota.core.resources import ResourceList, add
-from elasticquota.core.results import QuotaResult
-from elasticquota.core.topology import Topology
+from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList, add
+from elasticquota.core.solve.accounting import Account, ExactSums
+from elasticquota.core.solve.layout import TreeLayout
+from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import SolveResult
 
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from elasticquota.core.quantity import to_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import to_units
+from elasticquota.core.quantities.resources import ResourceList
 
 ExactList = dict[str, Fraction]
 

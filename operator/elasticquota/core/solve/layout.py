@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.models import QuotaSpec
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.topology import Topology
+from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import BoolArray, Int64Array
 
 #: Values beyond this are clamped: 2**62 - 1 units (4 EiB of memory, 4.6e15 cpu cores).

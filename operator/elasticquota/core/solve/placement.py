@@ -16,17 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from elasticquota.core.accounting import (
+from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, SYSTEM_QUOTA
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.accounting import (
     Amounts,
     ExactSums,
     QuotaDirectory,
     aggregate,
     contribution,
 )
-from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, SYSTEM_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.podindex import PodIndex
-from elasticquota.core.trees import TreeState
+from elasticquota.core.solve.podindex import PodIndex
+from elasticquota.core.solve.trees import TreeState
 
 #: The reserved quotas' rows in the reserved sums.
 RESERVED_ROWS = {SYSTEM_QUOTA: 0, DEFAULT_QUOTA: 1}

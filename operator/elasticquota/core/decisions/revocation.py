@@ -24,9 +24,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList, add, mask
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.results import Snapshot
 
 
 def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:

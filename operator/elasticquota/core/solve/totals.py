@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from elasticquota.core.accounting import Account, ExactSums
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, SYSTEM_QUOTA
-from elasticquota.core.models import Problem, QuotaSpec
-from elasticquota.core.resources import ResourceList, add, mask, subtract_clamped
-from elasticquota.core.topology import Topology
+from elasticquota.core.model.models import Problem, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList, add, mask, subtract_clamped
+from elasticquota.core.solve.accounting import Account, ExactSums
+from elasticquota.core.tree.topology import Topology
 
 
 def root_total(spec: QuotaSpec) -> ResourceList | None:

@@ -1,14 +1,14 @@
 """Why a pod waits, or would be revoked: its quota, the path to the root, and what blocks it.
 
 For a pending pod: each level from its quota up to the top, with runtime / used / request for the
-pod's resources; the admission verdict (``core.admission``) and, when blocked, how much would have
+pod's resources; the admission verdict (``admission``) and, when blocked, how much would have
 to be freed or added at the blocking level. A pod held by a user or group limit
 (``core.userlimits``) gets a ``held by`` line per limit (whose, which limit object, at which
 quota, on what) and advice with the numbers: the usage the subject must drop to, or the value the
 limit must be raised to (or, for applications, that one of the running ones must stop).
 
 For a running pod of a quota above its runtime: whether the next revocation round would evict it
-(``core.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
+(``core.decisions.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
 ``Snapshot``.
 """
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elasticquota.core.admission import Shortfall, check_pod
+from elasticquota.core.decisions.admission import Shortfall, check_pod
+from elasticquota.core.decisions.revocation import is_over_used, quota_is_over_used, victims_of
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import mask
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import mask
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits import APPLICATIONS, LimitRefusal
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Mapping
 
-from elasticquota.core.cowmap import CowMap, FrozenMap
-from elasticquota.core.models import PodInfo
+from elasticquota.core.generic.cowmap import CowMap, FrozenMap
+from elasticquota.core.model.models import PodInfo
 
 
 def _key(pod: PodInfo) -> str:

@@ -2,7 +2,7 @@
 
 New pods of managed quotas carry the scheduling gate ``elasticquota.dev/admission``; the scheduler
 ignores them until it is removed. A gated pod is released when it fits its quota (the PreFilter
-check of ``core.admission``) and every user and group limit on its path still holds with it
+check of ``admission``) and every user and group limit on its path still holds with it
 (``core.userlimits``), highest priority first, then oldest. Pods released but not bound yet
 (pending, no gate) are counted as if they already used their request, in their quota and in their
 user's and group's usage, so that releasing several pods that each fit alone never overshoots the
@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
-from elasticquota.core.admission import Verdict, check_pod
+from elasticquota.core.decisions.admission import Verdict, check_pod
 from elasticquota.core.keys import ADMISSION_GATE, RESERVED_QUOTAS
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList, add, mask
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 
 
 @dataclass(frozen=True, slots=True)

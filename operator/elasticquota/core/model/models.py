@@ -2,7 +2,7 @@
 
 They are built at the edge (``elasticquota.api``) from raw Kubernetes objects; the engine never sees
 strings where it needs numbers, nor unvalidated input. Resource lists are in engine units
-(``elasticquota.core.resources``).
+(``elasticquota.core.quantities.resources``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.resources import ResourceList
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import DEFAULT_RESERVED_NAMESPACE, RESERVED_GROUP_MAX
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.identity import DEFAULT_USER
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import Problem, QuotaSpec
+from elasticquota.core.model.models import Problem, QuotaSpec
 
 #: What happens to a quota left out for its place in the tree (and to its pods): said in every
 #: such problem, so that the Event, ``plan`` and ``explain`` all tell where the pods went.

@@ -18,9 +18,9 @@ from enum import IntEnum
 import numpy as np
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.layout import MAX_UNITS
-from elasticquota.core.models import PodInfo, Problem, QuotaSpec
-from elasticquota.core.resources import ResourceList, add, mask
+from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.layout import MAX_UNITS
 from elasticquota.kernels.arrays import Int64Array
 
 

@@ -17,31 +17,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from elasticquota.core.accounting import ExactSums, QuotaDirectory
-from elasticquota.core.cowmap import CowMap
-from elasticquota.core.enginesettings import EngineSettings, reference_reserved_max
+from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import (
     DEFAULT_TREE,
     RESERVED_QUOTAS,
     ROOT_QUOTA,
 )
-from elasticquota.core.layout import RowMemo
-from elasticquota.core.models import NodeInfo, PodInfo, Problem, QuotaSpec
-from elasticquota.core.nodetotals import NodeTotals
-from elasticquota.core.placement import Placements
-from elasticquota.core.rebuild import (
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
+from elasticquota.core.solve.enginesettings import EngineSettings, reference_reserved_max
+from elasticquota.core.solve.layout import RowMemo
+from elasticquota.core.solve.nodetotals import NodeTotals
+from elasticquota.core.solve.placement import Placements
+from elasticquota.core.solve.rebuild import (
     RebuildJob,
     RebuildOutcome,
     ReservedDefaults,
     compute_rebuild,
     replay,
 )
-from elasticquota.core.results import QuotaResult, Snapshot
-from elasticquota.core.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
-from elasticquota.core.topology import Topology
-from elasticquota.core.totals import tree_problems, tree_total
-from elasticquota.core.treeresults import reserved_results
-from elasticquota.core.trees import TreeState
+from elasticquota.core.solve.results import QuotaResult, Snapshot
+from elasticquota.core.solve.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
+from elasticquota.core.solve.totals import tree_problems, tree_total
+from elasticquota.core.solve.treeresults import reserved_results
+from elasticquota.core.solve.trees import TreeState
+from elasticquota.core.tree.topology import Topology
 from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitsView, UserLimitTracker
 from elasticquota.kernels.waterfill import solve_tree
 
@@ -278,7 +278,7 @@ class QuotaEngine:
         return self._solver
 
     def prepare_solve(self, tree_id: str) -> SolveJob | None:
-        """The inputs of the tree's solve, copied (``core.solvejob``); None when the tree is up
+        """The inputs of the tree's solve, copied (``solvejob``); None when the tree is up
         to date or gone. Brings the topology up to date first."""
         self._ensure_topology()
         state = self._trees.get(tree_id)
@@ -338,13 +338,13 @@ class QuotaEngine:
 
     def _rebuild(self) -> None:
         """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
-        only those whose quota changed); the three steps of ``core.rebuild`` in a row."""
+        only those whose quota changed); the three steps of ``core.solve.rebuild`` in a row."""
         job = self.prepare_rebuild()
         if job is not None:
             self.finish_rebuild(job, compute_rebuild(job))
 
     def prepare_rebuild(self) -> RebuildJob | None:
-        """The inputs of a topology rebuild, copied or frozen (``core.rebuild``); None when the
+        """The inputs of a topology rebuild, copied or frozen (``rebuild``); None when the
         topology is up to date. A job prepared earlier can no longer be installed."""
         if not self._topology_dirty:
             return None

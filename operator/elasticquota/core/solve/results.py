@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.models import PodInfo, Problem
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.tracker import NO_USER_LIMITS, UserLimitsView
 
 

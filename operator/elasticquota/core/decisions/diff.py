@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.models import Problem
-from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
-from elasticquota.core.quantity import QuantityError
-from elasticquota.core.resources import (
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.model.models import Problem
+from elasticquota.core.quantities.quantity import QuantityError
+from elasticquota.core.quantities.resources import (
     ResourceList,
     drop_zeros,
     format_resource_list,
@@ -40,7 +40,7 @@ from elasticquota.core.resources import (
     parse_resource_list_json,
     to_annotation,
 )
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.solve.results import QuotaResult
 
 MAX_INT64 = 2**63 - 1
 
@@ -72,7 +72,8 @@ CLEARED_WHEN_INVALID = (
 #: Annotations the operator writes: none of them is read into a quota's spec.
 OPERATOR_ANNOTATIONS = frozenset({*WRITTEN_ANNOTATIONS, *CLEARED_WHEN_INVALID, keys.ANNO_INVALID})
 
-#: The end of a problem's message when the quota is left out (``core.topology``, ``api.parse``).
+#: The end of a problem's message when the quota is left out
+#: (``core.tree.topology``, ``api.parse``).
 LEFT_OUT = "the quota is left out of its tree"
 #: Longest ``elasticquota.dev/invalid`` value written (annotations share 256 KiB per object).
 INVALID_LIMIT = 1024

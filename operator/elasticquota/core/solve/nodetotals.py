@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from elasticquota.core.models import NodeInfo
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.model.models import NodeInfo
+from elasticquota.core.quantities.resources import ResourceList
 
 
 class NodeTotals:

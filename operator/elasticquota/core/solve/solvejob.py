@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elasticquota.core.accounting import Account
-from elasticquota.core.layout import TreeLayout, total_row
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import QuotaResult
-from elasticquota.core.topology import Topology
-from elasticquota.core.treeresults import tree_results
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.accounting import Account
+from elasticquota.core.solve.layout import TreeLayout, total_row
+from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.treeresults import tree_results
+from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import Int64Array, SolveResult, TreeArrays
 
 #: The kernel, or its plain-Python twin (tests run both).

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
 from elasticquota.core.validation import (
     ClusterView,
     Violation,

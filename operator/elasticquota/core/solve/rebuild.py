@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from elasticquota.core.accounting import ExactSums, QuotaDirectory
-from elasticquota.core.cowmap import FrozenMap
+from elasticquota.core.generic.cowmap import FrozenMap
 from elasticquota.core.keys import DEFAULT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.layout import RowMemo
-from elasticquota.core.models import PodInfo, Problem, QuotaSpec
-from elasticquota.core.placement import Placements
-from elasticquota.core.podindex import PodIndex
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.topology import Topology, build_topology
-from elasticquota.core.trees import TreeState, build_trees
+from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
+from elasticquota.core.solve.layout import RowMemo
+from elasticquota.core.solve.placement import Placements
+from elasticquota.core.solve.podindex import PodIndex
+from elasticquota.core.solve.trees import TreeState, build_trees
+from elasticquota.core.tree.topology import Topology, build_topology
 from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitTracker, build_books
 
 

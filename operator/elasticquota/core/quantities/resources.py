@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from elasticquota.core.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
 
 ResourceList = dict[str, int]
 
