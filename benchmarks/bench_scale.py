@@ -64,7 +64,7 @@ from typing import Any
 
 import aiohttp
 
-from elasticquota.core.diff import quota_write
+from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.loader import Manifests

@@ -22,8 +22,8 @@ Objects go through :class:`Kube`, a thin aiohttp client (bearer token, the clust
 connection pool of ``--concurrency``) rather than the generated client, whose model handling costs
 more CPU per request than the API server itself at these counts. "Correct" is what
 ``elasticquota.plan.compute_plan`` computes for the objects the API server holds, compared with
-``core.diff.quota_write`` exactly as the integration tests do: a quota is correct when the operator
-would write nothing to it (annotations and ``status.used``).
+``core.decisions.diff.quota_write`` exactly as the integration tests do: a quota is correct when the
+operator would write nothing to it (annotations and ``status.used``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import aiohttp
 
 from elasticquota.core import keys
-from elasticquota.core.diff import quota_write
+from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.quotas import (
     MERGE_PATCH,
     PROFILE_GROUP,

@@ -4,9 +4,10 @@ The local control plane has neither, so pods would stay Pending forever and dele
 Terminating forever. Plugged into the operator as an extra loop (:func:`simulation`, started by
 ``python -m eqdev.demo.operator``), the active replica, once per interval:
 
-- binds every pending pod that fits its quota now (``core.admission``, highest priority first,
-  then oldest) to a node with room for it (a profile tree's pods to the profile's nodes, the others
-  to nodes outside every profile), and marks bound pods Running, as a scheduler and a kubelet do;
+- binds every pending pod that fits its quota now (``core.decisions.admission``, highest priority
+  first, then oldest) to a node with room for it (a profile tree's pods to the profile's nodes, the
+  others to nodes outside every profile), and marks bound pods Running, as a scheduler and a kubelet
+  do;
 - tells once, with a ``WaitingForQuota`` Event, why a pending pod does not fit (and again only
   when the reason changes), as the admission gate does on servers that have scheduling gates;
 - removes a deleted (e.g. evicted) bound pod at the end of its grace period, as a kubelet does
@@ -26,12 +27,12 @@ from typing import TYPE_CHECKING
 
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.admission import check_pod
-from elasticquota.core.gating import admission_order
-from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
-from elasticquota.core.profiles import profile_tree_id, selects
-from elasticquota.core.resources import ResourceList, add
-from elasticquota.core.results import Snapshot
+from elasticquota.core.decisions.admission import check_pod
+from elasticquota.core.decisions.gating import admission_order
+from elasticquota.core.model.models import NodeInfo, PodInfo, ProfileSpec
+from elasticquota.core.quantities.resources import ResourceList, add
+from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.tree.profiles import profile_tree_id, selects
 from elasticquota.kube.errors import describe
 from eqdev.kubelet import KubeNodes, SimulatedNodes
 

@@ -29,7 +29,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.cli.cluster_objects import cluster_manifests
 from elasticquota.core import keys
-from elasticquota.core.diff import quota_write
+from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.apply import apply_manifest, apply_order
 from elasticquota.kube.quotas import (
     QUOTA_GROUP,

@@ -18,7 +18,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from elasticquota.core import keys
-from elasticquota.core.diff import CLEARED_WHEN_INVALID
+from elasticquota.core.decisions.diff import CLEARED_WHEN_INVALID
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.quotas import patch_quota
 

@@ -25,7 +25,7 @@ from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.core import keys
-from elasticquota.core.overuse import ANNO_OVER_USED_SINCE, parse_since
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, parse_since
 from elasticquota.kube.apply import apply_manifest
 from elasticquota.kube.errors import raise_for_status
 from eqdev.kubelet import mark_running

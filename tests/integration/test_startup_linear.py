@@ -22,7 +22,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.ingest import PODS, sinks
 from elasticquota.controller.state import ControllerState, ObjectKey
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.reflector import Kind, Reflector
 
 CREATE_CONCURRENCY = 40

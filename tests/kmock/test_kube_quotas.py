@@ -21,7 +21,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.quotas import (
     MERGE_PATCH,

@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from elasticquota.core.quantity import CPU, MEMORY
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import Snapshot
+from elasticquota.core.quantities.quantity import CPU, MEMORY
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests
 from elasticquota.plan.table import cell

@@ -28,7 +28,7 @@ from elasticquota.api.schema import (
 )
 from elasticquota.core import keys
 from elasticquota.core.keys import first_label
-from elasticquota.core.models import (
+from elasticquota.core.model.models import (
     LabelRequirement,
     NodeInfo,
     PodInfo,
@@ -36,9 +36,13 @@ from elasticquota.core.models import (
     ProfileSpec,
     QuotaSpec,
 )
-from elasticquota.core.podrequest import InitContainer, effective_request
-from elasticquota.core.quantity import QuantityError, parse_quantity
-from elasticquota.core.resources import ResourceList, parse_resource_list, parse_resource_list_json
+from elasticquota.core.quantities.podrequest import InitContainer, effective_request
+from elasticquota.core.quantities.quantity import QuantityError, parse_quantity
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    parse_resource_list,
+    parse_resource_list_json,
+)
 
 ViewT = TypeVar("ViewT", bound=BaseModel)
 Parsed = tuple[Any, list[Problem]]

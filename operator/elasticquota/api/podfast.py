@@ -28,9 +28,9 @@ from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.schema import ContainerView, ObjectMeta, PodSpecView, PodStatusView
 from elasticquota.core import keys
 from elasticquota.core.keys import first_label
-from elasticquota.core.models import PodInfo
-from elasticquota.core.quantity import CPU, parse_quantity
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.quantity import CPU, parse_quantity
+from elasticquota.core.quantities.resources import ResourceList
 
 Nanos = dict[str, int]
 """Resource name to an exact quantity in nano units (10**-9 of the Kubernetes value)."""

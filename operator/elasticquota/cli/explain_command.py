@@ -13,8 +13,8 @@ from typing import Any
 from elasticquota.cli.cluster import add_cluster_options, target
 from elasticquota.cli.errors import InputError, NotFoundError
 from elasticquota.cli.output import add_output_option, document, render
-from elasticquota.core.explain import Explanation, explain
-from elasticquota.core.resources import format_resource_list
+from elasticquota.core.decisions.explain import Explanation, explain
+from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
 

@@ -13,8 +13,8 @@ import sys
 
 from elasticquota.cli.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError
 from elasticquota.cli.output import add_output_option, document, render
-from elasticquota.core.engine import EngineSettings
-from elasticquota.core.models import Problem
+from elasticquota.core.model.models import Problem
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.findings import ERROR, failing, severity_of
 from elasticquota.plan.loader import UnreadableInputError, load_paths

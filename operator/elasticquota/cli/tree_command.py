@@ -20,8 +20,8 @@ from elasticquota.cli.cluster import ClusterTarget, add_cluster_options, read, t
 from elasticquota.cli.errors import NotFoundError
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.resources import format_resource_list
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.quantities.resources import format_resource_list
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.live import live_snapshot
 from elasticquota.plan.report import quota_entry
 from elasticquota.plan.table import cell, render_trees

@@ -22,7 +22,7 @@ from typing import Any, cast
 from elasticquota.cli.cluster import add_cluster_options, target
 from elasticquota.cli.errors import InputError, NotFoundError
 from elasticquota.cli.output import add_output_option, document, render
-from elasticquota.core.results import Snapshot
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits import SubjectUsage
 from elasticquota.core.userlimits.tracker import UserLimitsView
 from elasticquota.plan.compute import compute_plan

@@ -1,16 +1,16 @@
 """Admission gating: gated pods are released when they fit their quota, in priority order.
 
 On API servers with pod scheduling gates (Kubernetes 1.27+), every ``reconcile_interval`` the active
-replica decides for every gated pod (``core.gating``): pods that fit lose the gate
+replica decides for every gated pod (``core.decisions.gating``): pods that fit lose the gate
 ``elasticquota.dev/admission`` (and get the condition ``ElasticQuotaAdmission=True``); pods that do
 not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
 resource and the numbers (written again only when the reason changes). A waiting pod that would fit
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
-preemption, ``core.preemption``; one quota at a time, rate-limited like revocation), unless a user
-or group limit holds it too (evictions would not lift the limit). A pod held by a user limit is
-checked again every round, so it is released once pods of its user finish or are deleted. On older
-API servers, which drop the field, this is detected once, logged, and the operator runs revocation
-only.
+preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation),
+unless a user or group limit holds it too (evictions would not lift the limit). A pod held by a user
+limit is checked again every round, so it is released once pods of its user finish or are deleted.
+On older API servers, which drop the field, this is detected once, logged, and the operator runs
+revocation only.
 
 Metrics: each round leaves the number of pods still held per quota and reason in
 ``ControllerState.gated`` (``held_reason``: a user limit, a group limit, or the quota itself);
@@ -37,11 +37,11 @@ from elasticquota.controller.metrics.names import (
 )
 from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
-from elasticquota.core.admission import Verdict
-from elasticquota.core.gating import GateDecision, gate_decisions, gate_wait
+from elasticquota.core.decisions.admission import Verdict
+from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait
+from elasticquota.core.decisions.preemption import preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
-from elasticquota.core.preemption import preemption_victims
-from elasticquota.core.results import Snapshot
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog

@@ -1,8 +1,8 @@
 """Quota names several quotas share: the owner's name record, written by the active replica.
 
 Quota names are global. When quotas in different namespaces share a name, the engine keeps the
-name with its owner (``core.topology.name_order``); what it remembers of who owned a name first is
-lost at a restart, and creation times have a one-second resolution. So the owner of a shared name
+name with its owner (``core.tree.topology.name_order``); what it remembers of who owned a name first
+is lost at a restart, and creation times have a one-second resolution. So the owner of a shared name
 gets the annotation ``elasticquota.dev/name-owner`` holding its own uid: from then on the name stays
 with it across restarts and on every replica, whatever the creation times and uids say. The record
 is written once per owner (the object the write returns is kept for the next round, and the engine

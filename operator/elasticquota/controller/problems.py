@@ -7,10 +7,10 @@ by the engine; every other quota keeps being computed and written.
 
 A quota left out of its tree has no result, so the tree loops no longer write it; what they wrote
 while it was valid would stay on it, and consumers would trust figures nothing maintains. Each
-report therefore brings every quota left out in line with ``core.diff.invalid_write``: its computed
-annotations and ``status.used`` removed, ``elasticquota.dev/invalid`` naming the problems. Only
-what differs is written (nothing for a quota already marked), through the reconciler's writer; a
-refused write is tried again at the next report, and does not hold back the others. Once the quota
+report therefore brings every quota left out in line with ``core.decisions.diff.invalid_write``: its
+computed annotations and ``status.used`` removed, ``elasticquota.dev/invalid`` naming the problems.
+Only what differs is written (nothing for a quota already marked), through the reconciler's writer;
+a refused write is tried again at the next report, and does not hold back the others. Once the quota
 is valid again, its tree loop writes its figures back and removes the marker.
 """
 
@@ -23,9 +23,9 @@ from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.writer import Writer
-from elasticquota.core.diff import QuotaWrite, invalid_quotas, invalid_write
+from elasticquota.core.decisions.diff import QuotaWrite, invalid_quotas, invalid_write
 from elasticquota.core.keys import RESERVED_QUOTAS
-from elasticquota.core.models import Problem
+from elasticquota.core.model.models import Problem
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)

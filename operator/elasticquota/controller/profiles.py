@@ -2,9 +2,9 @@
 
 Reacts to profile, node and root-quota changes (debounced) instead of polling every 10 s as the
 reference does. For each profile it computes the root quota the reference's controller would write
-(``core.profiles.root_quota_manifest``) and creates it, or merge-patches what differs: the labels
-and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets it
-written back. Only the active replica writes (and nothing in a dry run, whose ``Cluster`` sends
+(``core.tree.profiles.root_quota_manifest``) and creates it, or merge-patches what differs: the
+labels and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets
+it written back. Only the active replica writes (and nothing in a dry run, whose ``Cluster`` sends
 nothing).
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.state import QuotaObject
 from elasticquota.core import keys
-from elasticquota.core.models import ProfileSpec
-from elasticquota.core.profiles import profile_tree_id, root_quota_manifest
-from elasticquota.core.quantity import QuantityError
-from elasticquota.core.resources import parse_resource_list
+from elasticquota.core.model.models import ProfileSpec
+from elasticquota.core.quantities.quantity import QuantityError
+from elasticquota.core.quantities.resources import parse_resource_list
+from elasticquota.core.tree.profiles import profile_tree_id, root_quota_manifest
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)

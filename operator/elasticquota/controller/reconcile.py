@@ -7,8 +7,8 @@ quota objects seen since (edited by hand, relisted, or our own writes echoing ba
 diffed once more).
 
 A tree loop solves its tree and computes, for each quota that may need it, the write that would
-bring the object in line (``core.diff``): the quotas whose results changed what they write (a
-change of figures that are not written, e.g. the effective min, leaves an object that was in line
+bring the object in line (``core.decisions.diff``): the quotas whose results changed what they write
+(a change of figures that are not written, e.g. the effective min, leaves an object that was in line
 at the last pass in line), those whose objects were seen, and those whose writes were deferred or
 refused; every quota on its first pass, after a topology change and when the replica becomes the
 leader. It sends the non-empty writes (bounded concurrency, retried on conflicts, throttling and
@@ -42,8 +42,8 @@ from elasticquota.controller.writer import (
     moved_in_slices,
     pending_writes_in_slices,
 )
-from elasticquota.core.diff import QuotaWrite, quota_write
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.decisions.diff import QuotaWrite, quota_write
+from elasticquota.core.solve.results import QuotaResult
 
 logger = logging.getLogger(__name__)
 

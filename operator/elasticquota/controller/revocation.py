@@ -3,17 +3,17 @@
 Every ``revocation_interval`` the active replica checks every quota (not the root nor the system
 quota; the default quota only when enabled): a cheap look at each result, and the pods of the
 quotas whose used exceeds their runtime only. A quota whose used exceeds its runtime for longer than
-``revocation_delay`` gets one revocation round: the victims of ``core.revocation.victims_of``, the
-function ``plan`` uses too (least important first to try: lower priority, then the later start
-time; non-preemptible and terminating pods never) are evicted through the
-Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and on the quota. A
-PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of each over-use is
-kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and removed when
-it ends, never rewritten by a round), so a restart during the delay neither forgets it nor evicts
-twice. A quota that stays over-used with nothing evictable gets a round every delay, each with the
-same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event object
-whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing is
-evicted: the dry run's ``Cluster`` sends nothing and logs what it would evict. Every eviction
+``revocation_delay`` gets one revocation round: the victims of
+``core.decisions.revocation.victims_of``, the function ``plan`` uses too (least important first to
+try: lower priority, then the later start time; non-preemptible and terminating pods never) are
+evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
+on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of
+each over-use is kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and
+removed when it ends, never rewritten by a round), so a restart during the delay neither forgets it
+nor evicts twice. A quota that stays over-used with nothing evictable gets a round every delay, each
+with the same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event
+object whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing
+is evicted: the dry run's ``Cluster`` sends nothing and logs what it would evict. Every eviction
 (here and by in-quota preemption, through ``counted_eviction``) is counted by quota, reason
 (``over-use`` here, ``preemption`` there) and outcome.
 
@@ -39,16 +39,16 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED, OVER_USE
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
-from elasticquota.core.models import PodInfo
-from elasticquota.core.overuse import (
+from elasticquota.core.decisions.overuse import (
     ANNO_OVER_USED_SINCE,
     OverUseTimer,
     format_since,
     parse_since,
 )
-from elasticquota.core.quantity import format_units
-from elasticquota.core.results import QuotaResult, Snapshot
-from elasticquota.core.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.decisions.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError

@@ -42,7 +42,7 @@ from elasticquota.controller.reserved import ensure_reserved_quotas
 from elasticquota.controller.revocation import RateLimiter, RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.errors import describe

@@ -2,14 +2,14 @@
 
 The loops that need solved trees (the tree loops, revocation, gating; the demo's node simulator,
 plugged in by the development tooling) call these instead of the engine's synchronous ``solve``:
-``QuotaEngine.prepare_solve`` copies the tree's inputs on the loop, ``core.solvejob.compute`` runs
-in a thread (a whole 10,000-quota tree takes hundreds of milliseconds when every row moved; the
+``QuotaEngine.prepare_solve`` copies the tree's inputs on the loop, ``core.solve.solvejob.compute``
+runs in a thread (a whole 10,000-quota tree takes hundreds of milliseconds when every row moved; the
 thread gives the interpreter back every few milliseconds, so event intake, the webhooks and the
 Lease go on meanwhile) and ``QuotaEngine.finish_solve`` publishes on the loop. Pod events that
 arrive during the computation leave the tree dirty for the next solve. A topology rebuild (a quota
 added, moved or deleted: half a second at 10,000 quotas and 100,000 pods) runs the same way
-(``core.rebuild``), one at a time per engine, before the solves that need it; the reconciler runs it
-before it looks at the trees.
+(``core.solve.rebuild``), one at a time per engine, before the solves that need it; the reconciler
+runs it before it looks at the trees.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import time
 import weakref
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.rebuild import compute_rebuild
-from elasticquota.core.results import Snapshot
-from elasticquota.core.solvejob import compute
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.rebuild import compute_rebuild
+from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.solve.solvejob import compute
 
 #: One rebuild at a time per engine: a second caller waits for it instead of starting its own
 #: (which would overtake, and so drop, the first).

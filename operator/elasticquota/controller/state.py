@@ -31,10 +31,10 @@ from elasticquota.api.parse import (
     parse_quota,
     quota_identity,
 )
-from elasticquota.core.diff import OPERATOR_ANNOTATIONS
-from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.models import PodInfo, Problem, ProfileSpec
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.decisions.diff import OPERATOR_ANNOTATIONS
+from elasticquota.core.model.models import PodInfo, Problem, ProfileSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.results import QuotaResult
 from elasticquota.kube.reflector import ReaderHealth
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from elasticquota.api.parse import parse_pod
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.models import PodInfo
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.validation import Violation
 
 #: Seconds an admitted pod counts for its user before the ledger sees it bound.

@@ -1,10 +1,11 @@
 """The writer and the diffs it sends: what each quota's object needs to show its results.
 
-``pending_writes`` diffs a tree's results against the quota objects as last seen (``core.diff``);
-``pending_writes_in_slices`` does it yielding to the event loop, and ``moved_in_slices`` tells which
-changed results write differently from those seen at the last pass. ``Writer`` sends the writes
-through the ``Cluster`` port and keeps what the cluster answered as the object the next diff reads
-(``ControllerState.keep_written``: not intake, the watch brings the object to its reader).
+``pending_writes`` diffs a tree's results against the quota objects as last seen
+(``core.decisions.diff``); ``pending_writes_in_slices`` does it yielding to the event loop, and
+``moved_in_slices`` tells which changed results write differently from those seen at the last pass.
+``Writer`` sends the writes through the ``Cluster`` port and keeps what the cluster answered as the
+object the next diff reads (``ControllerState.keep_written``: not intake, the watch brings the
+object to its reader).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any
 
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
-from elasticquota.core.results import QuotaResult
-from elasticquota.core.timeslice import SLICE_BUDGET, TimeSlice
+from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
+from elasticquota.core.generic.timeslice import SLICE_BUDGET, TimeSlice
+from elasticquota.core.solve.results import QuotaResult
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 from elasticquota.settings import Settings
@@ -61,7 +62,8 @@ class Writer:
         diff: QuotaDiff = quota_write,
     ) -> None:
         self._cluster = cluster
-        #: How a result is diffed against its object (``core.diff.quota_write``; a test counts).
+        #: How a result is diffed against its object
+        #: (``core.decisions.diff.quota_write``; a test counts).
         self.diff = diff
         self._state = state
         self._settings = settings

@@ -37,7 +37,7 @@ ANNO_CHILD_REQUEST: Final = f"{PREFIX}/child-request"
 ANNO_NON_PREEMPTIBLE_REQUEST: Final = f"{PREFIX}/non-preemptible-request"
 ANNO_NON_PREEMPTIBLE_USED: Final = f"{PREFIX}/non-preemptible-used"
 #: Written by Koordinator's scheduler with ElasticQuotaGuaranteeUsage only; never by this operator,
-#: but removed with the others from a quota that is left out (see ``core.diff``).
+#: but removed with the others from a quota that is left out (see ``core.decisions.diff``).
 ANNO_GUARANTEED: Final = f"{PREFIX}/guaranteed"
 ANNO_ALLOCATED: Final = f"{PREFIX}/allocated"
 

@@ -42,7 +42,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
-from elasticquota.core.timeslice import TimeSlice
+from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.kube.client import keepalive_socket
 
 logger = logging.getLogger(__name__)

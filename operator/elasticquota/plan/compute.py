@@ -5,7 +5,7 @@ are created or overwritten), then every object is parsed, fed to the engine and 
 verdicts for pending pods and the next revocation round are derived from the snapshot.
 
 The problems are the operator's (what the engine and the parsers report), then every refusal the
-admission webhooks would give an object of the set (``core.validation.manifest_set``: the same
+admission webhooks would give an object of the set (``core.decisions.manifest_set``: the same
 functions the webhook handlers call, each quota judged against the others), then what nothing
 reads (``plan.lint``: unknown fields, resource names, label and annotation keys).
 """
@@ -22,13 +22,13 @@ from elasticquota.api.parse import (
     parse_quota,
     quota_identity,
 )
-from elasticquota.core.admission import Verdict, pending_verdicts
-from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
-from elasticquota.core.profiles import root_quota_manifest, tree_profiles
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import revocation_plan
-from elasticquota.core.validation.manifest_set import validate_manifest_set
+from elasticquota.core.decisions.admission import Verdict, pending_verdicts
+from elasticquota.core.decisions.manifest_set import validate_manifest_set
+from elasticquota.core.decisions.revocation import revocation_plan
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.tree.profiles import root_quota_manifest, tree_profiles
 from elasticquota.plan.findings import Finding, Origin, object_ref
 from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from elasticquota.core.models import Problem
+from elasticquota.core.model.models import Problem
 
 ERROR: Final = "error"
 WARNING: Final = "warning"

@@ -12,14 +12,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.profiles import tree_profiles
-from elasticquota.core.quantity import QuantityError
-from elasticquota.core.resources import (
+from elasticquota.core.quantities.quantity import QuantityError
+from elasticquota.core.quantities.resources import (
     ResourceList,
     parse_resource_list,
     parse_resource_list_json,
 )
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.solve.results import QuotaResult, Snapshot
+from elasticquota.core.tree.profiles import tree_profiles
 
 
 def _list(raw: Any) -> ResourceList:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from elasticquota.core import keys
-from elasticquota.core.models import Problem
+from elasticquota.core.model.models import Problem
 from elasticquota.plan.findings import NOTE, WARNING, InputFinding, Origin, object_ref
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

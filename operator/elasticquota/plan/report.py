@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from elasticquota.core.resources import format_resource_list
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.quantities.resources import format_resource_list
+from elasticquota.core.solve.results import QuotaResult
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.findings import problem_entry
 

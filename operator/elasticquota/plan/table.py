@@ -19,10 +19,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable, Iterator
 
-from elasticquota.core.admission import Verdict
+from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.quantity import CPU, MEMORY, format_units, is_unlimited
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.quantities.quantity import CPU, MEMORY, format_units, is_unlimited
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.userlimits.config import PODS
 from elasticquota.core.userlimits.ledger import SubjectUsage
 from elasticquota.plan.compute import Plan

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final, Literal
 
-from elasticquota.core.results import Snapshot
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits import Kind, SubjectUsage
 from elasticquota.plan.table import usage_row, users_header
 

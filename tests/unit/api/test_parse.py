@@ -11,7 +11,7 @@ from raw_objects import raw_pod
 
 from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
 from elasticquota.core import keys
-from elasticquota.core.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
 
 GI = 1024**3
 REF = "ElasticQuota team/team"

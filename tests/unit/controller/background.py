@@ -14,7 +14,7 @@ from typing import Any
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile import Reconciler
 from elasticquota.controller.writer import QuotaDiff
-from elasticquota.core.diff import quota_write
+from elasticquota.core.decisions.diff import quota_write
 
 
 @contextlib.asynccontextmanager

@@ -27,7 +27,7 @@ from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.settings import Settings
 
 Body = dict[str, Any]

@@ -26,7 +26,7 @@ from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.runner import Operator
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings

@@ -16,12 +16,12 @@ from team_pods import team_pod as pod
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.gating import GateController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import (
     ANNO_USER_INFO,
     ANNO_USER_LIMITS,
     LABEL_ALLOW_LENT,
 )
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 

@@ -28,7 +28,7 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import MUTATE_POD, VALIDATE_POD, VALIDATE_QUOTA
 from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
 

@@ -36,8 +36,8 @@ from elasticquota.controller.writer import (
     pending_writes_in_slices,
 )
 from elasticquota.core import keys
-from elasticquota.core.diff import QuotaWrite, quota_write
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.decisions.diff import QuotaWrite, quota_write
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:

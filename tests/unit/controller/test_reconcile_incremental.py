@@ -23,7 +23,7 @@ from elasticquota.controller.reconcile import TreeLoop
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
-from elasticquota.core.diff import QuotaWrite, quota_write, writes_alike
+from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads

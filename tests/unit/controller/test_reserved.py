@@ -18,7 +18,7 @@ from elasticquota.api.parse import parse_quota
 from elasticquota.controller.reserved import ensure_reserved_quotas, reserved_manifests
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.engine import reference_reserved_max
+from elasticquota.core.solve.engine import reference_reserved_max
 
 if TYPE_CHECKING:
     from conftest import Bodies

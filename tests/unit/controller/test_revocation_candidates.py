@@ -1,8 +1,8 @@
 """The revocation check looks at the pods of over-used quotas only, and decides as before.
 
-Rules (controller/revocation.py, core/revocation.py): each check looks at every quota's result,
-but at the pods of a quota only when its used exceeds its runtime (taking terminating pods out can
-only lower the used) or when its over-use timer runs; for every other quota a check records
+Rules (controller/revocation.py, core/decisions/revocation.py): each check looks at every quota's
+result, but at the pods of a quota only when its used exceeds its runtime (taking terminating pods
+out can only lower the used) or when its over-use timer runs; for every other quota a check records
 nothing and evicts nothing.
 """
 
@@ -20,11 +20,11 @@ from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.decisions.revocation import quota_is_over_used
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import quota_is_over_used
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.engine import EngineSettings
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:

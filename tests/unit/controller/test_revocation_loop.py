@@ -13,9 +13,9 @@ from fake_cluster import FakeCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
-from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 

@@ -20,9 +20,9 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.gating import admission_order
-from elasticquota.core.models import NodeInfo, PodInfo, ProfileSpec
-from elasticquota.core.profiles import profile_tree_id
+from elasticquota.core.decisions.gating import admission_order
+from elasticquota.core.model.models import NodeInfo, PodInfo, ProfileSpec
+from elasticquota.core.tree.profiles import profile_tree_id
 from eqdev.simulator import (
     NodeSimulator,
     choose_node,

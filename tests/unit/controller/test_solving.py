@@ -16,8 +16,8 @@ from elasticquota.controller.solving import (
     solved_snapshot,
 )
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.engine import EngineSettings
 from elasticquota.core.keys import DEFAULT_TREE
+from elasticquota.core.solve.engine import EngineSettings
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads

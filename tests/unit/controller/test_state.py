@@ -16,7 +16,7 @@ import pytest
 from elasticquota.api.parse import Parsed, parse_quota
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings
 
 if TYPE_CHECKING:
     from conftest import Bodies

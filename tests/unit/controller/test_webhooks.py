@@ -55,8 +55,8 @@ from elasticquota.controller.webhooks import (
     register_webhooks,
 )
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.validation.labels import LABEL_VALUE_RULE
 from elasticquota.core.validation.view import QuotaCatalog
 from elasticquota.kube.quotas import QUOTAS

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from engine_factories import EngineFactory, SolveFunction
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine, Solver
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine, Solver
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.kernels import reference, waterfill
 
 SOLVERS: dict[str, Solver] = {

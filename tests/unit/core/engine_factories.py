@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from elasticquota.core.engine import QuotaEngine
 from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 
 #: ``make_engine(**EngineSettings fields)`` and ``solve(quotas, pods, nodes, **settings)`` fixtures.
 EngineFactory = Callable[..., QuotaEngine]

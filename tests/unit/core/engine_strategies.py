@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList
 
 RESOURCES = ("cpu", "memory", "gpu")
 NAMESPACES = ("team", "ops", "batch")

@@ -11,9 +11,9 @@ from typing import Any
 from engine_strategies import any_node, any_pod, any_quota
 from hypothesis import strategies as st
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine, Solver
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine, Solver
+from elasticquota.core.solve.results import Snapshot
 
 
 def observable(snapshot: Snapshot) -> dict[str, Any]:

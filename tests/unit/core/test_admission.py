@@ -9,11 +9,11 @@ from collections.abc import Iterable
 
 from engine_factories import quota_result
 
-from elasticquota.core.admission import Verdict, check_pod, pending_verdicts
+from elasticquota.core.decisions.admission import Verdict, check_pod, pending_verdicts
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 
 GI = 1024**3
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from elasticquota.core.affinity import affinity_with_profile, selector_requirements
-from elasticquota.core.models import LabelRequirement, ProfileSpec
+from elasticquota.core.decisions.affinity import affinity_with_profile, selector_requirements
+from elasticquota.core.model.models import LabelRequirement, ProfileSpec
 
 PROFILE = ProfileSpec(
     name="gpu-pool",

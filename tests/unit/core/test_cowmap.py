@@ -1,4 +1,4 @@
-"""core.cowmap and core.podindex: what a snapshot publishes never changes after it was made.
+"""core.generic.cowmap, core.solve.podindex: what a snapshot publishes never changes once made.
 
 Rules: a ``CowMap`` reads like the dict of the same writes, whatever the order of writes, deletes
 and freezes; a ``FrozenMap`` keeps the content it had when frozen while the map keeps changing (it
@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.cowmap import LOAD, MIN_BUCKETS, SPLITS_PER_WRITE, CowMap
-from elasticquota.core.models import PodInfo
-from elasticquota.core.podindex import PodIndex
+from elasticquota.core.generic.cowmap import LOAD, MIN_BUCKETS, SPLITS_PER_WRITE, CowMap
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.podindex import PodIndex
 
 KEYS = st.sampled_from([f"k{index}" for index in range(300)])
 OPERATIONS = st.lists(

@@ -1,4 +1,4 @@
-"""core.diff.quota_write: which annotations and which ``status.used`` a quota object needs.
+"""core.decisions.diff.quota_write: which annotations and ``status.used`` a quota object needs.
 
 Rules: the five written annotations hold JSON ResourceLists with quantities as strings; a value is
 rewritten only when it differs from the object's after removing zero entries (an unchanged quota is
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from json_merge_patch import merge_patch
 
 from elasticquota.core import keys
-from elasticquota.core.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
-from elasticquota.core.resources import ResourceList, format_resource_list, to_annotation
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.decisions.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
+from elasticquota.core.quantities.resources import ResourceList, format_resource_list, to_annotation
+from elasticquota.core.solve.results import QuotaResult
 
 GIB = 2**30
 FIELDS = ("runtime", "request", "child_request", "non_preemptible_request", "non_preemptible_used")

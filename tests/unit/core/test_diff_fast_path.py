@@ -1,4 +1,4 @@
-"""core.diff.quota_write decides exactly as comparing parsed values always did, only faster.
+"""core.decisions.diff.quota_write decides exactly as comparing parsed values did, only faster.
 
 Rules: a current value that is exactly the text the operator would write is the same without being
 parsed, but only where that text reads back exactly (within MaxInt64; beyond, the parse caps and
@@ -15,10 +15,11 @@ from engine_factories import quota_result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core import keys, resources
-from elasticquota.core.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
-from elasticquota.core.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.results import QuotaResult
+from elasticquota.core import keys
+from elasticquota.core.decisions.diff import WRITTEN_ANNOTATIONS, QuotaWrite, quota_write
+from elasticquota.core.quantities import resources
+from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.solve.results import QuotaResult
 
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 MAX_INT64 = 2**63 - 1

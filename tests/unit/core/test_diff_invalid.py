@@ -1,4 +1,4 @@
-"""core.diff for quotas left out of their tree: the marker, what is removed, and the way back.
+"""core.decisions.diff for quotas left out of their tree: the marker, what is removed, the way back.
 
 Rules: a quota object left out (a problem with ``left_out``) gets ``elasticquota.dev/invalid``
 naming every problem found on it (without "the quota is left out of its tree"); the annotations
@@ -14,15 +14,15 @@ from typing import Any
 from test_diff import apply, result, written
 
 from elasticquota.core import keys
-from elasticquota.core.diff import (
+from elasticquota.core.decisions.diff import (
     CLEARED_WHEN_INVALID,
     INVALID_LIMIT,
     invalid_quotas,
     invalid_write,
     quota_write,
 )
-from elasticquota.core.models import Problem
-from elasticquota.core.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.model.models import Problem
 
 MIN_ABOVE_MAX = "spec.min.cpu (8000) is greater than spec.max.cpu (4000)"
 

@@ -1,12 +1,12 @@
 """The engine's incremental outputs: what changed is exactly what differs, snapshots never move.
 
-Rules (core/engine.py, core/trees.py, core/placement.py): any sequence of quota, pod and node events
-applied one by one gives, at every solve, exactly the snapshot of a fresh engine loaded with the
-objects of that moment; a snapshot taken earlier keeps its content whatever happens afterwards;
-``take_changed(tree)`` names exactly the quotas whose result differs from the one published when
-it was last called (every quota of a tree first solved after a topology change), and a quota whose
-result a solve does not change keeps the very same result object; one aggregate per quota equals
-the sum of its pods' contributions.
+Rules (core/solve/engine.py, core/solve/trees.py, core/solve/placement.py): any sequence of quota,
+pod and node events applied one by one gives, at every solve, exactly the snapshot of a fresh engine
+loaded with the objects of that moment; a snapshot taken earlier keeps its content whatever happens
+afterwards; ``take_changed(tree)`` names exactly the quotas whose result differs from the one
+published when it was last called (every quota of a tree first solved after a topology change), and
+a quota whose result a solve does not change keeps the very same result object; one aggregate per
+quota equals the sum of its pods' contributions.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.accounting import Account, aggregate, contribution
-from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import PodInfo, QuotaSpec
-from elasticquota.core.resources import add
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.quantities.resources import add
+from elasticquota.core.solve.accounting import Account, aggregate, contribution
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

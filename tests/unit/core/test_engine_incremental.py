@@ -13,8 +13,8 @@ from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.kernels import reference, waterfill
 
 SOLVERS = {"numba": waterfill.solve_tree, "reference": reference.solve_tree}

@@ -13,7 +13,7 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_quota
 from elasticquota.core.keys import ANNO_LENDING_LIMIT, LABEL_ALLOW_LENT
-from elasticquota.core.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo, QuotaSpec
 
 NODES = [node("n", cpu=100)]
 

@@ -14,7 +14,7 @@ from elasticquota.core.keys import (
     POD_LABEL_QUOTA,
     SYSTEM_QUOTA,
 )
-from elasticquota.core.models import PodInfo
+from elasticquota.core.model.models import PodInfo
 
 NODES = [node("n", cpu=1000, memory=10**12)]
 

@@ -7,9 +7,9 @@ from engine_strategies import Cluster, clusters
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine, Solver
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.results import Snapshot
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine, Solver
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.kernels import reference, waterfill
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

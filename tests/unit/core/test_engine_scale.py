@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from engine_factories import BIG, SolveFunction, field_of, node, pod, quota, runtimes
 
-from elasticquota.core.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo, QuotaSpec
 
 
 def three_borrowers(minimums: dict[str, int]) -> tuple[list[QuotaSpec], list[PodInfo]]:

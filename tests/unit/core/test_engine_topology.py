@@ -6,8 +6,8 @@ from __future__ import annotations
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.models import PodInfo, Problem, QuotaSpec
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.solve.results import Snapshot
 
 NODES = [node("n", cpu=100)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo, QuotaSpec
 
 TREE = "4242"
 

@@ -12,7 +12,7 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_quota
 from elasticquota.core.keys import ANNO_SHARED_WEIGHT
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.resources import ResourceList
 
 # -- water-filling -------------------------------------------------------------------------------
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from elasticquota.core import cowmap, placement, treeresults
-from elasticquota.core.accounting import aggregate, contribution
-from elasticquota.core.engine import QuotaEngine
+from elasticquota.core.generic import cowmap
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve import placement, treeresults
+from elasticquota.core.solve.accounting import aggregate, contribution
+from elasticquota.core.solve.engine import QuotaEngine
 
 PARENTS = 4
 LEAVES = 24

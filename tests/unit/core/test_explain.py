@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from elasticquota.cli import main
-from elasticquota.core.explain import explain
-from elasticquota.core.results import Snapshot
+from elasticquota.core.decisions.explain import explain
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import load_paths
 
@@ -70,8 +70,8 @@ def test_the_command_reads_manifests_and_reports_unknown_pods(
 def test_a_pod_being_evicted_says_so() -> None:
     from dataclasses import replace
 
-    from elasticquota.core.engine import QuotaEngine
-    from elasticquota.core.models import PodInfo
+    from elasticquota.core.model.models import PodInfo
+    from elasticquota.core.solve.engine import QuotaEngine
 
     going = PodInfo(
         namespace="ns", name="p", requests={"cpu": 1000}, node_name="n1", phase="Running",
@@ -86,8 +86,8 @@ def test_a_pod_being_evicted_says_so() -> None:
 
 def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> None:
     """As the operator's round: a terminating pod's request counts as given back already."""
-    from elasticquota.core.engine import QuotaEngine
-    from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
+    from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+    from elasticquota.core.solve.engine import QuotaEngine
 
     def running(name: str, terminating: bool = False) -> PodInfo:
         return PodInfo(
@@ -105,9 +105,9 @@ def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> N
 
 
 def test_a_pod_of_an_orphaned_quota_is_told_why_it_counts_against_the_default_quota() -> None:
-    from elasticquota.core.engine import QuotaEngine
     from elasticquota.core.keys import DEFAULT_QUOTA
-    from elasticquota.core.models import PodInfo, QuotaSpec
+    from elasticquota.core.model.models import PodInfo, QuotaSpec
+    from elasticquota.core.solve.engine import QuotaEngine
 
     orphan = QuotaSpec("team", "ns", max={"cpu": 4000}, parent="deleted-dept")
     pending = PodInfo(namespace="ns", name="p", requests={"cpu": 1000}, quota_label="team")

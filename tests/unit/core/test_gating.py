@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.gating import gate_decisions, gate_wait, gates_with_admission, is_gated
+from elasticquota.core.decisions.gating import (
+    gate_decisions,
+    gate_wait,
+    gates_with_admission,
+    is_gated,
+)
 from elasticquota.core.keys import ADMISSION_GATE
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.kube.pods import gates_supported
 
 

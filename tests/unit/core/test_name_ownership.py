@@ -12,10 +12,10 @@ from dataclasses import replace
 
 from engine_factories import BIG, node, pod, quota
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.models import Problem, QuotaSpec
-from elasticquota.core.results import Snapshot
+from elasticquota.core.model.models import Problem, QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.kernels import reference
 
 SECOND = "2026-11-25T10:00:00Z"

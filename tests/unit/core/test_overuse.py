@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from elasticquota.core.models import PodInfo
-from elasticquota.core.overuse import OverUseTimer, format_since, parse_since
-from elasticquota.core.revocation import select_victims, used_without_terminating
+from elasticquota.core.decisions.overuse import OverUseTimer, format_since, parse_since
+from elasticquota.core.decisions.revocation import select_victims, used_without_terminating
+from elasticquota.core.model.models import PodInfo
 
 
 def test_a_round_is_due_only_after_strictly_more_than_the_delay_of_continuous_over_use() -> None:

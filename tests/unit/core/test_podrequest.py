@@ -9,8 +9,8 @@ from fractions import Fraction
 from typing import Any
 
 from elasticquota.api.parse import parse_pod
-from elasticquota.core.podrequest import InitContainer, effective_request
-from elasticquota.core.quantity import parse_quantity
+from elasticquota.core.quantities.podrequest import InitContainer, effective_request
+from elasticquota.core.quantities.quantity import parse_quantity
 
 
 def q(**quantities: str) -> dict[str, Fraction]:

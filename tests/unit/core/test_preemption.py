@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.preemption import preemption_victims
-from elasticquota.core.results import Snapshot
+from elasticquota.core.decisions.preemption import preemption_victims
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.results import Snapshot
 
 MAX = {"cpu": 10_000}
 

@@ -10,8 +10,9 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_node, parse_quota
 from elasticquota.core import keys
-from elasticquota.core.models import LabelRequirement, NodeInfo, ProfileSpec
-from elasticquota.core.profiles import (
+from elasticquota.core.model.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.quantities.quantity import is_unlimited, parse_units
+from elasticquota.core.tree.profiles import (
     fnv1a_64,
     pool_totals,
     profile_tree_id,
@@ -21,7 +22,6 @@ from elasticquota.core.profiles import (
     selects,
     tree_profiles,
 )
-from elasticquota.core.quantity import is_unlimited, parse_units
 
 GPU_NODES = [
     node("gpu-1", labels={"pool": "gpu", "zone": "a"}, cpu=4000, memory=8 * 2**30, gpu=8),

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elasticquota.core.quantity import (
+from elasticquota.core.quantities.quantity import (
     QuantityError,
     format_units,
     parse_quantity,

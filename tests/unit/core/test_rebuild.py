@@ -1,10 +1,10 @@
 """A topology rebuild in three steps (prepare on the loop, compute anywhere, finish on the loop).
 
-Rules (core/rebuild.py, QuotaEngine.prepare_rebuild/finish_rebuild): the job computes from frozen
-pods and a fork of the pod index, so events after ``prepare_rebuild`` do not reach it; installing
-it places again exactly the pods that changed meanwhile; quotas (or node resources) that changed
-meanwhile leave the topology out of date for the next rebuild; a job overtaken by another rebuild
-is dropped. Whatever the interleaving, the engine then solves like a fresh one.
+Rules (core/solve/rebuild.py, QuotaEngine.prepare_rebuild/finish_rebuild): the job computes from
+frozen pods and a fork of the pod index, so events after ``prepare_rebuild`` do not reach it;
+installing it places again exactly the pods that changed meanwhile; quotas (or node resources) that
+changed meanwhile leave the topology out of date for the next rebuild; a job overtaken by another
+rebuild is dropped. Whatever the interleaving, the engine then solves like a fresh one.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.rebuild import RebuildJob, compute_rebuild
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.rebuild import RebuildJob, compute_rebuild
 
 
 def loaded(make_engine: EngineFactory) -> QuotaEngine:

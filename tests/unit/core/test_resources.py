@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elasticquota.core.quantity import QuantityError
-from elasticquota.core.resources import (
+from elasticquota.core.quantities.quantity import QuantityError
+from elasticquota.core.quantities.resources import (
     add,
     drop_zeros,
     exceeding,

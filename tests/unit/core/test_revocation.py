@@ -10,11 +10,7 @@ from dataclasses import replace
 
 from engine_factories import quota_result
 
-from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList
-from elasticquota.core.results import QuotaResult, Snapshot
-from elasticquota.core.revocation import (
+from elasticquota.core.decisions.revocation import (
     is_over_used,
     least_important_first,
     quota_is_over_used,
@@ -22,6 +18,10 @@ from elasticquota.core.revocation import (
     select_victims,
     victims_of,
 )
+from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 
 TRACKED = {"cpu": 10**9, "memory": 10**9}
 

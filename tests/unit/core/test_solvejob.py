@@ -1,17 +1,17 @@
 """A solve in three steps (prepare on the loop, compute anywhere, finish on the loop).
 
-Rules (core/solvejob.py, QuotaEngine.prepare_solve/finish_solve): the job computes from a copy of
-the inputs, so events after ``prepare_solve`` do not reach it and leave the tree dirty; a job whose
-tree was rebuilt or solved by someone else meanwhile is dropped; the three steps publish exactly
-what the synchronous solve publishes.
+Rules (core/solve/solvejob.py, QuotaEngine.prepare_solve/finish_solve): the job computes from a copy
+of the inputs, so events after ``prepare_solve`` do not reach it and leave the tree dirty; a job
+whose tree was rebuilt or solved by someone else meanwhile is dropped; the three steps publish
+exactly what the synchronous solve publishes.
 """
 
 from __future__ import annotations
 
 from engine_factories import BIG, EngineFactory, node, pod, quota
 
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.solvejob import compute
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.solvejob import compute
 
 
 def loaded(make_engine: EngineFactory) -> QuotaEngine:

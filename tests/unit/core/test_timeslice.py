@@ -1,8 +1,8 @@
-"""A stretch of synchronous work is due to yield once it ran for its budget (core/timeslice.py)."""
+"""Synchronous work is due to yield once it ran for its budget (core/generic/timeslice.py)."""
 
 from __future__ import annotations
 
-from elasticquota.core.timeslice import TimeSlice
+from elasticquota.core.generic.timeslice import TimeSlice
 
 
 def test_a_stretch_is_due_after_its_budget_and_restarts() -> None:

@@ -15,8 +15,8 @@ import pytest
 from quota_bodies import quota_body
 
 from elasticquota.core import keys
-from elasticquota.core.models import PodInfo
-from elasticquota.core.mutation import quota_defaults
+from elasticquota.core.decisions.mutation import quota_defaults
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.validation import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     LABEL_ALLOW_FORCE_UPDATE,

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from elasticquota.core.results import QuotaResult, Snapshot
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.events import COMPONENT
 from elasticquota.plan.loader import load_paths
 from elasticquota.plan.table import WIDTH, cell

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from elasticquota.cli.output import API_VERSION
-from elasticquota.core.quantity import parse_quantity
+from elasticquota.core.quantities.quantity import parse_quantity
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import load_paths
 from elasticquota.plan.report import plan_report

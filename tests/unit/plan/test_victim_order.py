@@ -20,8 +20,8 @@ import pytest
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.engine import EngineSettings
-from elasticquota.core.revocation import victims_of
+from elasticquota.core.decisions.revocation import victims_of
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import load_paths

@@ -29,8 +29,9 @@ import pytest
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission
 from elasticquota.core import keys
-from elasticquota.core.engine import EngineSettings
-from elasticquota.core.mutation import quota_defaults
+from elasticquota.core.decisions.manifest_set import CHANGE_ONLY_RULES, with_defaults
+from elasticquota.core.decisions.mutation import quota_defaults
+from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.core.validation import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     ClusterView,
@@ -38,7 +39,6 @@ from elasticquota.core.validation import (
     validate_pod,
     validate_quota_create,
 )
-from elasticquota.core.validation.manifest_set import CHANGE_ONLY_RULES, with_defaults
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import Manifests
 from elasticquota.settings import Settings

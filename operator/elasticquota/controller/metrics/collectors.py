@@ -52,9 +52,9 @@ from elasticquota.controller.metrics.names import (
 )
 from elasticquota.core import keys
 from elasticquota.core.keys import QUOTA_KIND
-from elasticquota.core.models import Problem
-from elasticquota.core.quantity import CPU, is_unlimited
-from elasticquota.core.results import QuotaResult
+from elasticquota.core.model.models import Problem
+from elasticquota.core.quantities.quantity import CPU, is_unlimited
+from elasticquota.core.solve.results import QuotaResult
 from elasticquota.core.userlimits.tracker import UserLimitsView
 
 if TYPE_CHECKING:

@@ -148,10 +148,11 @@ FAILED: Final = "failed"
 EVICTION_RESULTS: Final = (EVICTED, BLOCKED, GONE, FAILED)
 
 #: ``elastic_quota_evictions_total{reason}``: what decided the eviction. ``over-use``: a revocation
-#: round of a quota above its runtime for longer than the revocation delay (``core.revocation``);
-#: ``preemption``: in-quota preemption for a gated pod of higher priority (``core.preemption``).
-#: Non-preemptible pods are never evicted (neither chooses them, as in the reference): a quota
-#: whose non-preemptible pods alone exceed its min has no eviction to count.
+#: round of a quota above its runtime for longer than the revocation delay
+#: (``core.decisions.revocation``); ``preemption``: in-quota preemption for a gated pod of higher
+#: priority (``core.decisions.preemption``). Non-preemptible pods are never evicted (neither chooses
+#: them, as in the reference): a quota whose non-preemptible pods alone exceed its min has no
+#: eviction to count.
 OVER_USE: Final = "over-use"
 PREEMPTION: Final = "preemption"
 EVICTION_REASONS: Final = (OVER_USE, PREEMPTION)

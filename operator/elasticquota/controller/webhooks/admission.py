@@ -1,5 +1,5 @@
 """The webhooks' decisions over the operator's memory: the handlers only parse, call the pure
-rules of ``elasticquota.core.validation`` / ``core.mutation`` and turn violations into
+rules of ``elasticquota.core.validation`` / ``core.decisions.mutation`` and turn violations into
 ``kopf.AdmissionError`` (HTTP 403, every violation's message joined by ``; ``).
 
 Every request is counted per webhook by its answer (``allowed``, ``denied`` when a rule refuses
@@ -30,11 +30,11 @@ from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.controller.userlimit_admission import UserLimitAdmission
 from elasticquota.controller.webhooks.memory import QuotaMirror, RecentAdmissions, cluster_view
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
-from elasticquota.core.affinity import affinity_with_profile
-from elasticquota.core.gating import gates_with_admission
-from elasticquota.core.models import ProfileSpec
-from elasticquota.core.mutation import quota_defaults
-from elasticquota.core.profiles import profile_tree_id
+from elasticquota.core.decisions.affinity import affinity_with_profile
+from elasticquota.core.decisions.gating import gates_with_admission
+from elasticquota.core.decisions.mutation import quota_defaults
+from elasticquota.core.model.models import ProfileSpec
+from elasticquota.core.tree.profiles import profile_tree_id
 from elasticquota.core.validation import (
     ClusterView,
     Violation,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
-from elasticquota.core.timeslice import TimeSlice
+from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.core.validation import ClusterView, QuotaCatalog
 
 #: How long an admitted object stands in for what the watch has not delivered yet.

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.config import (
     WILDCARD,
     LimitEntry,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, cast
 
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.book import QuotaPath
 from elasticquota.core.userlimits.records import LimitedPod, Subject
 

@@ -2,8 +2,8 @@
 
 ``UserLimitLedger`` is updated pod by pod: ``add`` when a pod starts counting in its quota's
 ``used``, ``remove`` when it stops. Each event costs O(path length x resources); nothing grows with
-the number of pods. Its figures live in copy-on-write maps (``core.cowmap``): ``freeze`` gives a
-snapshot a ``LedgerView`` that never changes and ``fork`` a rebuild its own copy, both in
+the number of pods. Its figures live in copy-on-write maps (``core.generic.cowmap``): ``freeze``
+gives a snapshot a ``LedgerView`` that never changes and ``fork`` a rebuild its own copy, both in
 O(buckets); ``LedgerView.overlay`` counts pods on top of a view without changing it (gating).
 
 A configuration change (``replace_book``) resolves the tracked group again once per distinct
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from elasticquota.core.cowmap import CowMap
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.generic.cowmap import CowMap
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.book import LimitBook
 from elasticquota.core.userlimits.counting import (
     SEP,

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import ResourceList
 
 WILDCARD: Final = "*"
 #: YuniKorn's name for cpu (in the same number of cores).

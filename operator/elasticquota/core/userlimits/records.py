@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from elasticquota.core.quantity import format_units
-from elasticquota.core.resources import ResourceList, format_resource_list
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import ResourceList, format_resource_list
 from elasticquota.core.userlimits.book import QuotaPath
 from elasticquota.core.userlimits.limits import PODS, LimitEntry
 

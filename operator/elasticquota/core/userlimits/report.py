@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from elasticquota.core.resources import add
+from elasticquota.core.quantities.resources import add
 from elasticquota.core.userlimits.ledger import Kind, SubjectUsage
 from elasticquota.core.userlimits.limits import PODS
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from elasticquota.core.quantity import CPU, QuantityError, format_units, parse_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import CPU, QuantityError, format_units, parse_units
+from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.limits import VCORE, WILDCARD, LimitEntry, LimitProblem
 
 KNOWN_KEYS: Final = ("limit", "users", "groups", "maxresources", "maxapplications")

@@ -11,9 +11,9 @@ run). The engine tells it when a pod is placed in a quota or leaves it; only pod
 their quota's ``used`` (bound to a node, not finished) count here, at every quota from theirs to
 the tree's top. Pods of the reserved quotas (system, default) are not tracked: nothing can limit
 them. Each event costs O(path x resources) in a limited tree, O(1) elsewhere. A topology change
-works on a fork of the tracker (O(buckets), off the event loop, in ``core.rebuild``): the new books
-replace the old ones and only the pods the rebuild moved, whose quota's path changed, or whose tree
-got its first limit, are counted again; a tree that lost its last limit drops its ledger.
+works on a fork of the tracker (O(buckets), off the event loop, in ``core.solve.rebuild``): the new
+books replace the old ones and only the pods the rebuild moved, whose quota's path changed, or whose
+tree got its first limit, are counted again; a tree that lost its last limit drops its ledger.
 ``freeze`` gives snapshots a view that never changes, in O(buckets).
 """
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from elasticquota.core.cowmap import CowMap
+from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.models import PodInfo, Problem, QuotaSpec
-from elasticquota.core.topology import Topology
+from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.tree.topology import Topology
 from elasticquota.core.userlimits.book import LimitBook, QuotaPath, check_hierarchy
 from elasticquota.core.userlimits.config import LimitProblem, QuotaLimits, parse_quota_limits
 from elasticquota.core.userlimits.identity import DEFAULT_USER

@@ -8,20 +8,20 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, parse_units
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.quantities.quantity import QuantityError, parse_units
+from elasticquota.core.quantities.resources import ResourceList
 
 LABEL_ALLOW_FORCE_UPDATE: Final = f"{keys.PREFIX}/allow-force-update"
 ANNO_MAX_STRICT_CHECK_KEYS: Final = f"{keys.PREFIX}/max-strict-check-resource-keys"
 #: What an UPDATE must change for the rules to run at all (plus our own limits).
-_WATCHED_LABELS: Final = (*keys.LABEL_PARENT_ALIASES, keys.LABEL_IS_PARENT, keys.LABEL_TREE_ID)
-_WATCHED_ANNOTATIONS: Final = (
+WATCHED_LABELS: Final = (*keys.LABEL_PARENT_ALIASES, keys.LABEL_IS_PARENT, keys.LABEL_TREE_ID)
+WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_NAMESPACES,
     keys.ANNO_LENDING_LIMIT,
     keys.ANNO_BORROWING_LIMIT,
     keys.ANNO_USER_LIMITS,
 )
-_KEY_CHECK: Final = (
+KEY_CHECK_PREFIX: Final = (
     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: "
 )
 
@@ -37,7 +37,7 @@ class Violation:
 # -- reading objects ----------------------------------------------------------------------------
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def mapping_or_empty(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -79,8 +79,8 @@ class QuotaFacts:
         return self.labels.get(LABEL_ALLOW_FORCE_UPDATE) == "true"
 
 
-def _string_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _mapping(value).items() if v is not None}
+def string_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in mapping_or_empty(value).items() if v is not None}
 
 
 def _resources(
@@ -88,7 +88,7 @@ def _resources(
 ) -> tuple[ResourceList, dict[str, Any]]:
     """Parse a ResourceList key by key: a bad quantity is a violation and counts as 0."""
     result: ResourceList = {}
-    written = dict(_mapping(raw))
+    written = dict(mapping_or_empty(raw))
     for name, value in written.items():
         try:
             result[name] = parse_units(name, value)
@@ -98,7 +98,7 @@ def _resources(
     return result, written
 
 
-def _namespaces(
+def quota_namespaces(
     quota: str, annotations: Mapping[str, str], found: list[Violation]
 ) -> tuple[str, ...]:
     text = annotations.get(keys.ANNO_NAMESPACES, "")
@@ -122,32 +122,32 @@ def _namespaces(
 
 def object_name(raw: Mapping[str, Any]) -> str:
     """``metadata.name``, else ``generateName`` (the API server has not named the object yet)."""
-    metadata = _mapping(raw.get("metadata"))
+    metadata = mapping_or_empty(raw.get("metadata"))
     return str(metadata.get("name") or metadata.get("generateName") or "")
 
 
 def read_quota(raw: Mapping[str, Any]) -> tuple[QuotaFacts, list[Violation]]:
     """The facts of a raw ElasticQuota, and what is unreadable in it."""
-    metadata = _mapping(raw.get("metadata"))
+    metadata = mapping_or_empty(raw.get("metadata"))
     name = object_name(raw)
-    spec = _mapping(raw.get("spec"))
+    spec = mapping_or_empty(raw.get("spec"))
     found: list[Violation] = []
     minimum, written_min = _resources(name, "spec.min", spec.get("min"), found)
     maximum, written_max = _resources(name, "spec.max", spec.get("max"), found)
     used, written_used = _resources(
-        name, "status.used", _mapping(raw.get("status")).get("used"), []
+        name, "status.used", mapping_or_empty(raw.get("status")).get("used"), []
     )
-    annotations = _string_map(metadata.get("annotations"))
+    annotations = string_map(metadata.get("annotations"))
     facts = QuotaFacts(
         name=name,
         namespace=str(metadata.get("namespace") or ""),
-        labels=_string_map(metadata.get("labels")),
+        labels=string_map(metadata.get("labels")),
         annotations=annotations,
         spec=spec,
         min=minimum,
         max=maximum,
         used=used,
-        namespaces=_namespaces(name, annotations, found),
+        namespaces=quota_namespaces(name, annotations, found),
         written={"min": written_min, "max": written_max, "used": written_used},
     )
     return facts, found
@@ -155,7 +155,7 @@ def read_quota(raw: Mapping[str, Any]) -> tuple[QuotaFacts, list[Violation]]:
 
 def parent_of_body(raw: Mapping[str, Any]) -> str:
     """The parent a raw quota's labels name (``keys.parent_quota``)."""
-    return keys.parent_quota(_mapping(_mapping(raw.get("metadata")).get("labels")))
+    return keys.parent_quota(mapping_or_empty(mapping_or_empty(raw.get("metadata")).get("labels")))
 
 
 QuotaKey = tuple[str, str]

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from elasticquota.core.quantity import format_units
+from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.validation.facts import (
     QuotaFacts,
 )
 
 
-def _names(items: Iterable[str]) -> str:
+def go_list(items: Iterable[str]) -> str:
     """Go's ``%v`` of a slice, as the reference prints resource names: ``[cpu memory]``."""
     return "[" + " ".join(items) + "]"
 
 
-def _amounts(resources: Mapping[str, int], names: Iterable[str]) -> str:
+def amounts_text(resources: Mapping[str, int], names: Iterable[str]) -> str:
     return ", ".join(f"{name} {format_units(name, resources.get(name, 0))}" for name in names)
 
 
-def _written(quota: QuotaFacts, where: str, name: str) -> str:
+def written_text(quota: QuotaFacts, where: str, name: str) -> str:
     value = quota.written.get(where, {}).get(name)
     if value is None:
         return format_units(name, getattr(quota, where).get(name, 0))
     return str(value)
 
 
-def _list_some(items: list[str], shown: int = 2) -> str:
+def some_names(items: list[str], shown: int = 2) -> str:
     """The reference's pod list: up to two names, then ``...``."""
     return ", ".join(items if len(items) <= shown else [*items[:shown], "..."])

@@ -8,20 +8,20 @@ from typing import Any
 from elasticquota.core import keys
 from elasticquota.core.validation.facts import (
     Violation,
-    _mapping,
+    mapping_or_empty,
     object_name,
 )
 from elasticquota.core.validation.view import ClusterView
 
 
 def _labels(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(raw.get("metadata")).get("labels"))
+    return mapping_or_empty(mapping_or_empty(raw.get("metadata")).get("labels"))
 
 
 def pod_quota(pod: Mapping[str, Any], view: ClusterView) -> str:
     """The quota a pod belongs to (README "Pod → quota"): an unknown quota means the default."""
     labels = _labels(pod)
-    namespace = str(_mapping(pod.get("metadata")).get("namespace") or "")
+    namespace = str(mapping_or_empty(pod.get("metadata")).get("namespace") or "")
     for key in keys.POD_LABEL_QUOTA_ALIASES:
         if labels.get(key):
             label = str(labels[key])

@@ -7,15 +7,15 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.validation.facts import (
-    _WATCHED_ANNOTATIONS,
-    _WATCHED_LABELS,
+    WATCHED_ANNOTATIONS,
+    WATCHED_LABELS,
     QuotaFacts,
     Violation,
-    _mapping,
+    mapping_or_empty,
     read_quota,
 )
 from elasticquota.core.validation.labels import label_value_violations
-from elasticquota.core.validation.messages import _list_some
+from elasticquota.core.validation.messages import some_names
 from elasticquota.core.validation.self_item import (
     self_item_violations,
 )
@@ -71,13 +71,13 @@ def quota_unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """UPDATE, first: nothing the rules look at changed (annotation and status writes pass)."""
 
     def watched(raw: Mapping[str, Any]) -> tuple[Any, ...]:
-        metadata = _mapping(raw.get("metadata"))
-        labels = _mapping(metadata.get("labels"))
-        annotations = _mapping(metadata.get("annotations"))
+        metadata = mapping_or_empty(raw.get("metadata"))
+        labels = mapping_or_empty(metadata.get("labels"))
+        annotations = mapping_or_empty(metadata.get("annotations"))
         return (
-            tuple(labels.get(key) or "" for key in _WATCHED_LABELS),
-            tuple(annotations.get(key) or "" for key in _WATCHED_ANNOTATIONS),
-            dict(_mapping(raw.get("spec"))),
+            tuple(labels.get(key) or "" for key in WATCHED_LABELS),
+            tuple(annotations.get(key) or "" for key in WATCHED_ANNOTATIONS),
+            dict(mapping_or_empty(raw.get("spec"))),
         )
 
     return watched(old) == watched(new)
@@ -139,7 +139,7 @@ def validate_quota_delete(old: Mapping[str, Any], view: ClusterView) -> list[Vio
             Violation(
                 "delete-pods",
                 f"delete quota failed, quota {name} has {len(pods)} child pods: "
-                f"{_list_some([pod.key for pod in pods])}",
+                f"{some_names([pod.key for pod in pods])}",
             )
         )
     return found

@@ -6,14 +6,14 @@ import json
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.resources import ResourceList, parse_resource_list_json
+from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.quantities.resources import ResourceList, parse_resource_list_json
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     QuotaFacts,
     Violation,
 )
-from elasticquota.core.validation.messages import _amounts, _names, _written
+from elasticquota.core.validation.messages import amounts_text, go_list, written_text
 
 
 def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
@@ -21,11 +21,11 @@ def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
     negative = sorted(name for name, value in values.items() if value < 0)
     if not negative:
         return []
-    written = ", ".join(f"{name}={_written(quota, where, name)}" for name in negative)
+    written = ", ".join(f"{name}={written_text(quota, where, name)}" for name in negative)
     return [
         Violation(
             f"negative-{where}",
-            f"{quota.name} quota.Spec.{label}'s value < 0, in dimensions :{_names(negative)} "
+            f"{quota.name} quota.Spec.{label}'s value < 0, in dimensions :{go_list(negative)} "
             f"({written})",
         )
     ]
@@ -94,7 +94,7 @@ def _shared_weight(quota: QuotaFacts) -> list[Violation]:
             Violation(
                 "shared-weight",
                 f"{quota.name} quota.Annotation[{key}]'s value < 0, in dimension "
-                f":{_names(negative)} ({_amounts(weight, negative)})",
+                f":{go_list(negative)} ({amounts_text(weight, negative)})",
             )
         )
     return found
@@ -116,7 +116,7 @@ def _min_within_max(quota: QuotaFacts) -> list[Violation]:
                 Violation(
                     "min-le-max",
                     f"resourceKey {name} of quota {quota.name} min "
-                    f"{_written(quota, 'min', name)} > max {_written(quota, 'max', name)}",
+                    f"{written_text(quota, 'min', name)} > max {written_text(quota, 'max', name)}",
                 )
             )
     return found
@@ -153,8 +153,9 @@ def _max_strict_keys(quota: QuotaFacts) -> list[Violation]:
             found.append(
                 Violation(
                     "max-strict-keys",
-                    f"resourceKey {name} of quota {quota.name} max {_written(quota, 'max', name)} "
-                    f"< used {_written(quota, 'used', name)}",
+                    f"resourceKey {name} of quota {quota.name} max "
+                    f"{written_text(quota, 'max', name)} "
+                    f"< used {written_text(quota, 'used', name)}",
                 )
             )
     return found
@@ -175,7 +176,7 @@ def _limits(quota: QuotaFacts) -> list[Violation]:
                 Violation(
                     rule,
                     f"{quota.name} annotation {key} has negative values: "
-                    f"{_amounts(values, negative)}",
+                    f"{amounts_text(values, negative)}",
                 )
             )
         if rule == "lending-limit":

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from elasticquota.core import keys
-from elasticquota.core.resources import ResourceList, add
+from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
-    _KEY_CHECK,
+    KEY_CHECK_PREFIX,
     QuotaFacts,
     Violation,
 )
-from elasticquota.core.validation.messages import _amounts, _list_some, _names
+from elasticquota.core.validation.messages import amounts_text, go_list, some_names
 from elasticquota.core.validation.view import ClusterView
 
 
@@ -38,7 +38,7 @@ def _is_parent_change(
         Violation(
             "is-parent-change",
             "quota has bound pods, isParent is forbidden to modify as true, quotaName: "
-            f"{stored.name} ({len(pods)} pods: {_list_some([pod.key for pod in pods])})",
+            f"{stored.name} ({len(pods)} pods: {some_names([pod.key for pod in pods])})",
         )
     ]
 
@@ -124,9 +124,9 @@ def _same_max_keys(
     return [
         Violation(
             "max-keys",
-            f"{_KEY_CHECK}{first}'s max keys are not the same with {second}'s "
-            f"({upper.name}: {_names(sorted(upper.max))}, {lower.name}: "
-            f"{_names(sorted(lower.max))})",
+            f"{KEY_CHECK_PREFIX}{first}'s max keys are not the same with {second}'s "
+            f"({upper.name}: {go_list(sorted(upper.max))}, {lower.name}: "
+            f"{go_list(sorted(lower.max))})",
         )
     ]
 
@@ -138,8 +138,8 @@ def _min_keys_included(upper: QuotaFacts, lower: QuotaFacts) -> list[Violation]:
     return [
         Violation(
             "min-keys",
-            f"{_KEY_CHECK}{lower.name}'s min keys are not all included in {upper.name}'s "
-            f"({_names(missing)} missing from {upper.name}'s min)",
+            f"{KEY_CHECK_PREFIX}{lower.name}'s min keys are not all included in {upper.name}'s "
+            f"({go_list(missing)} missing from {upper.name}'s min)",
         )
     ]
 
@@ -180,7 +180,8 @@ def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -
                     "min-sum",
                     "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: "
                     f"{parent.name} (sum of its children's min with {quota.name}: "
-                    f"{_amounts(total, over)}; {parent.name}'s min: {_amounts(parent.min, over)})",
+                    f"{amounts_text(total, over)}; {parent.name}'s min: "
+                    f"{amounts_text(parent.min, over)})",
                 )
             )
     children = view.children(quota.name)
@@ -191,8 +192,8 @@ def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -
             Violation(
                 "min-sum",
                 "checkMinQuotaSum all children's MinQuota > current MinQuota, current: "
-                f"{quota.name} (sum of its children's min: {_amounts(total, over)}; "
-                f"its min: {_amounts(quota.min, over)})",
+                f"{quota.name} (sum of its children's min: {amounts_text(total, over)}; "
+                f"its min: {amounts_text(quota.min, over)})",
             )
         )
     return found

@@ -7,17 +7,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.models import PodInfo
-from elasticquota.core.resources import ResourceList, add
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
     QuotaFacts,
     QuotaKey,
-    _mapping,
-    _namespaces,
-    _string_map,
+    mapping_or_empty,
     object_name,
     parent_of_body,
+    quota_namespaces,
     read_quota,
+    string_map,
 )
 
 
@@ -28,7 +28,7 @@ class QuotaCatalog:
     costs nothing per request; a quota is parsed on first use and again only when it changes.
     Quota names are global, as in the reference; of quotas sharing a name (possible only where
     the webhook was not asked) "the" quota of that name is its owner as the engine decides it
-    (``core.topology.name_order``): the one holding its name record, else the oldest, then the
+    (``core.tree.topology.name_order``): the one holding its name record, else the oldest, then the
     lower uid, then the first by namespace (a ``ClusterView`` may know better: ``owner_of``).
     """
 
@@ -37,7 +37,7 @@ class QuotaCatalog:
         self._facts: dict[QuotaKey, QuotaFacts] = {}
         self._by_name: dict[str, set[QuotaKey]] = {}
         self._children: dict[str, dict[QuotaKey, str]] = {}
-        self._namespaces: dict[QuotaKey, tuple[str, ...]] = {}
+        self.quota_namespaces: dict[QuotaKey, tuple[str, ...]] = {}
         self._owners: dict[str, set[QuotaKey]] = {}
         #: Counts the changes, so that a ``ClusterView`` knows when what it remembered is stale.
         self.version = 0
@@ -46,7 +46,7 @@ class QuotaCatalog:
 
     @staticmethod
     def key_of(raw: Mapping[str, Any]) -> QuotaKey:
-        return str(_mapping(raw.get("metadata")).get("namespace") or ""), object_name(raw)
+        return str(mapping_or_empty(raw.get("metadata")).get("namespace") or ""), object_name(raw)
 
     def upsert(self, raw: Mapping[str, Any]) -> None:
         key = self.key_of(raw)
@@ -57,9 +57,9 @@ class QuotaCatalog:
         self._by_name.setdefault(name, set()).add(key)
         if name != keys.ROOT_QUOTA:
             self._children.setdefault(parent_of_body(raw), {})[key] = name
-        annotations = _string_map(_mapping(raw.get("metadata")).get("annotations"))
-        self._namespaces[key] = _namespaces(name, annotations, [])
-        for namespace in self._namespaces[key]:
+        annotations = string_map(mapping_or_empty(raw.get("metadata")).get("annotations"))
+        self.quota_namespaces[key] = quota_namespaces(name, annotations, [])
+        for namespace in self.quota_namespaces[key]:
             self._owners.setdefault(namespace, set()).add(key)
 
     def remove(self, key: QuotaKey) -> None:
@@ -72,7 +72,7 @@ class QuotaCatalog:
         if key[1] != keys.ROOT_QUOTA:
             siblings = self._children.get(parent_of_body(raw), {})
             siblings.pop(key, None)
-        for namespace in self._namespaces.pop(key, ()):
+        for namespace in self.quota_namespaces.pop(key, ()):
             _discard(self._owners, namespace, key)
 
     def __len__(self) -> int:
@@ -100,9 +100,9 @@ class QuotaCatalog:
         return min(keys_, key=self._owner_order)
 
     def _owner_order(self, key: QuotaKey) -> tuple[bool, str, str, str]:
-        metadata = _mapping(self._raw[key].get("metadata"))
+        metadata = mapping_or_empty(self._raw[key].get("metadata"))
         uid = str(metadata.get("uid") or "")
-        record = _string_map(metadata.get("annotations")).get(keys.ANNO_NAME_OWNER)
+        record = string_map(metadata.get("annotations")).get(keys.ANNO_NAME_OWNER)
         return (
             not (uid and record == uid),
             str(metadata.get("creationTimestamp") or "~"),

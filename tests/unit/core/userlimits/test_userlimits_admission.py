@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from userlimits_builders import NODE, limited_quota
 from userlimits_builders import user_pod as pod
 
-from elasticquota.core.admission import check_pod, pending_verdicts
-from elasticquota.core.engine import QuotaEngine
-from elasticquota.core.explain import explain
-from elasticquota.core.gating import gate_decisions
+from elasticquota.core.decisions.admission import check_pod, pending_verdicts
+from elasticquota.core.decisions.explain import explain
+from elasticquota.core.decisions.gating import gate_decisions
+from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.models import PodInfo, QuotaSpec
-from elasticquota.core.results import Snapshot
-from elasticquota.core.revocation import revocation_plan
+from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits.ledger import OverUse
 
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from userlimits_builders import NODE, limited_quota, user_pod
 
-from elasticquota.core.engine import EngineSettings, QuotaEngine
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.models import QuotaSpec
-from elasticquota.core.rebuild import compute_rebuild
+from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
+from elasticquota.core.solve.rebuild import compute_rebuild
 from elasticquota.core.userlimits import LimitedPod, UserLimitLedger
 
 quota = limited_quota

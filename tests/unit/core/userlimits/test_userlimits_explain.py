@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from test_userlimits_admission import pod, quota, solve, two_levels
 
-from elasticquota.core.explain import explain
+from elasticquota.core.decisions.explain import explain
 
 SUE_CPU = '- limit: "specific user"\n  users: [sue]\n  maxresources: {cpu: 5}'
 

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.resources import format_resource_list
+from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.core.userlimits import (
     LimitBook,
     LimitedPod,

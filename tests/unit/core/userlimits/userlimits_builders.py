@@ -7,8 +7,8 @@ by ``sue`` unless told otherwise and is an application of its own unless given `
 from __future__ import annotations
 
 from elasticquota.core.keys import ADMISSION_GATE, ROOT_QUOTA
-from elasticquota.core.models import NodeInfo, PodInfo, QuotaSpec
-from elasticquota.core.resources import ResourceList
+from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.quantities.resources import ResourceList
 
 BIG = {"cpu": 1_000_000, "memory": 10**15}
 NODE = NodeInfo("n1", dict(BIG))

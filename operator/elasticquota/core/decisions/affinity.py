@@ -1,0 +1,45 @@
+"""Node affinity for pods of profile trees: a profile's pods run on its nodes.
+
+The profile's ``nodeSelector`` becomes node-selector requirements (each matchLabels ``k: v`` as
+``k In [v]``, each matchExpressions entry as it is) appended to every required node-affinity term of
+the pod, or a single new term when it has none. Pure: it returns the pod's new ``affinity``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from elasticquota.core.model.models import ProfileSpec
+
+
+def selector_requirements(profile: ProfileSpec) -> list[dict[str, Any]]:
+    """The profile's node selector as matchExpressions."""
+    requirements: list[dict[str, Any]] = [
+        {"key": key, "operator": "In", "values": [value]}
+        for key, value in sorted(profile.match_labels.items())
+    ]
+    for item in profile.match_expressions:
+        requirement: dict[str, Any] = {"key": item.key, "operator": item.operator}
+        if item.values:
+            requirement["values"] = list(item.values)
+        requirements.append(requirement)
+    return requirements
+
+
+def affinity_with_profile(pod: Mapping[str, Any], profile: ProfileSpec) -> dict[str, Any]:
+    """The pod's affinity with the profile's node requirements added to every required term."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    affinity: dict[str, Any] = copy.deepcopy(dict(spec.get("affinity") or {}))
+    node_affinity = affinity.setdefault("nodeAffinity", {})
+    required = node_affinity.setdefault(
+        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
+    )
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for term in terms:
+        term.setdefault("matchExpressions", []).extend(selector_requirements(profile))
+    return affinity

@@ -1,0 +1,221 @@
+"""Why a pod waits, or would be revoked: its quota, the path to the root, and what blocks it.
+
+For a pending pod: each level from its quota up to the top, with runtime / used / request for the
+pod's resources; the admission verdict (``admission``) and, when blocked, how much would have
+to be freed or added at the blocking level. A pod held by a user or group limit
+(``core.userlimits``) gets a ``held by`` line per limit (whose, which limit object, at which
+quota, on what) and advice with the numbers: the usage the subject must drop to, or the value the
+limit must be raised to (or, for applications, that one of the running ones must stop).
+
+For a running pod of a quota above its runtime: whether the next revocation round would evict it
+(``core.decisions.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
+``Snapshot``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from elasticquota.core.decisions.admission import Shortfall, check_pod
+from elasticquota.core.decisions.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.resources import mask
+from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.userlimits import APPLICATIONS, LimitRefusal
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One quota on the pod's path, restricted to the pod's resources."""
+
+    quota: str
+    runtime: dict[str, int]
+    used: dict[str, int]
+    request: dict[str, int]
+
+
+@dataclass(slots=True)
+class Explanation:
+    pod: str
+    quota: str
+    state: str
+    verdict: str
+    levels: list[Level] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    #: Why the pod is not where it asked to be (its quota is left out of its tree).
+    notes: list[str] = field(default_factory=list)
+    #: The user and group limits that hold the pod back, one line each.
+    held_by: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [
+            f"pod {self.pod}: {self.state}",
+            f"quota: {self.quota}",
+            *(f"note: {note}" for note in self.notes),
+            f"verdict: {self.verdict}",
+            *(f"held by: {line}" for line in self.held_by),
+        ]
+        if self.levels:
+            lines.append("path to the root (pod's resources: runtime / used / request):")
+            for depth, level in enumerate(self.levels):
+                figures = ", ".join(
+                    f"{key} {_fmt(key, level.runtime.get(key))} / {_fmt(key, level.used.get(key))}"
+                    f" / {_fmt(key, level.request.get(key))}"
+                    for key in sorted(set(level.used) | set(level.runtime) | set(level.request))
+                )
+                lines.append(f"  {'  ' * depth}{level.quota}: {figures or '-'}")
+        lines += [f"to fit: {line}" for line in self.advice]
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(resource: str, units: int | None) -> str:
+    return "-" if units is None else format_units(resource, units)
+
+
+def _levels(snapshot: Snapshot, quota: str, pod: PodInfo) -> list[Level]:
+    keys = set(mask(pod.requests, snapshot.quotas[quota].max)) or set(pod.requests)
+    levels = []
+    for name in [quota, *snapshot.ancestors(quota)]:
+        result = snapshot.quotas[name]
+        levels.append(
+            Level(
+                name,
+                mask(result.runtime, keys),
+                mask(result.used, keys),
+                mask(result.request, keys),
+            )
+        )
+    return levels
+
+
+def _advice(shortfall: Shortfall) -> str:
+    missing = shortfall.used + shortfall.request - shortfall.limit
+    r = shortfall.resource
+    if shortfall.limit_name.startswith("min"):
+        return (
+            f"quota {shortfall.quota} needs {format_units(r, missing)} more {r} of min for "
+            f"non-preemptible pods (raise its min, or free non-preemptible usage)"
+        )
+    return (
+        f"quota {shortfall.quota} needs {format_units(r, missing)} more {r}: pods of the quota "
+        f"releasing that much, or its runtime growing by it (siblings lending more, a higher "
+        f"min or weight)"
+    )
+
+
+def _subject(refusal: LimitRefusal, user: str) -> str:
+    if refusal.kind == "user":
+        return f"user {refusal.name}"
+    return f"group {refusal.name} (the group user {user}'s pods are tracked under here)"
+
+
+def _held_by(refusal: LimitRefusal, user: str) -> str:
+    what = refusal.resource if refusal.resource == APPLICATIONS else f"resource {refusal.resource}"
+    return (
+        f"{_subject(refusal, user)}: limit '{refusal.limit_name}' at quota {refusal.quota} ({what})"
+    )
+
+
+def _limit_advice(refusal: LimitRefusal, user: str) -> str:
+    """What would let the pod start under one user or group limit, with the numbers."""
+    owner = f"{refusal.kind} {refusal.name}"
+    at = f"at quota {refusal.quota} (limit '{refusal.limit_name}')"
+    if refusal.resource == APPLICATIONS:
+        return (
+            f"{_subject(refusal, user)} runs {refusal.used} of {refusal.limit} applications {at} "
+            f"and this pod starts a new one; it starts when one of them stops (all its pods "
+            f"finish), or the limit's maxapplications is raised to {refusal.used + 1}"
+        )
+    r = refusal.resource
+
+    def fmt(units: int) -> str:
+        return format_units(r, units)
+
+    has = f"{_subject(refusal, user)} has {fmt(refusal.used)} of {fmt(refusal.limit)} {r} {at}"
+    room = refusal.limit - refusal.requested
+    if room < 0:
+        return (
+            f"{has}; the pod alone requests {fmt(refusal.requested)} {r}, more than the limit: "
+            f"it starts only when the limit is raised to {fmt(refusal.requested)} or more"
+        )
+    return (
+        f"{has}; the pod requests {fmt(refusal.requested)}: it starts when {owner}'s usage "
+        f"there drops to {fmt(room)} or less (pods counted for {owner} at {refusal.quota} or "
+        f"below finishing), or the limit is raised to {fmt(refusal.used + refusal.requested)}"
+    )
+
+
+def _left_out_notes(snapshot: Snapshot, pod: PodInfo, quota: str) -> list[str]:
+    """A pod that lands in the default quota because the quota it names (its label, or the quota
+    named like its namespace) is left out: that quota's problems, which say so."""
+    if quota != DEFAULT_QUOTA:
+        return []
+    wanted = pod.quota_label or pod.namespace
+    if wanted == DEFAULT_QUOTA:
+        return []
+    return [
+        f"{problem.object}: {problem.message}"
+        for problem in snapshot.problems
+        if problem.left_out
+        and problem.object.startswith("ElasticQuota ")
+        and problem.object.endswith(f"/{wanted}")
+        and (pod.quota_label or problem.object == f"ElasticQuota {pod.namespace}/{wanted}")
+    ]
+
+
+def explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool = False) -> Explanation:
+    """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown."""
+    found = _explain(snapshot, pod_key, check_ancestors)
+    found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
+    return found
+
+
+def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explanation:
+    pod = snapshot.pods[pod_key]
+    quota = snapshot.pod_quota[pod_key]
+    levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []
+    if pod.is_terminal:
+        return Explanation(pod_key, quota, f"finished ({pod.phase})", "holds nothing", levels)
+    if pod.terminating:
+        going = (
+            "being deleted (evicted or removed); it counts in its quota until it is gone — "
+            "its Events say whether the operator revoked or preempted it"
+        )
+        return Explanation(pod_key, quota, "terminating", going, levels)
+    if pod.is_assigned:
+        return _explain_running(snapshot, pod, quota, levels)
+    verdict = check_pod(snapshot, pod, check_ancestors)
+    state = "pending"
+    if verdict.admitted:
+        return Explanation(pod_key, quota, state, f"fits now ({verdict.reason})", levels)
+    advice = [_advice(item) for item in verdict.shortfalls]
+    found = Explanation(pod_key, quota, state, f"waits: {verdict.reason}", levels, advice)
+    if verdict.limit_refusals:
+        limits = snapshot.user_limits.check(pod, quota)
+        user = limits.user if limits is not None else snapshot.user_limits.default_user
+        found.held_by = [_held_by(item, user) for item in verdict.limit_refusals]
+        found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
+    return found
+
+
+def _explain_running(
+    snapshot: Snapshot, pod: PodInfo, quota: str, levels: list[Level]
+) -> Explanation:
+    result = snapshot.quotas[quota]
+    state = f"running on {pod.node_name}"
+    if result.reserved or not is_over_used(result.used, result.runtime):
+        return Explanation(pod.key, quota, state, "within its quota's runtime", levels)
+    if not quota_is_over_used(snapshot, quota):
+        verdict = "its quota is over its runtime only until its terminating pods are gone"
+        return Explanation(pod.key, quota, state, verdict, levels)
+    victims = victims_of(snapshot, quota)  # the live operator's round, terminating pods aside
+    if any(victim.key == pod.key for victim in victims):
+        verdict = (
+            f"its quota uses more than its runtime; the next revocation round evicts it "
+            f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
+        )
+    else:
+        verdict = "its quota uses more than its runtime, but this pod is not among the victims"
+    return Explanation(pod.key, quota, state, verdict, levels)

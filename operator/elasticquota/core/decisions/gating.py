@@ -1,0 +1,133 @@
+"""Admission gating without a custom scheduler: which gated pods may go now, and in which order.
+
+New pods of managed quotas carry the scheduling gate ``elasticquota.dev/admission``; the scheduler
+ignores them until it is removed. A gated pod is released when it fits its quota (the PreFilter
+check of ``admission``) and every user and group limit on its path still holds with it
+(``core.userlimits``), highest priority first, then oldest. Pods released but not bound yet
+(pending, no gate) are counted as if they already used their request, in their quota and in their
+user's and group's usage, so that releasing several pods that each fit alone never overshoots the
+runtime nor a user or group limit together. Pods of reserved quotas are never held back.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, cast
+
+from elasticquota.core.decisions.admission import Verdict, check_pod
+from elasticquota.core.keys import ADMISSION_GATE, RESERVED_QUOTAS
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.results import QuotaResult, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """Release the pod (True) or keep it gated, with the verdict that says why."""
+
+    pod: PodInfo
+    release: bool
+    verdict: Verdict
+
+
+def gates_with_admission(
+    pod: Mapping[str, Any], quota: str, excluded_namespaces: Collection[str]
+) -> list[dict[str, Any]] | None:
+    """A new pod's scheduling gates with ours added, or None when it is not to be held back.
+
+    Not gated: pods of excluded namespaces (kube-system by default), pods of the reserved quotas
+    (the system and default quotas are not limited; unmanaged pods go straight through), pods bound
+    already (``nodeName`` set: the API refuses gates on them), pods that carry the gate already.
+    """
+    metadata = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    assert isinstance(metadata, Mapping) and isinstance(spec, Mapping)
+    if metadata.get("namespace") in excluded_namespaces or quota in RESERVED_QUOTAS:
+        return None
+    if spec.get("nodeName"):
+        return None
+    gates = [dict(gate) for gate in spec.get("schedulingGates") or [] if isinstance(gate, Mapping)]
+    if any(gate.get("name") == ADMISSION_GATE for gate in gates):
+        return None
+    return [*gates, {"name": ADMISSION_GATE}]
+
+
+def gate_wait(pod: PodInfo, now: float) -> float | None:
+    """Seconds ``pod`` has waited at the gate by ``now`` (epoch seconds), None when unknown.
+
+    The gate is added when the pod is created (the mutating webhook; the API refuses new gates on
+    an existing pod), so the wait starts at ``metadata.creationTimestamp``: it needs no memory of
+    ours and survives a restart of the operator. A clock behind the API server's gives 0, not less.
+    """
+    if not pod.created:
+        return None
+    try:
+        created = datetime.fromisoformat(pod.created.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if created.tzinfo is None:
+        return None
+    return max(0.0, now - created.timestamp())
+
+
+def is_gated(pod: PodInfo) -> bool:
+    return ADMISSION_GATE in pod.scheduling_gates and pod.counts_in_request and not pod.node_name
+
+
+def _is_in_flight(pod: PodInfo) -> bool:
+    """Released (no gate) but not bound yet: it will use its request soon."""
+    return pod.counts_in_request and not pod.node_name and not pod.scheduling_gates
+
+
+def _in_flight(snapshot: Snapshot, quota: str) -> ResourceList:
+    """Requests of the quota's released pods that are not bound yet."""
+    tracked = snapshot.quotas[quota].max
+    total: ResourceList = {}
+    for pod in snapshot.pods_of(quota):
+        if _is_in_flight(pod):
+            total = add(total, mask(pod.requests, tracked))
+    return total
+
+
+def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
+    """Highest priority first, then oldest (creation time), then by key."""
+    return sorted(pods, key=lambda pod: (-pod.priority, pod.created or "~", pod.key))
+
+
+def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[GateDecision]:
+    """One decision per gated pod, in admission order."""
+    users = snapshot.user_limits.overlay() if snapshot.user_limits.limited else None
+    waiting = []
+    for pod in snapshot.pods.values():
+        if is_gated(pod):
+            waiting.append(pod)
+        elif users is not None and _is_in_flight(pod) and pod.key in snapshot.pod_quota:
+            users.add(pod, snapshot.pod_quota[pod.key])
+    extra: dict[str, ResourceList] = {}  # per quota: in-flight requests, growing as pods go
+    decisions = []
+    for pod in admission_order(waiting):
+        quota = snapshot.pod_quota[pod.key]
+        if quota not in extra:
+            extra[quota] = _in_flight(snapshot, quota)
+        view = _with_extra_used(snapshot, quota, extra[quota])
+        verdict = check_pod(view, pod, check_ancestors, users)
+        if verdict.admitted:
+            extra[quota] = add(extra[quota], mask(pod.requests, snapshot.quotas[quota].max))
+            if users is not None:
+                users.add(pod, quota)
+        decisions.append(GateDecision(pod, verdict.admitted, verdict))
+    return decisions
+
+
+def _with_extra_used(snapshot: Snapshot, quota: str, extra: ResourceList) -> Snapshot:
+    """The snapshot with ``extra`` added to the quota's used (and non-preemptible used)."""
+    if not extra:
+        return snapshot
+    result: QuotaResult = snapshot.quotas[quota]
+    changed = {quota: replace(result, used=add(result.used, extra))}
+    # An overlay, not a copy of every quota's result per gated pod; only ``changed`` is written.
+    others = cast(MutableMapping[str, QuotaResult], snapshot.quotas)
+    return replace(snapshot, quotas=ChainMap(changed, others))

@@ -1,0 +1,128 @@
+"""Which pods a quota that uses more than its runtime must give back.
+
+Only the quota's own assigned pods are candidates. They are tried from least to most important,
+non-preemptible pods skipped, until used fits the runtime. Then the tentatively removed pods are
+walked back from most to least important and every one that still fits is kept: the rest are the
+victims, most important first. As in the reference, after a pod is removed the used list is reduced
+to the resources that pod requests, which decides what is compared afterwards.
+
+"Least important first" is the reference's order (the inverse of Kubernetes' ``MoreImportantPod``):
+lower ``spec.priority`` first; at equal priority the pod with the later ``status.startTime`` first;
+a pod without a start time (bound, not started yet) counts as starting now, i.e. after every pod
+that has one. ``metadata.creationTimestamp`` plays no part, as in the reference. Where the reference
+leaves the order open (equal priority and equal start time, or both without one: its sort is not
+stable), the pod whose ``namespace/name`` sorts first goes first, so that a round is reproducible.
+
+``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
+(``controller.revocation``) both call it on their snapshot, so they cannot choose differently from
+the same pods (both parse pods with ``api.parse.parse_pod``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import ResourceList, add, mask
+from elasticquota.core.solve.results import Snapshot
+
+
+def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:
+    """used > runtime on some resource both have."""
+    return any(value > runtime[key] for key, value in used.items() if key in runtime)
+
+
+def least_important_first(pods: Iterable[PodInfo]) -> list[PodInfo]:
+    """Lower priority first; equal priority: later start first (no start time = now, after every
+    start time); still equal: by ``namespace/name``."""
+    return sorted(
+        pods,
+        key=lambda pod: (
+            pod.priority,
+            -(pod.start_time if pod.start_time is not None else math.inf),
+            pod.key,
+        ),
+    )
+
+
+def select_victims(
+    pods: Sequence[PodInfo],
+    used: Mapping[str, int],
+    runtime: Mapping[str, int],
+    tracked: Mapping[str, int],
+) -> list[PodInfo]:
+    """The pods to evict so that ``used <= runtime``; requests masked to the ``tracked`` keys."""
+    current: ResourceList = dict(used)
+    removed: list[tuple[PodInfo, ResourceList]] = []
+    for pod in least_important_first([pod for pod in pods if pod.is_assigned]):
+        if not is_over_used(current, runtime):
+            break
+        if not pod.preemptible or pod.terminating:  # never these; terminating ones already go
+            continue
+        request = mask(pod.requests, tracked)
+        current = {key: current.get(key, 0) - value for key, value in request.items()}
+        removed.append((pod, request))
+    if is_over_used(current, runtime):
+        return [pod for pod, _ in removed]
+    victims: list[PodInfo] = []
+    for pod, request in reversed(removed):
+        candidate = add(current, request)
+        if is_over_used(candidate, runtime):
+            victims.append(pod)
+        else:
+            current = candidate
+    return victims
+
+
+def used_without_terminating(
+    used: Mapping[str, int], pods: Sequence[PodInfo], tracked: Mapping[str, int]
+) -> ResourceList:
+    """``used`` with the requests of terminating pods taken out: they are already going.
+
+    (They still count in ``used`` until they are gone, as in the reference; revocation must not
+    evict another pod for resources that are already being given back.)
+    """
+    remaining = dict(used)
+    for pod in pods:
+        if pod.terminating and pod.is_assigned:
+            for key, value in mask(pod.requests, tracked).items():
+                remaining[key] = max(0, remaining.get(key, 0) - value)
+    return remaining
+
+
+def revocable_used(snapshot: Snapshot, quota: str) -> ResourceList:
+    """What revocation compares with the quota's runtime: its used, terminating pods taken out."""
+    result = snapshot.quotas[quota]
+    return used_without_terminating(result.used, snapshot.pods_of(quota), result.max)
+
+
+def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
+    """Whether the quota is due a revocation round once its over-use has lasted long enough.
+
+    Its pods are looked at only when its used exceeds its runtime: taking terminating pods out
+    can only lower the used (to 0 at least), never raise it above a runtime (never negative).
+    """
+    result = snapshot.quotas[quota]
+    if not is_over_used(result.used, result.runtime):
+        return False
+    return is_over_used(revocable_used(snapshot, quota), result.runtime)
+
+
+def victims_of(snapshot: Snapshot, quota: str) -> list[PodInfo]:
+    """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits)."""
+    result = snapshot.quotas[quota]
+    used = revocable_used(snapshot, quota)
+    return select_victims(snapshot.pods_of(quota), used, result.runtime, result.max)
+
+
+def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
+    """For every over-used quota (the reserved ones excluded), its victims in eviction order."""
+    return [
+        (name, victims_of(snapshot, name))
+        for name in sorted(snapshot.quotas)
+        if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
+        and not snapshot.quotas[name].reserved
+        and quota_is_over_used(snapshot, name)
+    ]

@@ -1,0 +1,470 @@
+"""The quota engine: objects in, every group's request, used and runtime out.
+
+Events (quota, pod and node upserts and deletes) only update memory and mark trees dirty.
+``solve()`` recomputes each dirty tree in one kernel call over its exact sums: no lazily refreshed
+per-parent state can drift, and the same inputs always give the same snapshot. A quota change
+rebuilds the topology (it can move quotas and pods between trees) and re-places every pod at once;
+a pod change touches one row of its quota's sums and one entry of the pod index.
+
+What the controller reads is kept incrementally so that a pass after a few changes costs O(changes)
+plus the dirty trees' kernel calls: only the results of rows whose outputs moved are rebuilt, the
+names whose results changed are kept for ``take_changed``, and a ``Snapshot`` publishes the pods
+and their index by freezing copy-on-write maps instead of copying and sorting every pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from elasticquota.core.generic.cowmap import CowMap
+from elasticquota.core.keys import (
+    DEFAULT_TREE,
+    RESERVED_QUOTAS,
+    ROOT_QUOTA,
+)
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
+from elasticquota.core.solve.enginesettings import EngineSettings, reference_reserved_max
+from elasticquota.core.solve.layout import RowMemo
+from elasticquota.core.solve.nodetotals import NodeTotals
+from elasticquota.core.solve.placement import Placements
+from elasticquota.core.solve.rebuild import (
+    RebuildJob,
+    RebuildOutcome,
+    ReservedDefaults,
+    compute_rebuild,
+    replay,
+)
+from elasticquota.core.solve.results import QuotaResult, Snapshot
+from elasticquota.core.solve.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
+from elasticquota.core.solve.totals import tree_problems, tree_total
+from elasticquota.core.solve.treeresults import reserved_results
+from elasticquota.core.solve.trees import TreeState
+from elasticquota.core.tree.topology import Topology
+from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitsView, UserLimitTracker
+from elasticquota.kernels.waterfill import solve_tree
+
+__all__ = ["EngineSettings", "QuotaEngine", "Solver", "reference_reserved_max"]
+
+
+class QuotaEngine:
+    """One manager per quota tree, fed by object events, solved on demand."""
+
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        solver: Solver = solve_tree,
+        name_owners: Mapping[str, QuotaSpec] | None = None,
+    ) -> None:
+        """``name_owners``: who owned each quota name (another engine's ``name_owners``): those
+        quotas keep their names here too, as they would in that engine."""
+        self.settings = settings or EngineSettings()
+        self._solver = solver
+        self._specs: dict[tuple[str, str], QuotaSpec] = {}
+        #: Quotas whose spec is unusable, by who they are (``api.parse.quota_identity``): in no
+        #: tree, but they keep their names from newcomers.
+        self._holders: dict[tuple[str, str], QuotaSpec] = {}
+        self._pods: CowMap[PodInfo] = CowMap()
+        self._nodes = NodeTotals()
+        self._topology = Topology(owners=dict(name_owners or {}))
+        self._trees: dict[str, TreeState] = {}
+        self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
+        self._reserved_specs: dict[str, QuotaSpec] = {}
+        self._topology_dirty = True
+        #: Pods that changed while a topology change awaited its rebuild (placed by the rebuild).
+        self._stale: set[str] = set()
+        #: The quotas' layout rows, reused by the next rebuild where their spec did not change.
+        self._rows: RowMemo = {}
+        #: Every tree's results in one mapping, as the last snapshot published them (None: stale).
+        self._quotas: Mapping[str, QuotaResult] | None = None
+        #: How many topologies were built: every tree's state is new after each one.
+        self.topology_epoch = 0
+        #: How many quota changes were seen; how many rebuilds were prepared; the pods that
+        #: changed since the latest was prepared (placed again when it is installed).
+        self._spec_changes = 0
+        self._rebuild_serial = 0
+        self._changed_since_job: set[str] = set()
+        #: User and group limits (``core.userlimits``): per tree the book and the ledger of the
+        #: bound pods, rebuilt with the topology and fed pod by pod in between.
+        self._users = UserLimitTracker.empty(self.settings.default_user)
+        self._limit_memo: LimitMemo = {}
+        self._limit_problems: list[Problem] = []
+
+    # -- events -------------------------------------------------------------------------------
+
+    def upsert_quota(self, spec: QuotaSpec) -> None:
+        """Add or replace a quota; an identical spec (only our annotations moved) is a no-op."""
+        key = (spec.namespace, spec.name)
+        if self._specs.get(key) == spec:
+            return
+        self._specs[key] = spec
+        self._holders.pop(key, None)
+        self._quotas_changed()
+
+    def hold_name(self, identity: QuotaSpec) -> None:
+        """A quota object whose spec is unusable: it is in no tree (its pods go to the default
+        quota) but it still owns its name, so that a quota sharing that name never takes the name
+        or its pods while the owner is being fixed."""
+        key = (identity.namespace, identity.name)
+        had_spec = self._specs.pop(key, None) is not None
+        if had_spec or self._holders.get(key) != identity:
+            self._holders[key] = identity
+            self._quotas_changed()
+
+    def delete_quota(self, namespace: str, name: str) -> None:
+        had_spec = self._specs.pop((namespace, name), None) is not None
+        if self._holders.pop((namespace, name), None) is not None or had_spec:
+            self._quotas_changed()
+
+    def _quotas_changed(self) -> None:
+        self._topology_dirty = True
+        self._spec_changes += 1
+
+    def upsert_pod(self, pod: PodInfo) -> None:
+        """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op.
+
+        While a quota change awaits the topology rebuild the pod is only noted: the rebuild
+        places it with the new topology."""
+        key = pod.key
+        old = self._pods.get(key)
+        if old == pod:
+            return
+        self._pods[key] = pod
+        if self._topology_dirty:
+            self._stale.add(key)
+            self._changed_since_job.add(key)
+            return
+        if old is not None:
+            self._placements.unplace(old)
+        self._placements.place(pod)
+        self._users.unplace(key)
+        self._users.place(pod, self._placements.index.quota_of.get(key))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Forget a pod (nothing for an unknown one)."""
+        key = f"{namespace}/{name}"
+        old = self._pods.pop(key)
+        if old is None:
+            return
+        if self._topology_dirty:
+            self._stale.discard(key)
+            self._changed_since_job.add(key)
+            self._placements.index.remove(key)  # its sums are rebuilt anyway
+        else:
+            self._placements.unplace(old)
+        self._users.unplace(key)
+
+    def upsert_node(self, node: NodeInfo) -> None:
+        self._nodes.upsert(node)
+        self._mark_dirty(DEFAULT_TREE)
+
+    def delete_node(self, name: str) -> None:
+        if self._nodes.delete(name):
+            self._mark_dirty(DEFAULT_TREE)
+
+    def load(
+        self,
+        quotas: Iterable[QuotaSpec] = (),
+        pods: Iterable[PodInfo] = (),
+        nodes: Iterable[NodeInfo] = (),
+    ) -> QuotaEngine:
+        """Add many objects at once (a convenience for tests and ``plan``)."""
+        for spec in quotas:
+            self.upsert_quota(spec)
+        for node in nodes:
+            self.upsert_node(node)
+        for pod in pods:
+            self.upsert_pod(pod)
+        return self
+
+    @property
+    def pods(self) -> Mapping[str, PodInfo]:
+        """The current pods by ``namespace/name`` (a live read-only view; it changes with events:
+        what a ``Snapshot`` publishes does not)."""
+        return self._pods
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """The current nodes (read-only view; profiles select from them)."""
+        return self._nodes.nodes
+
+    # -- solving ------------------------------------------------------------------------------
+
+    @property
+    def topology_stale(self) -> bool:
+        """A quota (or the nodes' resources) changed since the last topology rebuild: the next
+        ``tree_ids``, ``solve`` or ``latest`` rebuilds, unless ``prepare_rebuild`` does first."""
+        return self._topology_dirty
+
+    def tree_ids(self) -> list[str]:
+        """Every tree, after bringing the topology up to date."""
+        self._ensure_topology()
+        return sorted(self._trees)
+
+    def tree_of(self, quota: str) -> str | None:
+        """The tree a valid quota belongs to (inherited from its parent when unlabelled)."""
+        self._ensure_topology()
+        return self._topology.tree_of.get(quota)
+
+    def tree_of_result(self, name: str) -> str | None:
+        """The tree whose results carry the quota object ``name``: the reserved quotas and the
+        virtual root are written from the default tree's; None for a quota in no tree."""
+        if name in RESERVED_QUOTAS:
+            return DEFAULT_TREE
+        return self.tree_of(name)
+
+    def tree_of_pod(self, key: str) -> str | None:
+        """The tree whose figures the pod counts in; None for a pod not placed (yet): unknown, or
+        a quota change awaits the topology rebuild, after which every tree is solved anew."""
+        if self._topology_dirty:
+            return None
+        return self._placements.tree_of_pod(key)
+
+    def dirty_trees(self) -> list[str]:
+        """Trees whose results are out of date (all of them after a topology change)."""
+        return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]
+
+    def unsettled_trees(self) -> list[str]:
+        """Trees that are out of date or whose changed results the controller has not taken."""
+        return [
+            tree_id
+            for tree_id in self.tree_ids()
+            if self._trees[tree_id].dirty or self._trees[tree_id].changed
+        ]
+
+    def take_changed(self, tree_id: str) -> set[str]:
+        """Names of the tree's quotas whose results, as of its last solve, differ from those at
+        the last call for this tree: every name of a tree first solved after a topology change."""
+        state = self._trees.get(tree_id)
+        return state.take_changed() if state is not None else set()
+
+    def solve_tree(self, tree_id: str) -> Mapping[str, QuotaResult]:
+        """One tree's results (recomputed if dirty); empty for a tree that no longer exists."""
+        self._ensure_topology()
+        state = self._trees.get(tree_id)
+        if state is None:
+            return {}
+        if state.dirty:
+            self._solve_tree(tree_id, state)
+        return state.results
+
+    def solve(self) -> Snapshot:
+        """Recompute every dirty tree and return the state of all of them."""
+        self._ensure_topology()
+        # Trees are independent once the topology is built (the default tree's total depends on
+        # the profile roots' specs, not on their results), so any order gives the same snapshot.
+        for tree_id in sorted(self._trees):
+            state = self._trees[tree_id]
+            if state.dirty:
+                self._solve_tree(tree_id, state)
+        return self._snapshot()
+
+    def latest(self) -> Snapshot:
+        """The state as of each tree's last solve, without solving (trees out of date keep their
+        last results; the pods are those of now): for readers that can act on results a pass
+        old. After a topology change, a full ``solve`` (the old trees no longer hold)."""
+        if self._topology_dirty:
+            return self.solve()
+        return self._snapshot()
+
+    def _solve_tree(self, tree_id: str, state: TreeState) -> None:
+        """One kernel call; only the rows whose outputs moved become new results."""
+        job = self._job(tree_id, state)
+        self.finish_solve(job, compute(job, self._solver))
+
+    @property
+    def solver(self) -> Solver:
+        return self._solver
+
+    def prepare_solve(self, tree_id: str) -> SolveJob | None:
+        """The inputs of the tree's solve, copied (``solvejob``); None when the tree is up
+        to date or gone. Brings the topology up to date first."""
+        self._ensure_topology()
+        state = self._trees.get(tree_id)
+        if state is None or not state.dirty:
+            return None
+        return self._job(tree_id, state)
+
+    def _job(self, tree_id: str, state: TreeState) -> SolveJob:
+        layout = state.layout
+        total = tree_total(self._topology, tree_id, self._nodes.total, self._placements.reserved)
+        return SolveJob(
+            tree_id=tree_id,
+            epoch=self.topology_epoch,
+            version=state.version,
+            publications=state.publications,
+            arrays=tree_arrays(layout, state.sums.mirror, total),
+            total=total,
+            layout=layout,
+            topology=self._topology,
+            previous=state.output,
+            published=state.results,
+            scale_min_quota=self.settings.scale_min_quota,
+        )
+
+    def finish_solve(self, job: SolveJob, outcome: SolveOutcome) -> bool:
+        """Publish a job's results; False (nothing published, the tree stays dirty) when the
+        topology was rebuilt or another solve of the tree was published since it was prepared.
+        The tree stays dirty, too, when it changed after the job was prepared."""
+        state = self._trees.get(job.tree_id)
+        stale = job.epoch != self.topology_epoch or self._topology_dirty
+        if state is None or stale or state.publications != job.publications:
+            return False
+        fresh = outcome.fresh
+        state.total = job.total
+        if job.tree_id == DEFAULT_TREE:
+            fresh.update(
+                reserved_results(
+                    fresh[ROOT_QUOTA], self._reserved_specs, self._placements.reserved, job.total
+                )
+            )
+        if state.publish(fresh, outcome.output):
+            self._quotas = None
+        state.publications += 1
+        state.dirty = state.version != job.version
+        return True
+
+    def published(self, tree_id: str) -> Mapping[str, QuotaResult]:
+        """The tree's results as last published, without solving (empty for an unknown tree)."""
+        state = self._trees.get(tree_id)
+        return state.results if state is not None else {}
+
+    # -- topology -----------------------------------------------------------------------------
+
+    def _ensure_topology(self) -> None:
+        if self._topology_dirty:
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """New topology: rebuild every tree's layout and re-place every pod (all at once, moving
+        only those whose quota changed); the three steps of ``core.solve.rebuild`` in a row."""
+        job = self.prepare_rebuild()
+        if job is not None:
+            self.finish_rebuild(job, compute_rebuild(job))
+
+    def prepare_rebuild(self) -> RebuildJob | None:
+        """The inputs of a topology rebuild, copied or frozen (``rebuild``); None when the
+        topology is up to date. A job prepared earlier can no longer be installed."""
+        if not self._topology_dirty:
+            return None
+        self._rebuild_serial += 1
+        self._changed_since_job = set()
+        return RebuildJob(
+            serial=self._rebuild_serial,
+            epoch=self.topology_epoch,
+            spec_changes=self._spec_changes,
+            specs=tuple(self._specs.values()),
+            owners=dict(self._topology.owners),
+            holders=tuple(self._holders.values()),
+            node_keys=frozenset(self._nodes.total),
+            pods=self._pods.freeze(),
+            stale=frozenset(self._stale),
+            placements=self._placements,
+            index=self._placements.index.fork(),
+            rows=dict(self._rows),
+            reserved=ReservedDefaults(
+                self.settings.reserved_namespace,
+                self.settings.system_quota_max,
+                self.settings.default_quota_max,
+            ),
+            limit_memo=dict(self._limit_memo),
+            users=self._users.fork(),
+        )
+
+    def finish_rebuild(self, job: RebuildJob, outcome: RebuildOutcome) -> bool:
+        """Install a rebuild's outcome and place again the pods that changed after the job was
+        prepared: O(those pods). False (nothing installed) when another rebuild was prepared or
+        installed since. The topology stays out of date when quotas (or the nodes' resources)
+        changed after the job was prepared: the next rebuild follows them."""
+        if job.serial != self._rebuild_serial or job.epoch != self.topology_epoch:
+            return False
+        self._topology = outcome.topology
+        self._reserved_specs = outcome.reserved_specs
+        self._trees = outcome.trees
+        self._placements = outcome.placements
+        self._rows = outcome.rows
+        self._users = outcome.users
+        self._limit_memo = outcome.limit_memo
+        self._limit_problems = outcome.limit_problems
+        replay(self._placements, job.pods, self._pods, self._changed_since_job)
+        for key in sorted(self._changed_since_job):
+            self._users.unplace(key)
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._users.place(pod, self._placements.index.quota_of.get(key))
+        self._changed_since_job = set()
+        self._stale = set()
+        self._topology_dirty = (
+            self._spec_changes != job.spec_changes or frozenset(self._nodes.total) != job.node_keys
+        )
+        self._quotas = None
+        self.topology_epoch += 1
+        return True
+
+    def _mark_dirty(self, tree_id: str) -> None:
+        state = self._trees.get(tree_id)
+        if state is not None:
+            state.touch()
+
+    # -- output -------------------------------------------------------------------------------
+
+    def _snapshot(self) -> Snapshot:
+        """The published state: O(trees + buckets), whatever the number of pods."""
+        pod_quota, pods_by_quota = self._placements.index.freeze()
+        return Snapshot(
+            quotas=self._all_results(),
+            totals={tree_id: state.total for tree_id, state in self._trees.items()},
+            pods=self._pods.freeze(),
+            pod_quota=pod_quota,
+            pods_by_quota=pods_by_quota,
+            problems=self.problems(),
+            user_limits=self.user_limits(),
+        )
+
+    def _all_results(self) -> Mapping[str, QuotaResult]:
+        """Every tree's results in one mapping, merged again only when some changed."""
+        if self._quotas is None:
+            quotas: dict[str, QuotaResult] = {}
+            for tree_id in sorted(self._trees, reverse=True):
+                quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
+            self._quotas = quotas
+        return self._quotas
+
+    @property
+    def name_owners(self) -> Mapping[str, QuotaSpec]:
+        """The quota that owns each name, as of the last topology (read-only)."""
+        return MappingProxyType(self._topology.owners)
+
+    def name_owner(self, name: str) -> str | None:
+        """The namespace of the quota that owns ``name`` (as of the last topology; None when no
+        quota has it). Does not rebuild: the webhooks read it on the event loop."""
+        owner = self._topology.owners.get(name)
+        return None if owner is None else owner.namespace
+
+    def unrecorded_owners(self) -> list[QuotaSpec]:
+        """Owners of a name other quotas share that do not carry their ownership record yet
+        (``elasticquota.dev/name-owner``): the controller writes it, so that the name stays
+        with them across restarts."""
+        self._ensure_topology()
+        return [
+            spec
+            for _, spec in sorted(self._topology.contested.items())
+            if spec.uid and not spec.holds_name_record
+        ]
+
+    def user_limits(self) -> UserLimitsView:
+        """The user and group limits and usage as of now, frozen (O(buckets)); a pass's view
+        after a topology change waits for the rebuild, as ``solve`` does."""
+        self._ensure_topology()
+        return self._users.freeze()
+
+    def problems(self) -> list[Problem]:
+        """Structural problems of the current quotas (after the last rebuild), and the user limit
+        objects dropped for a rule they break (the quota itself is still computed)."""
+        return [
+            *self._topology.problems,
+            *self._placements.directory.problems,
+            *tree_problems(self._topology),
+            *self._limit_problems,
+        ]

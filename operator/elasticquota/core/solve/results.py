@@ -1,0 +1,76 @@
+"""What the engine computed: one ``QuotaResult`` per quota, tree totals, and the pods behind them.
+
+A ``Snapshot`` is immutable and self-contained: admission checks, revocation, the operator's writer
+and the ``plan`` renderer read it without going back to the engine. The engine's snapshots share
+unchanged parts with each other (frozen copy-on-write maps, result objects of quotas whose figures
+did not move): nothing a snapshot exposes changes after it was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from elasticquota.core.keys import ROOT_QUOTA
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.userlimits.tracker import NO_USER_LIMITS, UserLimitsView
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaResult:
+    """Every figure of one quota, in engine units."""
+
+    name: str
+    namespace: str
+    tree: str
+    parent: str
+    is_parent: bool
+    min: ResourceList
+    max: ResourceList
+    effective_min: ResourceList
+    shared_weight: ResourceList
+    request: ResourceList
+    child_request: ResourceList
+    limited_request: ResourceList
+    used: ResourceList
+    #: The share it may use now, over the keys its parent distributes (absent key = not limited).
+    runtime: ResourceList
+    non_preemptible_request: ResourceList
+    non_preemptible_used: ResourceList
+    #: Reserved quotas (root, system, default) are never limited by their runtime.
+    reserved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The solved state of every tree at one moment."""
+
+    quotas: Mapping[str, QuotaResult]
+    totals: Mapping[str, ResourceList]
+    #: Every pod by key (the engine's come in no particular order: sort where order matters).
+    pods: Mapping[str, PodInfo]
+    #: pod key -> the quota it is accounted to.
+    pod_quota: Mapping[str, str]
+    #: quota -> its own pods, sorted by key (the engine gives immutable tuples).
+    pods_by_quota: Mapping[str, Sequence[PodInfo]]
+    problems: list[Problem] = field(default_factory=list)
+    #: tree id -> the name of the ElasticQuotaProfile that heads it, for titles. The engine leaves
+    #: it empty (it never needs it); ``plan`` and ``tree`` fill it from the root quotas' labels.
+    tree_profiles: Mapping[str, str] = field(default_factory=dict)
+    #: The user and group limits and every user's and group's usage (``core.userlimits``), frozen
+    #: with the snapshot.
+    user_limits: UserLimitsView = NO_USER_LIMITS
+
+    def pods_of(self, quota: str) -> Sequence[PodInfo]:
+        """Pods accounted directly to ``quota``, sorted by key."""
+        return self.pods_by_quota.get(quota, ())
+
+    def ancestors(self, quota: str) -> list[str]:
+        """Parents of ``quota`` from the nearest up to the top level (the virtual root excluded)."""
+        chain: list[str] = []
+        current = self.quotas[quota].parent
+        while current and current != ROOT_QUOTA and current in self.quotas:
+            chain.append(current)
+            current = self.quotas[current].parent
+        return chain

@@ -1,0 +1,95 @@
+"""One quota tree's manager state, and publishing a solve of it as results that say what changed.
+
+Each tree keeps its static layout, its pod sums, the kernel's last output and its published
+results. A solve rebuilds only the results of rows whose outputs moved (``tree_results``); a
+result equal to the published one keeps the published object, so that an unchanged quota is the
+same object from one solve to the next. Published mappings are never changed in place: a
+snapshot or a loop that holds one across an ``await`` keeps what it was given. The names whose
+results changed accumulate until the controller takes them (``QuotaEngine.take_changed``): it then
+diffs and encodes only those quotas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from elasticquota.core.keys import DEFAULT_TREE
+from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.solve.accounting import ExactSums
+from elasticquota.core.solve.layout import RowMemo, TreeLayout, build_layout
+from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.totals import profile_total
+from elasticquota.core.tree.topology import Topology
+from elasticquota.kernels.arrays import SolveResult
+
+
+@dataclass(slots=True)
+class TreeState:
+    """One tree's manager state: its static layout, its pod sums and its last result."""
+
+    layout: TreeLayout
+    sums: ExactSums
+    dirty: bool = True
+    #: The results as last published: replaced when one changes, never changed in place.
+    results: Mapping[str, QuotaResult] = field(default_factory=dict)
+    total: ResourceList = field(default_factory=dict)
+    #: The kernel's last output: the next one is compared with it row by row.
+    output: SolveResult | None = None
+    #: Names whose result changed (at some solve) since the controller last took them.
+    changed: set[str] = field(default_factory=set)
+    #: The results as they were when the controller last took the changes.
+    taken: Mapping[str, QuotaResult] = field(default_factory=dict)
+    #: How many times the tree changed (pods, nodes) and how many solves were published: a solve
+    #: prepared before the latest change leaves the tree dirty (``core.solve.solvejob``).
+    version: int = 0
+    publications: int = 0
+
+    def touch(self) -> None:
+        """Something the tree's solve reads changed."""
+        self.dirty = True
+        self.version += 1
+
+    def publish(self, fresh: Mapping[str, QuotaResult], output: SolveResult) -> bool:
+        """Take a solve's results (those of the rows that moved, see ``tree_results``): a result
+        that differs from the published one replaces it and is noted as changed. True when the
+        published results changed."""
+        self.output = output
+        moved = {name for name, result in fresh.items() if self.results.get(name) != result}
+        if not moved:
+            return False
+        results = dict(self.results)
+        for name, result in fresh.items():  # in the solve's order: the first one sets the order
+            if name in moved:
+                results[name] = result
+        self.results = results
+        self.changed |= moved
+        return True
+
+    def take_changed(self) -> set[str]:
+        """The names whose results differ from those of the last call (a result that changed and
+        changed back meanwhile does not count); every name at the first call."""
+        changed = {name for name in self.changed if self.results[name] != self.taken.get(name)}
+        self.changed, self.taken = set(), self.results
+        return changed
+
+
+def build_trees(
+    topology: Topology, node_keys: set[str], memo: RowMemo | None = None
+) -> dict[str, TreeState]:
+    """A fresh state (layout, zero sums, dirty, no results) for every tree of the topology.
+
+    ``node_keys``: the resources the nodes have, distributed by the default tree even when no
+    quota names them. ``memo``: the quotas' layout rows of the previous topology, reused where
+    the spec did not change (and left holding exactly the current quotas').
+    """
+    trees = {}
+    for tree_id in topology.trees():
+        extra = set(node_keys) if tree_id == DEFAULT_TREE else set()
+        extra |= set(profile_total(topology, tree_id))
+        layout = build_layout(topology, tree_id, frozenset(extra), memo)
+        trees[tree_id] = TreeState(layout, ExactSums(layout.size, layout.keys))
+    if memo is not None:
+        for name in [name for name in memo if name not in topology.quotas]:
+            del memo[name]
+    return trees

@@ -1,0 +1,144 @@
+"""ElasticQuotaProfile: a node pool cut out of the cluster, with one quota tree of its own.
+
+The reference's profile controller writes the tree's root quota: min = Σ allocatable
+of the selected nodes × resourceRatio for the profile's resource keys, a huge max, the tree-id /
+is-root / profile labels and the ``total-resource`` annotation. ``root_quota_manifest`` computes
+that object as a plain manifest, so ``plan`` and the operator produce exactly the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from elasticquota.core import keys
+from elasticquota.core.model.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.quantities.quantity import unlimited_units
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    add,
+    format_resource_list,
+    to_annotation,
+)
+
+_FNV_OFFSET = 14695981039346656037
+_FNV_PRIME = 1099511628211
+
+
+def fnv1a_64(text: str) -> int:
+    """64-bit FNV-1a of the UTF-8 bytes of ``text``."""
+    value = _FNV_OFFSET
+    for byte in text.encode():
+        value = ((value ^ byte) * _FNV_PRIME) % 2**64
+    return value
+
+
+def profile_tree_id(profile: ProfileSpec) -> str:
+    """The profile's ``tree-id`` label, else FNV-1a 64 of ``namespace/name`` in decimal."""
+    return profile.tree_id_label or str(fnv1a_64(f"{profile.namespace}/{profile.name}"))
+
+
+def tree_profiles(quotas: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """tree id -> profile name, from the root quotas (ElasticQuota objects or manifests) the
+    profile controller labels ``is-root``, ``tree-id`` and ``profile`` (Koordinator's does too)."""
+    found: dict[str, str] = {}
+    for quota in quotas:
+        metadata = quota.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        if not isinstance(labels, Mapping) or labels.get(keys.LABEL_IS_ROOT) != "true":
+            continue
+        tree, profile = labels.get(keys.LABEL_TREE_ID), labels.get(keys.LABEL_PROFILE)
+        if isinstance(tree, str) and tree and isinstance(profile, str) and profile:
+            found[tree] = profile
+    return found
+
+
+def requirement_matches(requirement: LabelRequirement, labels: Mapping[str, str]) -> bool:
+    """One matchExpressions entry against a node's labels."""
+    present = requirement.key in labels
+    value = labels.get(requirement.key)
+    match requirement.operator:
+        case "In":
+            return present and value in requirement.values
+        case "NotIn":
+            return not present or value not in requirement.values
+        case "Exists":
+            return present
+        case "DoesNotExist":
+            return not present
+    return False
+
+
+def selects(profile: ProfileSpec, node: NodeInfo) -> bool:
+    """Whether the profile's nodeSelector selects the node."""
+    labels = node.labels
+    if any(labels.get(key) != value for key, value in profile.match_labels.items()):
+        return False
+    return all(requirement_matches(item, labels) for item in profile.match_expressions)
+
+
+def resource_ratio(profile: ProfileSpec) -> float:
+    """``resourceRatio`` when it parses as a number in (0, 1], else 1."""
+    try:
+        ratio = float(profile.resource_ratio or "")
+    except ValueError:
+        return 1.0
+    return ratio if 0 < ratio <= 1 else 1.0
+
+
+def _scaled(resources: ResourceList, ratio: float) -> ResourceList:
+    """The reference's truncating float multiplication, in engine units."""
+    if ratio == 1.0:
+        return dict(resources)
+    return {name: int(float(value) * ratio) for name, value in resources.items()}
+
+
+def pool_totals(
+    profile: ProfileSpec, nodes: Iterable[NodeInfo]
+) -> tuple[ResourceList, ResourceList]:
+    """(total, unschedulable) allocatable of the selected nodes, scaled by the ratio."""
+    total: ResourceList = {}
+    unschedulable: ResourceList = {}
+    for node in nodes:
+        if not selects(profile, node):
+            continue
+        total = add(total, node.allocatable)
+        if node.unschedulable or not node.ready:
+            unschedulable = add(unschedulable, node.allocatable)
+    ratio = resource_ratio(profile)
+    return _scaled(total, ratio), _scaled(unschedulable, ratio)
+
+
+def root_quota_manifest(
+    profile: ProfileSpec,
+    nodes: Iterable[NodeInfo],
+    existing: Mapping[str, Any] | None = None,
+    api_version: str = "scheduling.sigs.k8s.io/v1alpha1",
+) -> dict[str, Any]:
+    """The root ElasticQuota the profile controller would write (created, or ``existing`` updated).
+
+    Existing labels and annotations are kept; min and max are overwritten, as in the reference.
+    """
+    total, unschedulable = pool_totals(profile, nodes)
+    metadata = dict((existing or {}).get("metadata") or {})
+    labels = dict(metadata.get("labels") or {})
+    labels.update({keys.LABEL_PROFILE: profile.name, **profile.quota_labels})
+    labels.update({keys.LABEL_TREE_ID: profile_tree_id(profile), keys.LABEL_IS_ROOT: "true"})
+    annotations = dict(metadata.get("annotations") or {})
+    annotations[keys.ANNO_TOTAL_RESOURCE] = to_annotation(total)
+    annotations[keys.ANNO_UNSCHEDULABLE_RESOURCE] = to_annotation(unschedulable)
+    minimum = {key: total.get(key, 0) for key in profile.resource_keys}
+    # The reference's "huge max": MaxInt64 / 2000 units (cores for cpu), our "no limit" ceiling.
+    maximum = {key: unlimited_units(key) for key in profile.resource_keys}
+    metadata.update(
+        name=profile.quota_name,
+        namespace=profile.namespace,
+        labels=labels,
+        annotations=annotations,
+    )
+    return {
+        "apiVersion": (existing or {}).get("apiVersion", api_version),
+        "kind": keys.QUOTA_KIND,
+        "metadata": metadata,
+        "spec": {"min": format_resource_list(minimum), "max": format_resource_list(maximum)},
+    }
