@@ -6,8 +6,8 @@ Starts the local control plane, creates ``--pods`` pods (the shape of ``bench_sc
 * ``paged``: the reflector's paged list (``limit`` = its page size, ``continue``), which the API
   server (1.20) serves from etcd, page after page;
 * ``cache-whole``: one ``resourceVersion=0`` list (the API server's watch cache), read and parsed
-  as one JSON document;
-* ``cache-stream``: the same answer parsed as a stream, item by item
+  as one JSON document (gzipped, as aiohttp asks by default, like the paged list);
+* ``cache-stream``: the same answer, uncompressed, parsed as a stream, item by item
   (``elasticquota.kube.liststream``, the reflector's ``list_from_cache``);
 * ``cache-ijson``: the same with ``ijson`` (only when it can be imported, e.g. from
   ``--ijson-path``: it is not a dependency of the project).
@@ -95,11 +95,13 @@ async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
 
 
 async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
-    """``resourceVersion=0``, parsed item by item by ijson (its C backend when it has one)."""
+    """``resourceVersion=0``, parsed item by item by ijson (its C backend when it has one);
+    uncompressed, as the reflector asks for it."""
     import ijson  # optional: only this variant needs it
 
+    headers = {**await reader._headers(), "Accept-Encoding": "identity"}
     async with reader._http().get(
-        reader._url(), params={"resourceVersion": "0"}, headers=await reader._headers()
+        reader._url(), params={"resourceVersion": "0"}, headers=headers
     ) as reply:
         await reader._check(reply)
         count = 0
