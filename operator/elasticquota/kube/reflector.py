@@ -204,11 +204,11 @@ class Reflector:
                 await self._cycle()
         finally:
             if self._session is not None:
-                await self._session.close()
+                session, self._session = self._session, None  # run again, it opens a new one
+                await session.close()
                 # aiohttp's graceful shutdown: TLS connections finish closing a moment after the
                 # session (else their sockets outlive a closed event loop, unclosed).
                 await asyncio.sleep(TLS_CLOSE_GRACE)
-                self._session = None  # a reader run again opens a new one
 
     async def _cycle(self) -> None:
         """One list (when there is no version to resume from) or one watch, and its outcome."""
