@@ -113,6 +113,10 @@ bench-e2e: $(STAMP) ## End-to-end figures of the live operator on a local kube-a
 bench-scale: $(STAMP) ## Cluster-scale figures (1k nodes, 10k quotas, 100k pods; SCALE_ARGS='--pods ...')
 	$(BIN)/python benchmarks/bench_scale.py $(SCALE_ARGS)
 
+.PHONY: bench-list
+bench-list: $(STAMP) ## Initial list: paged from etcd vs the watch cache (20k pods; LIST_ARGS='--pods ...')
+	$(BIN)/python benchmarks/bench_list.py $(LIST_ARGS)
+
 .PHONY: fmt
 fmt: $(STAMP) ## Format and auto-fix
 	$(BIN)/ruff format operator devtools tests benchmarks manifests/tools

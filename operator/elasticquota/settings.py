@@ -208,6 +208,12 @@ class Settings(BaseSettings):
     long a connection that silently stopped carrying traffic can hold a write. At most 30 s, the
     bound of one attempt of ``kube.errors.with_retries``."""
 
+    list_from_cache: bool = True
+    """List pods, quotas, profiles and nodes from the API server's watch cache (``resourceVersion``
+    set, as client-go does; one response read as a stream), falling back to a paged list from etcd
+    when that request fails. Off: always the paged list (``limit`` + ``continue``), which costs the
+    API server far more CPU at start-up and after every relist."""
+
     webhook_port: Port = 0
     """Port of the HTTPS admission webhook server; 0 (the default) disables the webhooks."""
 

@@ -1,6 +1,6 @@
 """The way in: one reader per kind (Pod, ElasticQuota, ElasticQuotaProfile, Node) into memory.
 
-Each kind is read by a :class:`~elasticquota.kube.reflector.Reflector` (list in pages, then a
+Each kind is read by a :class:`~elasticquota.kube.reflector.Reflector` (list, then a
 bounded watch, level-based relists) whose sink is the matching entry point of
 :class:`~elasticquota.controller.state.ControllerState`: an object seen is parsed and stored, an
 object deleted is dropped, and after every complete list the objects the list did not return are
@@ -78,13 +78,22 @@ class Ingest:
         api: client.ApiClient,
         server_timeout: float = 25.0,
         client_margin: float = 5.0,
+        list_from_cache: bool = True,
     ) -> None:
         """``server_timeout``: seconds the server is asked to keep a watch open (plus up to 20 %
         jitter); ``client_margin``: how much longer the client waits before it gives the watch up
-        as dead. Their sum bounds how long a silently dropped connection blinds a reader."""
+        as dead. Their sum bounds how long a silently dropped connection blinds a reader.
+        ``list_from_cache``: lists from the API server's watch cache first (``Reflector``)."""
         self._state = state
         self.readers = [
-            Reflector(api, kind, sink, server_timeout=server_timeout, client_margin=client_margin)
+            Reflector(
+                api,
+                kind,
+                sink,
+                server_timeout=server_timeout,
+                client_margin=client_margin,
+                list_from_cache=list_from_cache,
+            )
             for kind, sink in sinks(state).items()
         ]
         state.readers = {reader.kind.name: reader.health for reader in self.readers}

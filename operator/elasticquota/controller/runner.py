@@ -154,7 +154,7 @@ class Operator:
         self.profiles = ProfileController(self.context)
         self.reporter = ProblemReporter(self.state, self.cluster, self.reconciler.writer)
         self.names = NameRecorder(self.state, self.cluster)
-        self.ingest = Ingest(self.state, api)
+        self.ingest = Ingest(self.state, api, list_from_cache=settings.list_from_cache)
         self.stop_flag = asyncio.Event()
         # One eviction budget: revocation and in-quota preemption share the rate limit.
         self.eviction_limiter = RateLimiter(settings.eviction_rate)

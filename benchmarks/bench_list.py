@@ -1,0 +1,245 @@
+"""How the reflector's initial list should be read: paged from etcd, or from the watch cache.
+
+Starts the local control plane, creates ``--pods`` pods (the shape of ``bench_scale``, made by
+``scale_cluster.Kube``), then lists them all, alternating the variants, ``--rounds`` times each:
+
+* ``paged``: the reflector's paged list (``limit`` = its page size, ``continue``), which the API
+  server (1.20) serves from etcd, page after page;
+* ``cache-whole``: one ``resourceVersion=0`` list (the API server's watch cache), read and parsed
+  as one JSON document (gzipped, as aiohttp asks by default, like the paged list);
+* ``cache-stream``: the same answer, uncompressed, parsed as a stream, item by item
+  (``elasticquota.kube.liststream``, the reflector's ``list_from_cache``);
+* ``cache-ijson``: the same with ``ijson`` (only when it can be imported, e.g. from
+  ``--ijson-path``: it is not a dependency of the project).
+
+Every variant feeds the same sink work as the operator (``parse_pod``, the records kept), through
+the reflector's slices that yield to the event loop, and runs in a process of its own, so that its
+peak RSS is its own. One line per variant: the median seconds to the end of the list, the API
+server's and etcd's CPU seconds during it (``/proc/<pid>/stat``), and the growth of the client's
+peak RSS over its RSS before the list. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from kubernetes_asyncio import client, config
+
+from elasticquota.api.parse import parse_pod
+from elasticquota.kube.reflector import Kind, Reflector, object_key
+from eqdev.cluster import LocalCluster
+from scale_cluster import (
+    NAMESPACE,
+    Kube,
+    build_shape,
+    pod_plan,
+    priority_class_manifests,
+    run_pool,
+    say,
+)
+
+VARIANTS = ("paged", "cache-whole", "cache-stream", "cache-ijson")
+PODS = Kind("pods", "/api/v1/pods")
+SLICE = 100
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# -- one measurement, in a process of its own ------------------------------------------------------
+
+
+class ParsedSink:
+    """The operator's work per pod: parse it and keep the record (the sink of the pod reader)."""
+
+    def __init__(self) -> None:
+        self.pods: dict[tuple[str, str], Any] = {}
+
+    def upsert(self, body: dict[str, Any]) -> None:
+        self.pods[object_key(body)] = parse_pod(body)[0]
+
+    def delete(self, body: dict[str, Any]) -> None:
+        self.pods.pop(object_key(body), None)
+
+    def relisted(self, keys: set[tuple[str, str]]) -> None:
+        for key in set(self.pods) - keys:
+            del self.pods[key]
+
+
+def memory_kb(field: str) -> int:
+    """A field of /proc/self/status (VmRSS, VmHWM), in kB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
+    """``resourceVersion=0``, the answer read and parsed as one document."""
+    async with reader._http().get(
+        reader._url(), params={"resourceVersion": "0"}, headers=await reader._headers()
+    ) as reply:
+        await reader._check(reply)
+        document = orjson.loads(await reply.read())
+    await reader._feed(document["items"], seen)
+    reader._sink.relisted(seen)
+
+
+async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
+    """``resourceVersion=0``, parsed item by item by ijson (its C backend when it has one);
+    uncompressed, as the reflector asks for it."""
+    import ijson  # optional: only this variant needs it
+
+    headers = {**await reader._headers(), "Accept-Encoding": "identity"}
+    async with reader._http().get(
+        reader._url(), params={"resourceVersion": "0"}, headers=headers
+    ) as reply:
+        await reader._check(reply)
+        count = 0
+        async for body in ijson.items(reply.content, "items.item", use_float=True):
+            seen.add(object_key(body))
+            reader._sink.upsert(body)
+            count += 1
+            if count % SLICE == 0:
+                await asyncio.sleep(0)
+    reader._sink.relisted(seen)
+
+
+async def measure(variant: str, kubeconfig: str) -> dict[str, Any]:
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    sink = ParsedSink()
+    async with client.ApiClient(configuration) as api:
+        reader = Reflector(
+            api, PODS, sink, request_timeout=300.0, list_from_cache=variant == "cache-stream"
+        )
+        baseline = memory_kb("VmRSS")
+        started = time.monotonic()
+        seen: set[tuple[str, str]] = set()
+        if variant in ("paged", "cache-stream"):
+            await reader._relist()  # the reflector's own list, as at start-up
+        elif variant == "cache-whole":
+            await whole(reader, seen)
+        else:
+            await with_ijson(reader, seen)
+        seconds = time.monotonic() - started
+        peak = memory_kb("VmHWM")
+        if reader._session is not None:
+            await reader._session.close()
+    return {
+        "seconds": seconds,
+        "pods": len(sink.pods),
+        "source": reader.health.list_source or variant,
+        "rss_growth_mb": (peak - baseline) / 1024,
+    }
+
+
+# -- the driver ------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+async def create_pods(cluster: LocalCluster, pods: int, concurrency: int) -> None:
+    shape = build_shape(100, 10)
+    kube = Kube(cluster.server, cluster.token, str(cluster.ca_file), concurrency)
+    try:
+        await kube.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        for manifest in priority_class_manifests():
+            await kube.create(manifest)
+        plans = (pod_plan(shape, "pod", index) for index in range(pods))
+        seconds = await run_pool(plans, kube.create_pod, concurrency, pods, "creating pods")
+        say(f"{pods} pods in {seconds:.1f} s ({pods / seconds:.0f}/s)")
+    finally:
+        await kube.close()
+
+
+def run_variant(variant: str, cluster: LocalCluster, ijson_path: str) -> dict[str, Any]:
+    """One list in a child process; the servers' CPU seconds around it."""
+    pids = cluster.pids
+    environment = dict(os.environ)
+    if ijson_path:
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [environment.get("PYTHONPATH", ""), ijson_path])
+        )
+    command = [sys.executable, __file__, "--measure", variant, str(cluster.kubeconfig)]
+    before = {name: cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd")}
+    output = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
+    after = {name: cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd")}
+    if output.returncode != 0:
+        raise RuntimeError(f"{variant} failed:\n{output.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(output.stdout.strip().splitlines()[-1])
+    result["apiserver_cpu_s"] = after["kube-apiserver"] - before["kube-apiserver"]
+    result["etcd_cpu_s"] = after["etcd"] - before["etcd"]
+    return result
+
+
+def ijson_available(ijson_path: str) -> bool:
+    command = [sys.executable, "-c", "import ijson; print(ijson.backend)"]
+    environment = dict(os.environ)
+    if ijson_path:
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [environment.get("PYTHONPATH", ""), ijson_path])
+        )
+    found = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
+    if found.returncode == 0:
+        say(f"ijson backend: {found.stdout.strip()}")
+    return found.returncode == 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--pods", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--ijson-path", default="", help="a directory to import ijson from")
+    parser.add_argument(
+        "--measure", nargs=2, metavar=("VARIANT", "KUBECONFIG"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args(argv)
+    if args.measure:
+        print(json.dumps(asyncio.run(measure(*args.measure))), flush=True)
+        return 0
+    variants = [v for v in VARIANTS if v != "cache-ijson" or ijson_available(args.ijson_path)]
+    results: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
+    with LocalCluster(controller_manager=False) as cluster:
+        asyncio.run(create_pods(cluster, args.pods, args.concurrency))
+        time.sleep(2.0)  # let the servers settle after the creates
+        for round_ in range(1, args.rounds + 1):
+            for variant in variants:
+                result = run_variant(variant, cluster, args.ijson_path)
+                say(f"round {round_} {variant}: {result}")
+                if result["pods"] != args.pods:
+                    raise RuntimeError(f"{variant} listed {result['pods']} of {args.pods} pods")
+                results[variant].append(result)
+    for variant, runs in results.items():
+
+        def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
+            return statistics.median(run[key] for run in runs)
+
+        print(
+            f"list {variant} pods={args.pods} rounds={len(runs)} seconds={median('seconds'):.2f} "
+            f"apiserver_cpu_s={median('apiserver_cpu_s'):.2f} "
+            f"etcd_cpu_s={median('etcd_cpu_s'):.2f} "
+            f"client_peak_rss_growth_mb={median('rss_growth_mb'):.0f}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

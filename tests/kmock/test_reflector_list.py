@@ -1,0 +1,228 @@
+"""kube.reflector: the list from the API server's watch cache, and its fall-back to paged lists.
+
+Rules: a list is asked of the watch cache first (``resourceVersion`` ``0`` at start-up, else the
+latest version seen; no ``limit``), its answer read as a stream; any failure of that request (an
+error status, a ``Status`` answer, a stream cut or stalled) falls back to the paged list
+(``limit`` + ``continue``), and memory is then exactly what the paged list returned; with
+``list_from_cache`` off, only the paged list is used.
+
+The server here is a small aiohttp application rather than KMock: the faults are in the body of
+one response (cut in the middle, stalled), below what KMock's reactions can express.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from kubernetes_asyncio import client
+
+from elasticquota.kube.reflector import Kind, Reflector, object_key
+
+Key = tuple[str, str]
+PODS = Kind("pods", "/api/v1/pods")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "5"}, "spec": {}}
+
+
+def pod_list(names: list[str], version: str = "10", token: str = "") -> bytes:
+    meta = {"resourceVersion": version, **({"continue": token} if token else {})}
+    return orjson.dumps(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": [pod(n) for n in names]}
+    )
+
+
+class MemorySink:
+    def __init__(self) -> None:
+        self.objects: dict[Key, dict[str, Any]] = {}
+        self.relists: list[set[Key]] = []
+
+    def upsert(self, body: dict[str, Any]) -> None:
+        self.objects[object_key(body)] = body
+
+    def delete(self, body: dict[str, Any]) -> None:
+        self.objects.pop(object_key(body), None)
+
+    def relisted(self, keys: set[Key]) -> None:
+        self.relists.append(set(keys))
+        for key in set(self.objects) - keys:
+            del self.objects[key]
+
+    def names(self) -> set[str]:
+        return {name for _, name in self.objects}
+
+
+class FakeServer:
+    """Answers the list from the cache with ``cached`` and the paged list with two pages of the
+    pods in ``paged``; records every request's query."""
+
+    def __init__(self, cached: Handler) -> None:
+        self.cached = cached
+        self.paged = ["a", "b", "c"]
+        self.requests: list[dict[str, str]] = []
+        self.encodings: list[str] = []
+        self.watch: Handler | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        query = dict(request.query)
+        self.requests.append(query)
+        self.encodings.append(request.headers.get("Accept-Encoding", ""))
+        if query.get("watch") == "true":
+            if self.watch is not None:
+                return await self.watch(request)
+            await asyncio.sleep(3600)
+        if "limit" not in query:
+            return await self.cached(request)
+        if "continue" not in query:
+            return web.Response(
+                body=pod_list(self.paged[:2], token="next"), content_type="application/json"
+            )
+        return web.Response(body=pod_list(self.paged[2:]), content_type="application/json")
+
+    def kinds(self) -> list[str]:
+        """What each list request was: "cache" or "pages"."""
+        return [
+            "pages" if "limit" in query else "cache"
+            for query in self.requests
+            if query.get("watch") != "true"
+        ]
+
+
+@contextlib.asynccontextmanager
+async def serving(server: FakeServer) -> AsyncIterator[client.ApiClient]:
+    app = web.Application()
+    app.router.add_get("/api/v1/pods", server.handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}"))
+    try:
+        yield api
+    finally:
+        await api.close()
+        await runner.cleanup()
+
+
+def answer(body: bytes, status: int = 200) -> Handler:
+    async def handler(_: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, status=status, content_type="application/json")
+
+    return handler
+
+
+def streamed(parts: list[bytes], then: str) -> Handler:
+    """A chunked answer of ``parts``; then the connection is cut ("cut") or goes silent."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        reply = web.StreamResponse(headers={"Content-Type": "application/json"})
+        reply.enable_chunked_encoding()
+        await reply.prepare(request)
+        for part in parts:
+            await reply.write(part)
+        if then == "cut":
+            assert request.transport is not None
+            request.transport.close()
+        else:
+            await asyncio.sleep(3600)
+        return reply
+
+    return handler
+
+
+async def relist(server: FakeServer, **options: Any) -> tuple[Reflector, MemorySink]:
+    sink = MemorySink()
+    sink.objects[("ns", "ghost")] = pod("ghost")  # held from before: gone from the cluster
+    async with serving(server) as api:
+        reader = Reflector(api, PODS, sink, request_timeout=1.0, **options)
+        try:
+            version = await asyncio.wait_for(reader._relist(), timeout=10)
+        finally:
+            if reader._session is not None:
+                await reader._session.close()
+    assert version == "10"
+    return reader, sink
+
+
+async def test_the_list_comes_from_the_cache_in_one_streamed_request() -> None:
+    server = FakeServer(answer(pod_list(["x", "y", "z"])))
+    reader, sink = await relist(server)
+    assert server.kinds() == ["cache"]
+    assert server.requests[0] == {"resourceVersion": "0"}
+    assert server.encodings[0] == "identity"  # a gzipped stream read slowly breaks in aiohttp
+    assert sink.names() == {"x", "y", "z"}
+    assert sink.relists == [{("ns", "x"), ("ns", "y"), ("ns", "z")}]
+    assert reader.health.list_source == "cache"
+
+
+async def test_without_list_from_cache_only_pages_are_asked() -> None:
+    server = FakeServer(answer(pod_list(["x"])))
+    reader, sink = await relist(server, list_from_cache=False)
+    assert server.kinds() == ["pages", "pages"]
+    assert sink.names() == {"a", "b", "c"}
+    assert reader.health.list_source == "pages"
+
+
+FAULTS: dict[str, Handler] = {
+    "error status": answer(b'{"kind":"Status","code":500}', status=500),
+    "a Status answer": answer(b'{"kind":"Status","apiVersion":"v1","status":"Failure"}'),
+    "a page, not the whole list": answer(pod_list(["x"], token="more")),
+    "a stream cut": streamed([pod_list(["x", "y", "z"])[:150]], then="cut"),
+    "a stream cut between items": streamed([pod_list(["x", "y", "z"])[:-2]], then="cut"),
+    "a stalled stream": streamed([pod_list(["x", "y", "z"])[:150]], then="stall"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+async def test_a_failed_list_from_the_cache_falls_back_to_pages(fault: str) -> None:
+    server = FakeServer(FAULTS[fault])
+    reader, sink = await relist(server)
+    assert server.kinds() == ["cache", "pages", "pages"]
+    # memory is the paged list's: what the broken stream handed over before it broke is gone
+    assert sink.names() == {"a", "b", "c"}
+    assert sink.relists == [{("ns", "a"), ("ns", "b"), ("ns", "c")}]
+    assert reader.health.list_source == "pages"
+
+
+async def test_a_relist_after_410_asks_the_cache_for_the_latest_version_seen() -> None:
+    """Not older than what memory already holds: a relist never takes memory back in time."""
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        reply = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await reply.prepare(request)
+        modified = {
+            "type": "MODIFIED",
+            "object": {**pod("x"), "metadata": {**pod("x")["metadata"], "resourceVersion": "42"}},
+        }
+        gone = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}
+        await reply.write(orjson.dumps(modified) + b"\n" + orjson.dumps(gone) + b"\n")
+        await asyncio.sleep(3600)
+        return reply
+
+    server = FakeServer(answer(pod_list(["x"])))
+    server.watch = watch
+    sink = MemorySink()
+    async with serving(server) as api:
+        reader = Reflector(api, PODS, sink, request_timeout=1.0)
+        task = asyncio.create_task(reader.run())
+        try:
+            for _ in range(200):
+                if reader.health.relists >= 2:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    lists = [query for query in server.requests if query.get("watch") != "true"]
+    assert [query.get("resourceVersion") for query in lists[:2]] == ["0", "42"]
+    assert reader.health.relists >= 2
