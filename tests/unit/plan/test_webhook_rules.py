@@ -233,7 +233,7 @@ COMPUTED_RULES = {
 
 
 def written_rules() -> set[str]:
-    sources = [*sorted((CORE / "validation").glob("*.py")), CORE / "mutation.py"]
+    sources = [*sorted((CORE / "validation").glob("*.py")), CORE / "decisions" / "mutation.py"]
     text = "\n".join(path.read_text(encoding="utf-8") for path in sources)
     return set(re.findall(r'Violation\(\s*"([a-z:-]+)"', text)) | COMPUTED_RULES
 
