@@ -29,6 +29,7 @@ from elasticquota.core.solve.enginesettings import EngineSettings, reference_res
 from elasticquota.core.solve.layout import RowMemo
 from elasticquota.core.solve.nodetotals import NodeTotals
 from elasticquota.core.solve.placement import Placements
+from elasticquota.core.solve.quotaspecs import QuotaSpecs
 from elasticquota.core.solve.rebuild import (
     RebuildJob,
     RebuildOutcome,
@@ -61,10 +62,7 @@ class QuotaEngine:
         quotas keep their names here too, as they would in that engine."""
         self.settings = settings or EngineSettings()
         self._solver = solver
-        self._specs: dict[tuple[str, str], QuotaSpec] = {}
-        #: Quotas whose spec is unusable, by who they are (``api.parse.quota_identity``): in no
-        #: tree, but they keep their names from newcomers.
-        self._holders: dict[tuple[str, str], QuotaSpec] = {}
+        self._quota_specs = QuotaSpecs()
         self._pods: CowMap[PodInfo] = CowMap()
         self._nodes = NodeTotals()
         self._topology = Topology(owners=dict(name_owners or {}))
@@ -80,9 +78,8 @@ class QuotaEngine:
         self._quotas: Mapping[str, QuotaResult] | None = None
         #: How many topologies were built: every tree's state is new after each one.
         self.topology_epoch = 0
-        #: How many quota changes were seen; how many rebuilds were prepared; the pods that
-        #: changed since the latest was prepared (placed again when it is installed).
-        self._spec_changes = 0
+        #: How many rebuilds were prepared; the pods that changed since the latest was prepared
+        #: (placed again when it is installed).
         self._rebuild_serial = 0
         self._changed_since_job: set[str] = set()
         #: User and group limits (``core.userlimits``): per tree the book and the ledger of the
@@ -95,31 +92,20 @@ class QuotaEngine:
 
     def upsert_quota(self, spec: QuotaSpec) -> None:
         """Add or replace a quota; an identical spec (only our annotations moved) is a no-op."""
-        key = (spec.namespace, spec.name)
-        if self._specs.get(key) == spec:
-            return
-        self._specs[key] = spec
-        self._holders.pop(key, None)
-        self._quotas_changed()
+        self._topology_dirty |= self._quota_specs.upsert(spec)
 
     def hold_name(self, identity: QuotaSpec) -> None:
-        """A quota object whose spec is unusable: it is in no tree (its pods go to the default
-        quota) but it still owns its name, so that a quota sharing that name never takes the name
-        or its pods while the owner is being fixed."""
-        key = (identity.namespace, identity.name)
-        had_spec = self._specs.pop(key, None) is not None
-        if had_spec or self._holders.get(key) != identity:
-            self._holders[key] = identity
-            self._quotas_changed()
+        """A quota object whose spec is unusable: in no tree, it still owns its name
+        (``core.solve.quotaspecs``)."""
+        self._topology_dirty |= self._quota_specs.hold(identity)
 
     def delete_quota(self, namespace: str, name: str) -> None:
-        had_spec = self._specs.pop((namespace, name), None) is not None
-        if self._holders.pop((namespace, name), None) is not None or had_spec:
-            self._quotas_changed()
+        self._topology_dirty |= self._quota_specs.delete(namespace, name)
 
-    def _quotas_changed(self) -> None:
-        self._topology_dirty = True
-        self._spec_changes += 1
+    @property
+    def specs(self) -> list[QuotaSpec]:
+        """The usable quota specs the engine holds now."""
+        return list(self._quota_specs.specs.values())
 
     def upsert_pod(self, pod: PodInfo) -> None:
         """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op.
@@ -353,10 +339,10 @@ class QuotaEngine:
         return RebuildJob(
             serial=self._rebuild_serial,
             epoch=self.topology_epoch,
-            spec_changes=self._spec_changes,
-            specs=tuple(self._specs.values()),
+            spec_changes=self._quota_specs.changes,
+            specs=tuple(self._quota_specs.specs.values()),
             owners=dict(self._topology.owners),
-            holders=tuple(self._holders.values()),
+            holders=tuple(self._quota_specs.holders.values()),
             node_keys=frozenset(self._nodes.total),
             pods=self._pods.freeze(),
             stale=frozenset(self._stale),
@@ -388,15 +374,14 @@ class QuotaEngine:
         self._limit_memo = outcome.limit_memo
         self._limit_problems = outcome.limit_problems
         replay(self._placements, job.pods, self._pods, self._changed_since_job)
-        for key in sorted(self._changed_since_job):
-            self._users.unplace(key)
-            pod = self._pods.get(key)
-            if pod is not None:
-                self._users.place(pod, self._placements.index.quota_of.get(key))
+        self._users.place_again(
+            self._changed_since_job, self._pods, self._placements.index.quota_of
+        )
         self._changed_since_job = set()
         self._stale = set()
         self._topology_dirty = (
-            self._spec_changes != job.spec_changes or frozenset(self._nodes.total) != job.node_keys
+            self._quota_specs.changes != job.spec_changes
+            or frozenset(self._nodes.total) != job.node_keys
         )
         self._quotas = None
         self.topology_epoch += 1
@@ -437,21 +422,14 @@ class QuotaEngine:
         return MappingProxyType(self._topology.owners)
 
     def name_owner(self, name: str) -> str | None:
-        """The namespace of the quota that owns ``name`` (as of the last topology; None when no
-        quota has it). Does not rebuild: the webhooks read it on the event loop."""
-        owner = self._topology.owners.get(name)
-        return None if owner is None else owner.namespace
+        """``Topology.owner_namespace`` as of the last topology. Does not rebuild: the webhooks
+        read it on the event loop."""
+        return self._topology.owner_namespace(name)
 
     def unrecorded_owners(self) -> list[QuotaSpec]:
-        """Owners of a name other quotas share that do not carry their ownership record yet
-        (``elasticquota.dev/name-owner``): the controller writes it, so that the name stays
-        with them across restarts."""
+        """``Topology.unrecorded_owners``, after bringing the topology up to date."""
         self._ensure_topology()
-        return [
-            spec
-            for _, spec in sorted(self._topology.contested.items())
-            if spec.uid and not spec.holds_name_record
-        ]
+        return self._topology.unrecorded_owners()
 
     def user_limits(self) -> UserLimitsView:
         """The user and group limits and usage as of now, frozen (O(buckets)); a pass's view

@@ -54,6 +54,21 @@ class Topology:
         """Every tree id with at least one quota, plus the default tree, sorted."""
         return sorted({DEFAULT_TREE, *self.top_level})
 
+    def owner_namespace(self, name: str) -> str | None:
+        """The namespace of the quota that owns ``name`` (None when no quota has it)."""
+        owner = self.owners.get(name)
+        return None if owner is None else owner.namespace
+
+    def unrecorded_owners(self) -> list[QuotaSpec]:
+        """Owners of a name other quotas share that do not carry their ownership record yet
+        (``elasticquota.dev/name-owner``), by name: the controller writes it, so that the name
+        stays with them across restarts."""
+        return [
+            spec
+            for _, spec in sorted(self.contested.items())
+            if spec.uid and not spec.holds_name_record
+        ]
+
     def path_to_root(self, name: str) -> list[str]:
         """``[name, parent, ..., top-level quota]`` (the virtual root excluded): the levels whose
         user and group limits a pod of ``name`` counts against."""

@@ -307,6 +307,17 @@ class UserLimitTracker:
         ledger.add(limited_pod(pod, self.paths(quota), self.default_user, key))
         self._tree_of_pod[key] = tree
 
+    def place_again(
+        self, keys: Iterable[str], pods: Mapping[str, PodInfo], quota_of: CowMap[str]
+    ) -> None:
+        """These pods changed (or went) while a rebuild was computed: count each in the quota
+        the new placements put it in (``quota_of``), in key order."""
+        for key in sorted(keys):
+            self.unplace(key)
+            pod = pods.get(key)
+            if pod is not None:
+                self.place(pod, quota_of.get(key))
+
     def unplace(self, key: str) -> None:
         """The pod left its quota (changed, deleted, or about to be placed again)."""
         tree = self._tree_of_pod.pop(key)

@@ -42,7 +42,7 @@ GENEROUS = '[{"users": ["*"], "maxresources": {"cpu": "1000"}}]'
 
 def fresh_document(engine: QuotaEngine) -> dict[str, Any]:
     """What an engine loaded from scratch with the same objects publishes."""
-    specs = list(engine._specs.values())  # the quotas it holds now
+    specs = engine.specs  # the quotas it holds now
     fresh = QuotaEngine(engine.settings).load(specs, engine.pods.values(), [NODE])
     return fresh.solve().user_limits.usage_document()
 
