@@ -28,8 +28,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.certs import self_signed_certificate
-from elasticquota.controller.identity import workload_webhooks
+from elasticquota.controller.webhooks.certs import self_signed_certificate
+from elasticquota.controller.webhooks.identity import workload_webhooks
 from elasticquota.core import keys
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION, patch_quota
 
@@ -94,8 +94,8 @@ class WebhookOperator:
 
 
 def registered_names(suffix: str) -> list[list[str]]:
-    """The webhook names of the validating and the mutating configuration the operator manages:
-    the quota and pod webhooks, and the workloads' identity webhooks (controller.identity)."""
+    """The webhook names of the validating and the mutating configuration the operator manages: the
+    quota and pod webhooks, and the workloads' identity webhooks (controller.webhooks.identity)."""
     workloads = [f"{webhook}.{suffix}" for _, webhook, _ in workload_webhooks()]
     return [
         [f"validate-elasticquota.{suffix}", f"validate-pod.{suffix}"],

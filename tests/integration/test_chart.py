@@ -65,7 +65,6 @@ from kopf._core.engines.admission import build_webhooks
 from kopf._core.intents.causes import WebhookType
 from prometheus_client.parser import text_string_to_metric_families
 
-from elasticquota.controller.identity import WORKLOADS, mutate_workload_id
 from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS, OVER_USE
 from elasticquota.controller.runner import make_state
 from elasticquota.controller.webhooks import (
@@ -73,6 +72,7 @@ from elasticquota.controller.webhooks import (
     pod_webhook_excluded_namespaces,
     register_webhooks,
 )
+from elasticquota.controller.webhooks.identity import WORKLOADS, mutate_workload_id
 from elasticquota.core import keys
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
@@ -549,7 +549,8 @@ def pod(name: str, namespace: str) -> Manifest:
 
 
 def workload(plural: str, name: str, namespace: str) -> Manifest:
-    """A workload of ``plural`` (one of ``controller.identity.WORKLOADS``) with a pod template."""
+    """A workload of ``plural`` (one of ``controller.webhooks.identity.WORKLOADS``) with a pod
+    template."""
     (kind,) = [kind for _, each, kind in WORKLOADS if each == plural]
     template = {"metadata": {}, "spec": pod(name, namespace)["spec"]}
     spec: Manifest = {"template": template}

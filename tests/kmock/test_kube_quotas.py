@@ -18,8 +18,8 @@ from kmock import KubernetesError
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.controller.reconcile.writer import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.cluster import KubeCluster

@@ -25,23 +25,23 @@ from typing import Any
 import kopf
 from kubernetes_asyncio import client
 
-from elasticquota.controller import heap
-from elasticquota.controller.certrotation import WebhookCertificates
 from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.gating import GateController
-from elasticquota.controller.health import health_app, serve
+from elasticquota.controller.enforcement.gating import GateController
+from elasticquota.controller.enforcement.revocation import RateLimiter, RevocationController
 from elasticquota.controller.ingest import Ingest
-from elasticquota.controller.loopprobe import StallWatchdog, probe_loop
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.names import NameRecorder
-from elasticquota.controller.problems import ProblemReporter
-from elasticquota.controller.profiles import ProfileController
-from elasticquota.controller.reconcile import Reconciler
-from elasticquota.controller.reserved import ensure_reserved_quotas
-from elasticquota.controller.revocation import RateLimiter, RevocationController
+from elasticquota.controller.observability import heap
+from elasticquota.controller.observability.health import health_app, serve
+from elasticquota.controller.observability.loopprobe import StallWatchdog, probe_loop
+from elasticquota.controller.reconcile.names import NameRecorder
+from elasticquota.controller.reconcile.problems import ProblemReporter
+from elasticquota.controller.reconcile.profiles import ProfileController
+from elasticquota.controller.reconcile.reconciler import Reconciler
+from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
+from elasticquota.controller.webhooks.certrotation import WebhookCertificates
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.cluster import KubeCluster
@@ -214,8 +214,8 @@ class Operator:
 
     def _webhook_certificates(self) -> WebhookCertificates | None:
         """The managed webhook certificate and the caBundle patches, when the settings ask for
-        either (``controller.certrotation``); through the election's client, which is not fenced:
-        the first replica creates the Secret before any holds the Lease."""
+        either (``controller.webhooks.certrotation``); through the election's client, which is not
+        fenced: the first replica creates the Secret before any holds the Lease."""
         settings = self.settings
         wanted = settings.webhook_cert_secret or settings.webhook_ca_bundle_configuration
         if not (settings.webhook_enabled and wanted):
@@ -253,7 +253,7 @@ class Operator:
         """The listed cluster lives as long as the process: no full collection should scan it.
         Then the survivors of each collection of the older generations are frozen too, and
         everything is collected once the frozen objects grew by a quarter, when the watches are
-        quiet (``controller.heap``)."""
+        quiet (``controller.observability.heap``)."""
         await self.state.synced.wait()
         heap.freeze("after the initial listing")
         await heap.thaw_when_grown(self._last_watch_event)

@@ -1,6 +1,6 @@
 """The webhook certificate's Secret and the caBundle of the webhook configurations.
 
-The operator-managed certificate (``controller.certrotation``) lives in one Secret of the
+The operator-managed certificate (``controller.webhooks.certrotation``) lives in one Secret of the
 operator's namespace, read, created and replaced here; replacements carry the resourceVersion that
 was read, so of two replicas replacing it at once one wins and the other gets a 409 and reads the
 winner's. The caBundle of a Validating/MutatingWebhookConfiguration pair (the chart's, which it

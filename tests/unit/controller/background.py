@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import Reconciler
-from elasticquota.controller.writer import QuotaDiff
+from elasticquota.controller.reconcile.reconciler import Reconciler
+from elasticquota.controller.reconcile.writer import QuotaDiff
 from elasticquota.core.decisions.diff import quota_write
 
 

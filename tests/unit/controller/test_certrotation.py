@@ -1,5 +1,6 @@
-"""When the operator-managed webhook certificate is renewed, and by whom (``controller.certs``,
-``controller.certrotation``), and the caBundle patch of the webhook configurations."""
+"""When the operator-managed webhook certificate is renewed, and by whom
+(``controller.webhooks.certs``, ``controller.webhooks.certrotation``), and the caBundle patch of the
+webhook configurations."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller import certrotation
-from elasticquota.controller.certrotation import WebhookCertificates, may_write
-from elasticquota.controller.certs import (
+from elasticquota.controller.webhooks import certrotation
+from elasticquota.controller.webhooks.certrotation import WebhookCertificates, may_write
+from elasticquota.controller.webhooks.certs import (
     CA_CERT,
     CA_KEY,
     TLS_CERT,

@@ -19,10 +19,10 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.cluster import DRY_RUN_MEMORY, DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.gating import GateController
+from elasticquota.controller.enforcement.gating import GateController
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.reserved import ensure_reserved_quotas
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas
 from elasticquota.controller.runner import Operator
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys

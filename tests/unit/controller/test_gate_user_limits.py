@@ -14,7 +14,7 @@ from fake_cluster import FakeCluster
 from team_pods import team_pod
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.gating import GateController
+from elasticquota.controller.enforcement.gating import GateController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import (
     ANNO_USER_INFO,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elasticquota.controller import heap
+from elasticquota.controller.observability import heap
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,7 @@ def test_frozen_objects_are_still_freed_when_unreferenced() -> None:
 def test_malloc_arenas_are_capped_where_the_c_library_is_glibc() -> None:
     """In a subprocess: the cap is process-wide and must come before threads allocate."""
     code = (
-        "from elasticquota.controller import heap; import platform; "
+        "from elasticquota.controller.observability import heap; import platform; "
         "print(heap.limit_malloc_arenas(), platform.libc_ver()[0])"
     )
     capped, libc = subprocess.run(

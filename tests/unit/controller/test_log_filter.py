@@ -49,11 +49,11 @@ def test_kopf_retries_are_not_errors(collected: Collect) -> None:
     kopf.error(RETRY)
     kopf.error(REAUTH)
     kopf.error(ESCALATE)
-    logging.getLogger("elasticquota.controller.reconcile").error(RETRY)
+    logging.getLogger("elasticquota.controller.reconcile.reconciler").error(RETRY)
     said = [(r.name, r.levelname, r.getMessage()) for r in collected.records]
     assert said == [
         ("kopf._cogs.clients.api", "ERROR", ESCALATE),
-        ("elasticquota.controller.reconcile", "ERROR", RETRY),
+        ("elasticquota.controller.reconcile.reconciler", "ERROR", RETRY),
     ]
 
 

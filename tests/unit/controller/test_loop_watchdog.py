@@ -1,4 +1,5 @@
-"""The watchdog says where the event loop is held, once per stall (controller/loopprobe.py)."""
+"""The watchdog says where the event loop is held, once per stall
+(controller/observability/loopprobe.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import time
 
 import pytest
 
-from elasticquota.controller.loopprobe import StallWatchdog, probe_loop
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.observability.loopprobe import StallWatchdog, probe_loop
 
 
 def hold_the_loop_for(seconds: float) -> None:
@@ -26,7 +27,9 @@ async def test_a_stall_is_reported_once_with_the_code_that_holds_the_loop(
     try:
         await asyncio.sleep(0.1)  # the loop runs: no report
         assert watchdog.reports == 0
-        with caplog.at_level(logging.WARNING, logger="elasticquota.controller.loopprobe"):
+        with caplog.at_level(
+            logging.WARNING, logger="elasticquota.controller.observability.loopprobe"
+        ):
             hold_the_loop_for(0.4)
             await asyncio.sleep(0.1)
         assert watchdog.reports == 1

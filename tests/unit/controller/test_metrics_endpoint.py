@@ -12,8 +12,8 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import Metric
 
-from elasticquota.controller.health import health_app, serve
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.observability.health import health_app, serve
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_USER_LIMITS
 from elasticquota.settings import Settings

@@ -18,9 +18,9 @@ from elasticquota import __version__
 from elasticquota.controller.metrics import METRIC_NAMES, Metrics
 from elasticquota.controller.metrics.collectors import display_value
 from elasticquota.controller.metrics.names import resource_unit
-from elasticquota.controller.reconcile import TreeLoop
+from elasticquota.controller.reconcile.reconciler import TreeLoop
+from elasticquota.controller.reconcile.writer import Writer
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.settings import Settings
 

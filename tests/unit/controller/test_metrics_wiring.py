@@ -18,15 +18,15 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.gating import GateController
+from elasticquota.controller.enforcement.gating import GateController
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import EVICTION_RESULTS, FAILED
-from elasticquota.controller.reconcile import TreeLoop
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.reconcile.reconciler import TreeLoop
+from elasticquota.controller.reconcile.writer import Writer
 from elasticquota.controller.runner import make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import MUTATE_POD, VALIDATE_POD, VALIDATE_QUOTA
-from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome

@@ -1,6 +1,6 @@
 """NameRecorder: the owner of a quota name other quotas share gets its name record, once.
 
-Rules (controller/names.py): for each shared name whose owner lacks
+Rules (controller/reconcile/names.py): for each shared name whose owner lacks
 ``elasticquota.dev/name-owner`` = its own uid, the active replica merge-patches that annotation
 onto the owner and feeds the answer back into memory; nothing for unshared names, nothing in
 dry-run; a refused patch is tried again at the next round.
@@ -15,7 +15,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.cluster import DryRunCluster
-from elasticquota.controller.names import NameRecorder
+from elasticquota.controller.reconcile.names import NameRecorder
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
 

@@ -1,7 +1,7 @@
 """ProblemReporter: a broken ElasticQuota gets one Warning Event per problem, on the object itself,
 and a quota left out of its tree loses its computed figures and is marked invalid.
 
-Rules (controller/problems.py): each new (quota, message) is posted once with reason
+Rules (controller/reconcile/problems.py): each new (quota, message) is posted once with reason
 ``InvalidElasticQuota`` and the quota as ``involvedObject``; it is not posted again while it
 stands, and is posted anew when it comes back after being fixed; a failed post is retried at the
 next report; problems of other kinds (pods, nodes) only go to the log; dry-run posts nothing.
@@ -19,9 +19,9 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.cluster import Cluster, DryRunCluster
-from elasticquota.controller.problems import REASON, ProblemReporter
+from elasticquota.controller.reconcile.problems import REASON, ProblemReporter
+from elasticquota.controller.reconcile.writer import Writer
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer
 from elasticquota.core import keys
 from elasticquota.settings import Settings
 

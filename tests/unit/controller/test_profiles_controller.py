@@ -1,10 +1,10 @@
 """The profile controller: each ElasticQuotaProfile's root quota follows its node pool.
 
-Rules (controller/profiles.py): the root quota is created when missing and merge-patched where it
-differs from ``core.tree.profiles.root_quota_manifest`` (the labels and the two annotations the
-controller owns, and the spec); nothing is written when it matches; a profile without a ``tree-id``
-label gets it written back; changes are debounced; nothing is written before ``synced``, by a
-standby, or in dry-run; a failure posts an ``UpdateQuotaFailed`` Event on the profile and is
+Rules (controller/reconcile/profiles.py): the root quota is created when missing and merge-patched
+where it differs from ``core.tree.profiles.root_quota_manifest`` (the labels and the two annotations
+the controller owns, and the spec); nothing is written when it matches; a profile without a
+``tree-id`` label gets it written back; changes are debounced; nothing is written before ``synced``,
+by a standby, or in dry-run; a failure posts an ``UpdateQuotaFailed`` Event on the profile and is
 retried; a patch, applied as a JSON merge patch, leaves nothing more to patch.
 """
 
@@ -23,7 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from elasticquota.api.parse import parse_profile
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.profiles import ProfileController, root_quota_patch
+from elasticquota.controller.reconcile.profiles import ProfileController, root_quota_patch
 from elasticquota.controller.state import ControllerState, QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.tree.profiles import profile_tree_id, root_quota_manifest

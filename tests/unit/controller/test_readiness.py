@@ -1,6 +1,6 @@
 """Readiness follows the readers: synced, and no kind's watch down for longer than the grace.
 
-Rules (controller/state.py ``ready``/``blind``, controller/health.py ``/readyz``, the
+Rules (controller/state.py ``ready``/``blind``, controller/observability/health.py ``/readyz``, the
 ``elastic_quota_ready`` and ``elastic_quota_watch_*`` series): a replica is ready once every kind
 was listed and while every reader is connected or has been disconnected for at most the grace
 (5 s), so a reconnect that heals at once does not flap it; a watch still open after the server
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from aiohttp.test_utils import TestClient, TestServer
 from kubernetes_asyncio import client
 
-from elasticquota.controller.health import health_app
 from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.metrics import Metrics
+from elasticquota.controller.observability.health import health_app
 from elasticquota.controller.state import READY_GRACE, ControllerState
 from elasticquota.kube.reflector import ReaderHealth
 

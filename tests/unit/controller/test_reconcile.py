@@ -1,11 +1,11 @@
 """Level-based reconciling: which writes a tree needs, how they are sent, when loops may write.
 
-Rules (controller/reconcile.py): only quotas that exist as objects and differ from their result are
-written (an unchanged quota never, a restarted replica nothing); a write is one merge patch of the
-annotations and one of ``status.used``, and the server's object becomes the current one; a refused
-write is counted and retried after the interval; at most ``write_concurrency`` writes are in flight;
-a tree's loop writes at most once per interval and only when woken; nothing is written before the
-initial listing (``synced``) nor by a replica that is not the leader.
+Rules (controller/reconcile/reconciler.py): only quotas that exist as objects and differ from their
+result are written (an unchanged quota never, a restarted replica nothing); a write is one merge
+patch of the annotations and one of ``status.used``, and the server's object becomes the current
+one; a refused write is counted and retried after the interval; at most ``write_concurrency`` writes
+are in flight; a tree's loop writes at most once per interval and only when woken; nothing is
+written before the initial listing (``synced``) nor by a replica that is not the leader.
 
 Loop tests run on virtual time (looptime): ``asyncio.sleep`` returns at once and the loop's clock
 jumps, so "after 10 s" costs nothing.
@@ -27,14 +27,14 @@ from yielding import yields_during
 
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import TreeLoop
-from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import (
+from elasticquota.controller.reconcile.reconciler import TreeLoop
+from elasticquota.controller.reconcile.writer import (
     Writer,
     moved_in_slices,
     pending_writes,
     pending_writes_in_slices,
 )
+from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write
 from elasticquota.core.solve.engine import EngineSettings
@@ -229,7 +229,7 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
     writer = Writer(cluster, world, make_settings())
 
-    with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.writer"):
+    with caplog.at_level(logging.DEBUG, logger="elasticquota.controller.reconcile.writer"):
         outcomes = [await writer.write(change) for _ in range(4)]
 
     assert outcomes == [False, False, False, True]

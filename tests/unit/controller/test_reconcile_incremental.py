@@ -1,11 +1,11 @@
 """Incremental reconciling: a pass diffs only the quotas that may need a write, and writes the same.
 
-Rules (controller/reconcile.py): a tree loop's pass diffs the quotas whose results changed what
-they write, those whose objects were seen since its last pass (routed by the dispatcher: our own
-writes echoing back, edits by hand) and those whose writes were deferred or refused; every quota
-on its first pass, after a topology change, after a failed pass and when the replica becomes the
-leader. Whatever it diffs, it writes exactly what a diff of every quota would write. The
-dispatcher wakes only the loops of the trees a change touched.
+Rules (controller/reconcile/reconciler.py): a tree loop's pass diffs the quotas whose results
+changed what they write, those whose objects were seen since its last pass (routed by the
+dispatcher: our own writes echoing back, edits by hand) and those whose writes were deferred or
+refused; every quota on its first pass, after a topology change, after a failed pass and when the
+replica becomes the leader. Whatever it diffs, it writes exactly what a diff of every quota would
+write. The dispatcher wakes only the loops of the trees a change touched.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import pytest
 from background import reconciling
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.reconcile import TreeLoop
+from elasticquota.controller.reconcile.reconciler import TreeLoop
+from elasticquota.controller.reconcile.writer import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer, pending_writes
 from elasticquota.core import keys
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
 

@@ -1,8 +1,8 @@
 """The reserved quotas: root, system and default, created at start-up when missing.
 
-Rules (controller/reserved.py): the three manifests live in the reserved namespace; the root is a
-parent that does not lend and has no parent; system and default hang under the root with the
-reference's default max (the engine's ``reference_reserved_max``); only missing ones are created
+Rules (controller/reconcile/reserved.py): the three manifests live in the reserved namespace; the
+root is a parent that does not lend and has no parent; system and default hang under the root with
+the reference's default max (the engine's ``reference_reserved_max``); only missing ones are created
 (with their namespace first), existing objects are never changed, a quota created meanwhile by
 someone else (409) is not an error; created objects become the current state.
 """
@@ -15,7 +15,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_quota
-from elasticquota.controller.reserved import ensure_reserved_quotas, reserved_manifests
+from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas, reserved_manifests
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import reference_reserved_max

@@ -1,9 +1,9 @@
 """The revocation check looks at the pods of over-used quotas only, and decides as before.
 
-Rules (controller/revocation.py, core/decisions/revocation.py): each check looks at every quota's
-result, but at the pods of a quota only when its used exceeds its runtime (taking terminating pods
-out can only lower the used) or when its over-use timer runs; for every other quota a check records
-nothing and evicts nothing.
+Rules (controller/enforcement/revocation.py, core/decisions/revocation.py): each check looks at
+every quota's result, but at the pods of a quota only when its used exceeds its runtime (taking
+terminating pods out can only lower the used) or when its over-use timer runs; for every other quota
+a check records nothing and evicts nothing.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.controller import revocation
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.enforcement import revocation
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.revocation import quota_is_over_used
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA

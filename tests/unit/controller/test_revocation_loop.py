@@ -11,7 +11,7 @@ import pytest
 from fake_cluster import FakeCluster
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA

@@ -15,8 +15,8 @@ from admission_reviews import POD_RESOURCE, admission_review
 
 from elasticquota.controller.runner import make_registry
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.userlimit_admission import UserLimitAdmission
 from elasticquota.controller.webhooks import VALIDATE_POD
+from elasticquota.controller.webhooks.userlimit_admission import UserLimitAdmission
 from elasticquota.core import keys
 from elasticquota.settings import Settings
 

@@ -33,9 +33,7 @@ from kopf._core.engines import admission as kopf_admission
 from kopf._core.intents.causes import WebhookType
 from yielding import yields_during
 
-from elasticquota.controller.certs import self_signed_certificate, split_names
-from elasticquota.controller.identity import WORKLOADS, workload_webhooks
-from elasticquota.controller.reserved import reserved_manifests
+from elasticquota.controller.reconcile.reserved import reserved_manifests
 from elasticquota.controller.runner import build_registry, kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import (
@@ -54,6 +52,8 @@ from elasticquota.controller.webhooks import (
     pod_webhook_excluded_namespaces,
     register_webhooks,
 )
+from elasticquota.controller.webhooks.certs import self_signed_certificate, split_names
+from elasticquota.controller.webhooks.identity import WORKLOADS, workload_webhooks
 from elasticquota.core import keys
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine

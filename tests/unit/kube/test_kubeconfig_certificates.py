@@ -19,7 +19,7 @@ import pytest
 import yaml
 from kubernetes_asyncio.config import ConfigException
 
-from elasticquota.controller.certs import self_signed_certificate
+from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.kube.client import make_api_client, memory_files_supported
 from elasticquota.kube.reflector import ssl_context
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.revocation import RevocationController
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.revocation import victims_of
 from elasticquota.core.solve.engine import EngineSettings

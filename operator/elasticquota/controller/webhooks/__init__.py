@@ -3,14 +3,19 @@ HTTPS server.
 
 Three webhooks, as the reference's: ``validate-elasticquota`` (CREATE, UPDATE, DELETE),
 ``mutate-elasticquota`` (CREATE) and ``validate-pod`` (CREATE, UPDATE), plus ``mutate-pod`` and the
-workload webhooks of user limits (``controller.identity``). By duty:
+workload webhooks of user limits (``identity``). By duty, from the top (import contract
+"Webhooks"):
 
+- ``registration``: the handlers registered with Kopf, one table of ``Registration``;
+  ``server``: the HTTPS server and the configurations Kopf manages; ``certrotation``: the
+  server's certificate when the operator keeps it in a Secret, and the caBundle it patches;
+- ``admission``: the decisions (``Admission``), refusals and their log lines; ``identity``: who
+  a new pod or workload runs for (the two call each other: the stamp is an admission's answer);
 - ``memory``: what the rules read, a ``ClusterView`` of the memory the watch keeps current plus what
   was admitted a moment ago and not yet seen by the watch (``RecentAdmissions``);
-- ``admission``: the decisions (``Admission``), refusals and their log lines;
-- ``registration``: the handlers registered with Kopf, one table of ``Registration``;
-- ``server``: the HTTPS server and the configurations Kopf manages;
-- ``namespaces``: the namespaces the pod webhooks never see.
+  ``userlimit_admission``: user and group limits refused at CREATE where the API server has no
+  gates; ``namespaces``: the namespaces the pod webhooks never see; ``certs``: a self-signed
+  serving certificate made in memory.
 
 Failure policies: the quota webhooks follow ``webhook_failure_policy`` (Fail by default: no quota
 write goes unchecked), the pod webhooks ``pod_webhook_failure_policy`` (Ignore by default: an

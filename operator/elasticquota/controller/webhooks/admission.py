@@ -22,14 +22,14 @@ from typing import Any, Literal, ParamSpec
 
 import kopf
 
-from elasticquota.controller.identity import stamp_request, trust_rules
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
 from elasticquota.controller.state import ControllerState, ObjectKey
-from elasticquota.controller.userlimit_admission import UserLimitAdmission
+from elasticquota.controller.webhooks.identity import stamp_request, trust_rules
 from elasticquota.controller.webhooks.memory import QuotaMirror, RecentAdmissions, cluster_view
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
+from elasticquota.controller.webhooks.userlimit_admission import UserLimitAdmission
 from elasticquota.core.decisions.affinity import affinity_with_profile
 from elasticquota.core.decisions.gating import gates_with_admission
 from elasticquota.core.decisions.mutation import quota_defaults
@@ -204,8 +204,8 @@ class Admission:
         patch: kopf.Patch,
         userinfo: Mapping[str, Any] | None = None,
     ) -> None:
-        """New pods: who they run for (``controller.identity``, from the first request on), the
-        profile's node affinity and the admission gate (1.27+ servers)."""
+        """New pods: who they run for (``controller.webhooks.identity``, from the first request on),
+        the profile's node affinity and the admission gate (1.27+ servers)."""
         stamp_request("Pod", "CREATE", body, None, userinfo, self.trust, patch)
         if not self.state.synced.is_set():
             return  # fail open: the pod is still accounted, and limited by revocation

@@ -11,7 +11,6 @@ from typing import Any
 
 import kopf
 
-from elasticquota.controller.identity import workload_handler, workload_webhooks
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
@@ -26,6 +25,7 @@ from elasticquota.controller.webhooks.admission import (
     Operation,
     Registration,
 )
+from elasticquota.controller.webhooks.identity import workload_handler, workload_webhooks
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 

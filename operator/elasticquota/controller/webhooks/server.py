@@ -16,8 +16,8 @@ from typing import Any
 import kopf
 from kopf._core.engines import admission as kopf_admission
 
-from elasticquota.controller.certs import self_signed_certificate
-from elasticquota.controller.identity import WORKLOAD_RESOURCES
+from elasticquota.controller.webhooks.certs import self_signed_certificate
+from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
 from elasticquota.settings import Settings
 
@@ -74,7 +74,7 @@ def pod_namespace_selector(excluded: Iterable[str]) -> dict[str, Any]:
 
 def matches_pods(webhook: Mapping[str, Any]) -> bool:
     """Whether a webhook of a configuration is called for pods (or a subresource of pods), or
-    for the workloads that make them (``controller.identity``)."""
+    for the workloads that make them (``controller.webhooks.identity``)."""
     kinds = {("", "pods"), *WORKLOAD_RESOURCES}
     return any(
         (group, str(resource).split("/")[0]) in kinds

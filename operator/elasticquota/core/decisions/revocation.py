@@ -14,8 +14,8 @@ leaves the order open (equal priority and equal start time, or both without one:
 stable), the pod whose ``namespace/name`` sorts first goes first, so that a round is reproducible.
 
 ``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
-(``controller.revocation``) both call it on their snapshot, so they cannot choose differently from
-the same pods (both parse pods with ``api.parse.parse_pod``).
+(``controller.enforcement.revocation``) both call it on their snapshot, so they cannot choose
+differently from the same pods (both parse pods with ``api.parse.parse_pod``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 As Kueue's internal certificate management (the cert-controller rotator of open-policy-agent):
 with ``webhook_cert_secret`` set, the certificate lives in that Secret of the operator's namespace,
-a CA of its own and a serving certificate it signs (``controller.certs``), so that it works
+a CA of its own and a serving certificate it signs (``controller.webhooks.certs``), so that it works
 wherever the chart is rendered without a cluster (``helm template``, Argo CD, Flux: no ``lookup``)
 and with no cert-manager.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.certs import (
+from elasticquota.controller.webhooks.certs import (
     CA_CERT,
     CA_KEY,
     TLS_CERT,

@@ -1,12 +1,12 @@
 """User and group limits enforced by the validating pod webhook, on API servers without gates.
 
 Where the API server has pod scheduling gates (1.27+), a pod over its user's or group's limit is
-held back by the admission gate and released when it fits (``controller.gating``). Older servers
-drop the gate; with ``USER_LIMITS_REFUSE_PODS`` the validating pod webhook refuses such a pod at
-CREATE instead, whenever gating does not run (no gates on the server, detected once the memory is
-loaded; or ``GATING=false``), with the reason the gate would give (user or group, quota, resource or
-applications, numbers). Updates are never refused (decreases never are; a pod admitted before
-must still be able to change).
+held back by the admission gate and released when it fits (``controller.enforcement.gating``). Older
+servers drop the gate; with ``USER_LIMITS_REFUSE_PODS`` the validating pod webhook refuses such a
+pod at CREATE instead, whenever gating does not run (no gates on the server, detected once the
+memory is loaded; or ``GATING=false``), with the reason the gate would give (user or group, quota,
+resource or applications, numbers). Updates are never refused (decreases never are; a pod admitted
+before must still be able to change).
 
 The check is ``core.userlimits``'s, on the engine's ledger as of now (bound, unfinished pods), plus
 the pods this webhook admitted in the last ``RECENT_TTL`` seconds that the ledger does not count

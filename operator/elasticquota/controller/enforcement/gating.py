@@ -29,13 +29,13 @@ from collections import Counter
 from collections.abc import Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
+from elasticquota.controller.enforcement.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.metrics.names import (
     HELD_BY_GROUP_LIMIT,
     HELD_BY_QUOTA,
     HELD_BY_USER_LIMIT,
     PREEMPTION,
 )
-from elasticquota.controller.revocation import RateLimiter, counted_eviction
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait

@@ -34,14 +34,14 @@ from collections.abc import Callable, Iterable, Mapping
 
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
-from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import (
+from elasticquota.controller.reconcile.writer import (
     QuotaDiff,
     Writer,
     moved_in_slices,
     pending_writes_in_slices,
 )
+from elasticquota.controller.solving import rebuild_off_loop, solve_tree_off_loop
+from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write
 from elasticquota.core.solve.results import QuotaResult
 

@@ -100,10 +100,10 @@ def self_signed_certificate(
 
 # -- the operator-managed certificate: a CA of its own and a serving certificate it signs -------
 #
-# Kept in a Secret (``controller.certrotation``): the CA lives long (``ca_days``) and stays the
-# webhook configurations' caBundle; the serving certificate is renewed well before it expires,
-# signed by the same CA, so a renewal changes nothing the API server trusts. Only a CA near its
-# own end (or a Secret that is missing or unusable) makes a new CA and with it a new caBundle.
+# Kept in a Secret (``controller.webhooks.certrotation``): the CA lives long (``ca_days``) and stays
+# the webhook configurations' caBundle; the serving certificate is renewed well before it expires,
+# signed by the same CA, so a renewal changes nothing the API server trusts. Only a CA near its own
+# end (or a Secret that is missing or unusable) makes a new CA and with it a new caBundle.
 
 CA_KEY = "ca.key"
 CA_CERT = "ca.crt"

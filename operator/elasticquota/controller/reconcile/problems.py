@@ -20,9 +20,9 @@ import logging
 from collections.abc import Iterable
 
 from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.reconcile.writer import Writer
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.writer import Writer
 from elasticquota.core.decisions.diff import QuotaWrite, invalid_quotas, invalid_write
 from elasticquota.core.keys import RESERVED_QUOTAS
 from elasticquota.core.model.models import Problem

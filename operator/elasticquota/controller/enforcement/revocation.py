@@ -200,7 +200,7 @@ class RevocationController(WritingLoop):
     def _forget_vanished(self) -> None:
         """Timers of quotas in no tree any more (deleted, or left out as invalid) stop: an
         over-use that comes back later starts anew. (The annotation of a quota left out is
-        removed with its other computed annotations, ``controller.problems``.)"""
+        removed with its other computed annotations, ``controller.reconcile.problems``.)"""
         engine = self._state.engine
         for name in [name for name in self._timer.since if engine.tree_of_result(name) is None]:
             self._timer.forget(name)
