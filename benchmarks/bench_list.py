@@ -37,7 +37,8 @@ import orjson
 from kubernetes_asyncio import client, config
 
 from elasticquota.api.parse import parse_pod
-from elasticquota.kube.reflector import Kind, Reflector, object_key
+from elasticquota.kube.readerparts import Kind, object_key
+from elasticquota.kube.reflector import Reflector
 from eqdev.cluster import LocalCluster
 from scale_cluster import (
     NAMESPACE,

@@ -259,7 +259,7 @@ class Settings(BaseSettings):
         default="", max_length=MAX_NAME, pattern=DNS_SUBDOMAIN_OR_EMPTY
     )
     """Name of a Secret in the Lease's namespace where the operator keeps the webhook server's
-    certificate itself (``controller.certrotation``): a CA of its own and a serving certificate
+    certificate itself (``controller.webhooks.certrotation``): a CA of its own and a serving certificate
     for ``webhook_cert_dns_names`` signed by it. The first replica to find it missing creates it,
     every replica serves what it holds, the active replica renews it before it expires (a
     replica replaces one that is unusable at once); empty (the default): not managed, the

@@ -22,7 +22,8 @@ from harness import ensure_namespace, pod_manifest
 from kubernetes_asyncio import client
 
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.reflector import Kind, Reflector, VersionExpiredError, object_key
+from elasticquota.kube.readerparts import Kind, VersionExpiredError, object_key
+from elasticquota.kube.reflector import Reflector
 
 Key = tuple[str, str]
 

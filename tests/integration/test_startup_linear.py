@@ -23,7 +23,8 @@ from kubernetes_asyncio import client
 from elasticquota.controller.ingest import PODS, sinks
 from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.core.solve.engine import EngineSettings
-from elasticquota.kube.reflector import Kind, Reflector
+from elasticquota.kube.readerparts import Kind
+from elasticquota.kube.reflector import Reflector
 
 CREATE_CONCURRENCY = 40
 

@@ -22,7 +22,8 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from elasticquota.kube.reflector import Kind, Reflector, object_key
+from elasticquota.kube.readerparts import Kind, object_key
+from elasticquota.kube.reflector import Reflector
 
 Key = tuple[str, str]
 PODS = Kind("pods", "/api/v1/pods")

@@ -31,7 +31,8 @@ from kubernetes_asyncio import client
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.kube.quotas import PROFILES, QUOTAS
-from elasticquota.kube.reflector import Kind, Reflector
+from elasticquota.kube.readerparts import Kind
+from elasticquota.kube.reflector import Reflector
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from elasticquota.core.decisions.diff import OPERATOR_ANNOTATIONS
 from elasticquota.core.model.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import QuotaResult
-from elasticquota.kube.reflector import ReaderHealth
+from elasticquota.kube.readerparts import ReaderHealth
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.observability.health import health_app
 from elasticquota.controller.state import READY_GRACE, ControllerState
-from elasticquota.kube.reflector import ReaderHealth
+from elasticquota.kube.readerparts import ReaderHealth
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads
