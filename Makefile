@@ -59,6 +59,28 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
 	$(BIN)/lint-imports
 
+# `duplicates` (a command of the development machines, not a package: where it is not installed the
+# target says so and checks nothing) lists the places that repeat six or more lines. It has no
+# allow-list, so this bound counts its same-shape false positives too: the pairs left after issue
+# 14's clean-up, each listed with its reason in docs/development.md. Lower it when a pair goes.
+DUPLICATES_MAX ?= 64
+
+.PHONY: duplicates
+duplicates: ## Count the places that repeat six lines or more (the `duplicates` command); fail above DUPLICATES_MAX
+	@if ! command -v duplicates >/dev/null 2>&1; then \
+		echo "duplicates: the command is not installed on this machine; nothing checked"; exit 0; fi; \
+	report="$$(duplicates --most 200 --seconds 120)"; \
+	summary="$$(head -n 1 <<<"$$report")"; \
+	echo "$$summary"; \
+	if grep -q '^incomplete:' <<<"$$report"; then grep '^incomplete:' <<<"$$report"; exit 1; fi; \
+	count="$$(awk '{ print ($$1 == "no") ? 0 : $$1 }' <<<"$$summary")"; \
+	if [ "$$count" -gt "$(DUPLICATES_MAX)" ]; then \
+		tail -n +2 <<<"$$report"; \
+		echo "duplicates: $$count pairs, more than $(DUPLICATES_MAX); share what a change wrote again" \
+			"(duplicates --change shows it) or see docs/development.md"; \
+		exit 1; \
+	fi
+
 .PHONY: test
 test: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) cluster-binaries ## Deployment checks, the test suite (jitted, then the unit tier with NUMBA_DISABLE_JIT=1), lint
 	$(MAKE) --no-print-directory check-deploy

@@ -70,6 +70,7 @@ from elasticquota.plan.compute import Plan
 from elasticquota.plan.loader import Manifests
 from eqdev.cluster import LocalCluster, apply_crds_sync, default_crd_dir
 from eqdev.cluster.commands import free_ports
+from eqdev.processes import log_tail
 from scale_cluster import (
     LEAF_MAX,
     NAMESPACE,
@@ -246,10 +247,7 @@ class OperatorProcess:
             )
 
     def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log, lines)
 
     def peak_rss_mb(self) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

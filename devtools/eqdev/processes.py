@@ -1,8 +1,10 @@
-"""Child processes of the development tooling, stopped the same way everywhere."""
+"""Child processes of the development tooling, stopped the same way everywhere, and the end of
+their log files for the error that says why one failed."""
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 
@@ -14,3 +16,13 @@ def stop(process: subprocess.Popen[Any], grace: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a child's log file: ``(no log)`` when it cannot be read,
+    ``(empty log)`` when it holds nothing."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"

@@ -15,39 +15,15 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 from harness import ensure_namespace, pod_manifest
 from kubernetes_asyncio import client
+from memory_sink import MemorySink
 
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.readerparts import Kind, VersionExpiredError, object_key
+from elasticquota.kube.readerparts import Kind, VersionExpiredError
 from elasticquota.kube.reflector import Reflector
-
-Key = tuple[str, str]
-
-
-class MemorySink:
-    """What the reader handed over, as the controller's memory would hold it."""
-
-    def __init__(self, held: set[Key] | None = None) -> None:
-        self.objects: dict[Key, dict[str, Any]] = {key: {} for key in held or set()}
-        self.relists: list[set[Key]] = []
-
-    def upsert(self, body: dict[str, Any]) -> None:
-        self.objects[object_key(body)] = body
-
-    def delete(self, body: dict[str, Any]) -> None:
-        self.objects.pop(object_key(body), None)
-
-    def relisted(self, keys: set[Key]) -> None:
-        self.relists.append(set(keys))
-        for key in set(self.objects) - keys:
-            del self.objects[key]
-
-    def names(self, namespace: str) -> set[str]:
-        return {name for ns, name in self.objects if ns == namespace}
 
 
 @pytest.fixture

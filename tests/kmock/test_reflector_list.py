@@ -21,11 +21,11 @@ import orjson
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
+from memory_sink import MemorySink
 
-from elasticquota.kube.readerparts import Kind, object_key
+from elasticquota.kube.readerparts import Kind
 from elasticquota.kube.reflector import Reflector
 
-Key = tuple[str, str]
 PODS = Kind("pods", "/api/v1/pods")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -39,26 +39,6 @@ def pod_list(names: list[str], version: str = "10", token: str = "") -> bytes:
     return orjson.dumps(
         {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": [pod(n) for n in names]}
     )
-
-
-class MemorySink:
-    def __init__(self) -> None:
-        self.objects: dict[Key, dict[str, Any]] = {}
-        self.relists: list[set[Key]] = []
-
-    def upsert(self, body: dict[str, Any]) -> None:
-        self.objects[object_key(body)] = body
-
-    def delete(self, body: dict[str, Any]) -> None:
-        self.objects.pop(object_key(body), None)
-
-    def relisted(self, keys: set[Key]) -> None:
-        self.relists.append(set(keys))
-        for key in set(self.objects) - keys:
-            del self.objects[key]
-
-    def names(self) -> set[str]:
-        return {name for _, name in self.objects}
 
 
 class FakeServer:
@@ -160,7 +140,7 @@ async def test_the_list_comes_from_the_cache_in_one_streamed_request() -> None:
     assert server.kinds() == ["cache"]
     assert server.requests[0] == {"resourceVersion": "0"}
     assert server.encodings[0] == "identity"  # a gzipped stream read slowly breaks in aiohttp
-    assert sink.names() == {"x", "y", "z"}
+    assert sink.names("ns") == {"x", "y", "z"}
     assert sink.relists == [{("ns", "x"), ("ns", "y"), ("ns", "z")}]
     assert reader.health.list_source == "cache"
 
@@ -169,7 +149,7 @@ async def test_without_list_from_cache_only_pages_are_asked() -> None:
     server = FakeServer(answer(pod_list(["x"])))
     reader, sink = await relist(server, list_from_cache=False)
     assert server.kinds() == ["pages", "pages"]
-    assert sink.names() == {"a", "b", "c"}
+    assert sink.names("ns") == {"a", "b", "c"}
     assert reader.health.list_source == "pages"
 
 
@@ -189,7 +169,7 @@ async def test_a_failed_list_from_the_cache_falls_back_to_pages(fault: str) -> N
     reader, sink = await relist(server)
     assert server.kinds() == ["cache", "pages", "pages"]
     # memory is the paged list's: what the broken stream handed over before it broke is gone
-    assert sink.names() == {"a", "b", "c"}
+    assert sink.names("ns") == {"a", "b", "c"}
     assert sink.relists == [{("ns", "a"), ("ns", "b"), ("ns", "c")}]
     assert reader.health.list_source == "pages"
 

@@ -43,7 +43,7 @@ from eqdev.cluster.binaries import (
     upstream_version,
     write_manifest,
 )
-from eqdev.processes import stop
+from eqdev.processes import log_tail, stop
 
 SOURCE_PACKAGE = "kubernetes"
 TOOL_PACKAGES = (
@@ -102,14 +102,6 @@ def _keep_log(log: Path, destination: Path) -> None:
         if log.is_file():
             shutil.copyfile(log, destination)
             say(f"build log kept in {destination}")
-
-
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no output)"
-    return "\n".join(text.splitlines()[-lines:]) or "(no output)"
 
 
 def go_environment(
@@ -189,7 +181,7 @@ class _Builder:
         if returncode != 0:
             raise BuildError(
                 f"build step '{step}' failed (exit {returncode}): {' '.join(argv)}\n"
-                f"--- last lines of its output ---\n{_tail(self.log_path)}"
+                f"--- last lines of its output ---\n{log_tail(self.log_path, LOG_TAIL_LINES)}"
             )
         if announce:
             say(f"{step}: done in {time.monotonic() - started:.1f} s")

@@ -48,9 +48,9 @@ from eqdev.cluster.commands import (
     etcd_args,
     free_ports,
     kubeconfig_document,
-    log_tail,
 )
 from eqdev.cluster.pki import Pki, create_pki
+from eqdev.processes import log_tail
 
 _T = TypeVar("_T")
 
@@ -59,6 +59,8 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 POLL_INTERVAL = 0.1
 PORT_ATTEMPTS = 3
+#: How many lines of a failed process's log its error shows.
+LOG_TAIL_LINES = 30
 
 
 class ClusterError(RuntimeError):
@@ -218,7 +220,7 @@ class LocalCluster:
             if code is not None:
                 raise ClusterError(
                     f"{process.name} exited with code {code}; end of {process.log.name}:\n"
-                    f"{log_tail(process.log)}"
+                    f"{log_tail(process.log, LOG_TAIL_LINES)}"
                 )
 
     def stop(self) -> None:
@@ -285,7 +287,7 @@ class LocalCluster:
         process = self._processes[-1]
         raise ClusterError(
             f"{name} was not ready at {url} after {self._start_timeout:.0f} s ({last}); "
-            f"end of {process.log.name}:\n{log_tail(process.log)}"
+            f"end of {process.log.name}:\n{log_tail(process.log, LOG_TAIL_LINES)}"
         )
 
     def _check_started(self) -> None:

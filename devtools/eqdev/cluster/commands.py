@@ -21,7 +21,6 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 ENABLED_ADMISSION = ("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 DISABLED_ADMISSION = ("ServiceAccount",)
 CONTEXT_NAME = "elastic-quota-local"
-LOG_TAIL_LINES = 30
 
 
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
@@ -125,11 +124,3 @@ def controller_manager_args(
         f"--controllers={','.join(controllers)}",
         "--profiling=false",
     ]
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"

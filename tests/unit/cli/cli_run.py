@@ -14,35 +14,18 @@ import os
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
+from cli_result import CliResult
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 VENV_BIN = Path(sys.executable).parent
 #: Environment variables that would point a command at a cluster the test did not choose.
 CLUSTER_VARIABLES = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def one_line_error(self) -> str:
-        """The single ``error: ...`` line on stderr (no traceback, nothing on stdout)."""
-        assert "Traceback" not in self.err, self.err
-        assert self.out == "", self.out
-        assert self.err.count("\n") == 1 and self.err.startswith("error: "), self.err
-        return self.err.strip()
-
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 def environment(home: Path | None = None, **extra: str) -> dict[str, str]:
@@ -59,7 +42,7 @@ def run(
     program: list[str] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 120,
-) -> Result:
+) -> CliResult:
     """``python -m elasticquota ARGV`` (or ``program ARGV``) in a process of its own."""
     command = [*(program or [sys.executable, "-m", "elasticquota"]), *map(str, argv)]
     done = subprocess.run(
@@ -71,7 +54,7 @@ def run(
         timeout=timeout,
     )
     assert "Traceback" not in done.stderr or "--debug" in argv, done.stderr
-    return Result(done.returncode, done.stdout, done.stderr)
+    return CliResult(done.returncode, done.stdout, done.stderr)
 
 
 def kubeconfig(

@@ -111,14 +111,20 @@ def test_every_help_string_the_parser_holds_is_plain_text() -> None:
     assert found == []
 
 
+def piped(pipeline: str) -> subprocess.CompletedProcess[str]:
+    """``elastic-quota PIPELINE`` in bash (``PIPELINE``: the command's arguments, a pipe and its
+    reader); stdout ends with ``status N``, the command's own exit status."""
+    script = f'{sys.executable} -m elasticquota {pipeline}; echo "status ${{PIPESTATUS[0]}}"'
+    return subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, cwd=REPO, env=environment(),
+        timeout=120,
+    )  # fmt: skip
+
+
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     """``elastic-quota completion bash | true``: the reader exits before the command writes
     (a real pipe; the command takes a second or two to start)."""
-    shell = subprocess.run(
-        ["bash", "-c", f"{sys.executable} -m elasticquota completion bash | true; "
-         "echo \"status ${PIPESTATUS[0]}\""],
-        capture_output=True, text=True, cwd=REPO, env=environment(), timeout=120,
-    )  # fmt: skip
+    shell = piped("completion bash | true")
     assert shell.stderr == ""
     assert shell.stdout == f"status {errors.EXIT_BROKEN_PIPE}\n"
 
@@ -132,11 +138,7 @@ def test_tree_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     ]  # fmt: skip
     with ApiServerStub(200, {}, paths={QUOTAS_PATH: (200, quota_list(*quotas))}) as url:
         config = kubeconfig(tmp_path / "config", {"c": url})
-        shell = subprocess.run(
-            ["bash", "-c", f"{sys.executable} -m elasticquota tree -A --kubeconfig {config} "
-             "| head -1; echo \"status ${PIPESTATUS[0]}\""],
-            capture_output=True, text=True, cwd=REPO, env=environment(), timeout=120,
-        )  # fmt: skip
+        shell = piped(f"tree -A --kubeconfig {config} | head -1")
     assert shell.stderr == ""
     header, exit_status = shell.stdout.splitlines()
     assert header.split()[:3] == ["QUOTA", "RESOURCE", "MIN"]

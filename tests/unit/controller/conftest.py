@@ -21,6 +21,7 @@ from typing import Any, cast
 import pytest
 from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
+from profile_bodies import profile_body
 from quota_bodies import quota_body
 
 from elasticquota.controller.context import LoopContext
@@ -94,27 +95,7 @@ class Bodies:
             },
         }
 
-    @staticmethod
-    def profile(
-        name: str,
-        namespace: str = "team",
-        *,
-        quota_name: str,
-        match_labels: Mapping[str, str],
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> Body:
-        return {
-            "apiVersion": "quota.koordinator.sh/v1alpha1",
-            "kind": "ElasticQuotaProfile",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": dict(labels or {}),
-                "annotations": dict(annotations or {}),
-            },
-            "spec": {"quotaName": quota_name, "nodeSelector": {"matchLabels": dict(match_labels)}},
-        }
+    profile = staticmethod(profile_body)
 
 
 class WorkerThreads(ThreadPoolExecutor):

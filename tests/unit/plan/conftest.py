@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cli_result import CliResult
+from profile_bodies import profile_body
 
 from elasticquota.cli import main
 from elasticquota.core.keys import (
@@ -137,30 +138,7 @@ class K8s:
             "status": {"allocatable": dict(allocatable)},
         }
 
-    @staticmethod
-    def profile(
-        name: str,
-        namespace: str,
-        quota_name: str,
-        match_labels: Mapping[str, str],
-        *,
-        quota_labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-    ) -> Manifest:
-        return {
-            "apiVersion": "quota.koordinator.sh/v1alpha1",
-            "kind": "ElasticQuotaProfile",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "annotations": dict(annotations or {}),
-            },
-            "spec": {
-                "quotaName": quota_name,
-                "quotaLabels": dict(quota_labels or {}),
-                "nodeSelector": {"matchLabels": dict(match_labels)},
-            },
-        }
+    profile = staticmethod(profile_body)
 
 
 @pytest.fixture
@@ -189,16 +167,6 @@ def write(tmp_path: Path) -> Writer:
         return path
 
     return write_documents
-
-
-@dataclass(frozen=True)
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 CliRunner = Callable[..., CliResult]

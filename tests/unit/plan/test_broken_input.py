@@ -255,7 +255,7 @@ def test_a_huge_quantity_is_capped_not_a_hang(plan_with: Any, k8s: type[K8s]) ->
 
 
 def test_a_profile_without_a_node_selector(plan_with: Any, k8s: type[K8s]) -> None:
-    profile = k8s.profile("pool", "gpu", "gpu-root", {"pool": "gpu"})
+    profile = k8s.profile("pool", "gpu", quota_name="gpu-root", match_labels={"pool": "gpu"})
     del profile["spec"]["nodeSelector"]
     document = plan_with(profile)
     (message,) = problems_of(document, "ElasticQuotaProfile gpu/pool")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from plan_document import PLAN_DOCUMENT_KEYS
 
 from elasticquota import __version__
 
@@ -31,17 +32,7 @@ def test_plan_o_json_prints_one_json_document(run_cli: CliRunner, examples: Path
     result = run_cli("plan", "-f", examples, "-o", "json")
     assert result.code == 0
     assert result.out.endswith("}\n")
-    assert set(result.json()) == {
-        "apiVersion",  # elastic-quota.cli/v1 (docs/cli.md)
-        "kind",  # Plan
-        "quotas",
-        "trees",
-        "revocations",
-        "admission",
-        "problems",
-        "users",
-        "groups",
-    }
+    assert set(result.json()) == set(PLAN_DOCUMENT_KEYS)
 
 
 def test_table_and_json_can_be_asked_for_by_name(run_cli: CliRunner, examples: Path) -> None:

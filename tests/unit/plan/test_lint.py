@@ -56,7 +56,7 @@ def test_an_unknown_spec_field_is_named_with_the_closest_one(k8s: type[K8s]) -> 
 
 
 def test_unknown_metadata_and_profile_fields_are_reported(k8s: type[K8s]) -> None:
-    profile = k8s.profile("gpu", "pools", "gpu-root", {"pool": "gpu"})
+    profile = k8s.profile("gpu", "pools", quota_name="gpu-root", match_labels={"pool": "gpu"})
     profile["metadata"]["lables"] = {}
     profile["spec"]["nodeSelector"]["matchExpressions"] = [
         {"key": "pool", "operator": "In", "value": ["gpu"]}
@@ -148,8 +148,8 @@ def test_pod_and_profile_keys(k8s: type[K8s]) -> None:
     profile = k8s.profile(
         "gpu",
         "pools",
-        "gpu-root",
-        {"pool": "gpu"},
+        quota_name="gpu-root",
+        match_labels={"pool": "gpu"},
         quota_labels={f"{keys.PREFIX}/isparent": "true"},
     )
     assert messages("ElasticQuotaProfile", profile) == [

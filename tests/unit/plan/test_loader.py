@@ -25,7 +25,7 @@ def test_a_multi_document_yaml_file_is_sorted_into_kinds(k8s: type[K8s], write: 
         k8s.quota("team", max={"cpu": "4"}),
         k8s.pod("p", "team", {"cpu": "1"}),
         k8s.node("n1", {"cpu": "8"}),
-        k8s.profile("pool", "gpu", "gpu-root", {"pool": "gpu"}),
+        k8s.profile("pool", "gpu", quota_name="gpu-root", match_labels={"pool": "gpu"}),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
     )
     manifests = load_paths([path])

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from plan_document import PLAN_DOCUMENT_KEYS
 
 from elasticquota.cli.output import API_VERSION
 from elasticquota.core.quantities.quantity import parse_quantity
@@ -61,17 +62,7 @@ def example(plan_json: PlanJson, examples: Path) -> Any:
 
 
 def test_the_document_is_versioned_and_has_exactly_the_seven_sections(example: Any) -> None:
-    assert list(example) == [
-        "apiVersion",
-        "kind",
-        "quotas",
-        "trees",
-        "revocations",
-        "admission",
-        "problems",
-        "users",
-        "groups",
-    ]
+    assert list(example) == list(PLAN_DOCUMENT_KEYS)
 
 
 def test_every_quota_has_every_field_and_nothing_else(example: Any) -> None:

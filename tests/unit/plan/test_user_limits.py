@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from userlimits_examples import seed_limits
+
 from elasticquota.core.keys import ANNO_USER_INFO, ANNO_USER_LIMITS, POD_LABEL_APPLICATION
 
 if TYPE_CHECKING:
@@ -15,22 +17,8 @@ if TYPE_CHECKING:
 
     from conftest import CliRunner, K8s, Writer
 
-#: Seed 004's design example: sue 25G / 5 cpu; development and test 100G / 10 each; every other
-#: user 10G / 1; all other groups together 50G / 10 (in Gi here, for round figures in the output).
-SEED = """
-- limit: "specific user"
-  users: ["sue"]
-  maxresources: {memory: 25Gi, vcore: 5}
-- limit: "specific groups"
-  groups: ["development", "test"]
-  maxresources: {memory: 100Gi, vcore: 10}
-- limit: "user catch all"
-  users: ["*"]
-  maxresources: {memory: 10Gi, vcore: 1}
-- limit: "group catch all"
-  groups: ["*"]
-  maxresources: {memory: 50Gi, vcore: 10}
-"""
+#: Seed 004's design example, in Gi here for round figures in the output.
+SEED = seed_limits("Gi")
 
 
 def user_pod(
