@@ -15,7 +15,6 @@ LIMIT = 400
 WAITING_FOR_A_SPLIT = frozenset(
     {
         "operator/elasticquota/core/solve/engine.py",
-        "operator/elasticquota/settings.py",
     }
 )
 

@@ -1,0 +1,33 @@
+"""The revocation settings: when pods of a quota above its runtime are evicted, and how fast.
+
+Revocation is how borrowed resources return without a custom scheduler: a quota that stays above
+its runtime for ``revocation_delay`` loses pods (``controller.revocation``), checked every
+``revocation_interval``, at most ``eviction_rate`` evictions per second across all quotas.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from elasticquota.settings.values import HOUR, WEEK
+
+
+class RevocationSettings(BaseModel):
+    """Eviction of the pods of over-used quotas."""
+
+    revocation: bool = True
+    """Evict pods of quotas that stay above their runtime (Koordinator: monitorAllQuotas, off
+    by default there; on here: without a custom scheduler it is how borrowed resources return)."""
+
+    revocation_delay: float = Field(default=120.0, ge=0, le=WEEK)
+    """Seconds a quota may stay above its runtime before its pods are revoked."""
+
+    revoke_default_quota: bool = False
+    """Also revoke pods of koordinator-default-quota (never those of the system quota)."""
+
+    revocation_interval: float = Field(default=1.0, ge=0.01, le=HOUR)
+    """Seconds between over-use checks (Koordinator: revokePodInterval)."""
+
+    eviction_rate: float = Field(default=5.0, ge=0.01, le=1000)
+    """At most this many evictions per second, across all quotas (fractions too: 0.2 is one
+    eviction every 5 s; at least one every 100 s)."""
