@@ -1,4 +1,4 @@
-"""The example commands of README.md and docs/*.md, extracted so that tests can run them.
+"""The example commands of README.md, docs/*.md and the other READMEs, extracted to be run.
 
 The convention (docs/development.md, "Commands in the docs"):
 
@@ -42,7 +42,13 @@ COLUMNS = "80"
 
 def documents() -> list[Path]:
     """The pages whose commands are checked."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        ROOT / "examples" / "README.md",
+        ROOT / "manifests" / "README.md",
+        ROOT / "manifests" / "helm" / "elastic-quota-operator" / "README.md",
+    ]
 
 
 @dataclass(frozen=True)
