@@ -121,6 +121,7 @@ def render(chart: Path = CHART) -> str:
         f"Chart version {meta['version']}, operator (appVersion) {meta['appVersion']}, "
         f"Kubernetes {meta['kubeVersion']}.",
         "",
+        "<!-- docs-test: skip needs your registry and a cluster -->",
         "```sh",
         f"helm install {meta['name']} . --namespace elastic-quota-system --create-namespace \\",
         "  --set image.repository=<your-registry>/elastic-quota-operator",

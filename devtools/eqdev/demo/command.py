@@ -52,10 +52,26 @@ def banner(revocation_delay: float) -> str:
     )
 
 
+#: The help's description: plain text (the module docstring is reStructuredText for the API docs).
+DESCRIPTION = """\
+The product live on this machine (what `make run` does).
+
+Builds (once, cached) and starts a local kube-apiserver + etcd, installs the CRDs,
+starts the operator with the node simulation plugged in (there is no scheduler or
+kubelet locally, so the operator binds pods that fit, marks them Running and
+removes deleted ones after their grace period itself, clearly labelled SIMULATION)
+and a short revocation delay, then tells the story on the example manifests:
+borrowers run while analytics is idle, analytics asks for its min, the borrower's
+runtime shrinks and, after the delay, its least important pods are evicted. The
+screen shows the live trees and a pane of recent events until Ctrl-C (or
+--seconds); --no-story applies everything at once and only shows the live view.
+Then it stops everything it started."""
+
+
 def parser() -> argparse.ArgumentParser:
     demo = argparse.ArgumentParser(
         prog="python -m eqdev.demo",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument(

@@ -54,7 +54,9 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
     )
-    run.add_argument("--metrics-port", help="port of /healthz and /readyz (0: off)")
+    run.add_argument(
+        "--metrics-port", help="port of /metrics, /healthz, /readyz, /statusz (0: off)"
+    )
     run.add_argument(
         "--metrics-address", help="listen address of that port (default 0.0.0.0: all interfaces)"
     )
