@@ -74,9 +74,9 @@ class WebhookSettings(BaseModel):
     )
     """Name of a Secret in the Lease's namespace where the operator keeps the webhook server's
     certificate itself (``controller.webhooks.certrotation``): a CA of its own and a serving
-    certificate for ``webhook_cert_dns_names`` signed by it. The first replica to find it missing creates it,
-    every replica serves what it holds, the active replica renews it before it expires (a
-    replica replaces one that is unusable at once); empty (the default): not managed, the
+    certificate for ``webhook_cert_dns_names`` signed by it. The first replica to find it missing
+    creates it, every replica serves what it holds, the active replica renews it before it
+    expires (a replica replaces one that is unusable at once); empty (the default): not managed, the
     certificate comes from ``webhook_cert_file`` or is made in memory. Excludes
     ``webhook_cert_file``."""
 
