@@ -8,7 +8,7 @@ The convention (docs/development.md, "Commands in the docs"):
   command exits 0 unless it ends with the comment ``# exit N``;
 * an HTML comment on the line before the fence says where it runs or why it does not:
   ``<!-- docs-test: cluster -->`` runs it against the local control plane with the CRDs and
-  ``examples/`` applied and the operator converged (tests/integration/test_docs_commands.py),
+  ``examples/`` applied and the operator converged (tests/integration/test_docs_commands_live.py),
   without a comment it runs with no cluster (tests/unit/test_docs_commands.py);
   ``<!-- docs-test: skip REASON -->`` is a block that cannot run here, with the reason;
 * every other block whose info string is ``sh``, ``bash`` or ``shell``, or whose first line starts

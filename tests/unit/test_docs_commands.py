@@ -3,7 +3,7 @@
 Every command block of README.md and docs/*.md is a ``console`` block run by a test, or marked
 ``<!-- docs-test: skip REASON -->`` (docs/development.md, "Commands in the docs"): a new page or
 example cannot slip past unchecked. Blocks marked ``<!-- docs-test: cluster -->`` run against the
-local control plane (tests/integration/test_docs_commands.py); the others run here, with a
+local control plane (tests/integration/test_docs_commands_live.py); the others run here, with a
 kubeconfig that does not exist, so that one needing a cluster and not marked fails.
 """
 
