@@ -113,6 +113,8 @@ class Reflector:
         self._server_timeout = server_timeout
         self._client_margin = client_margin
         self._request_timeout = request_timeout
+        #: How far the last list from the cache got (items, bytes, time), for its failure's log.
+        self._stream_progress = "nothing received"
         self._page_size = page_size
         self._list_from_cache = list_from_cache
         self._clock = clock
@@ -191,9 +193,10 @@ class Reflector:
                 raise
             except Exception as error:
                 logger.info(
-                    "%s: list from the API server's cache failed (%s); listing in pages",
+                    "%s: list from the API server's cache failed (%s; %s); listing in pages",
                     self.kind.name,
                     _cause(error),
+                    self._stream_progress,
                 )
                 seen = set()
         if version is None:
@@ -218,6 +221,8 @@ class Reflector:
         stream = ListStream()
         session = self._http()
         loop = asyncio.get_running_loop()
+        started, received = loop.time(), 0
+        self._stream_progress = "nothing received"
         async with asyncio.timeout(self._request_timeout) as bound:
             # Uncompressed: a gzipped answer read at the pace of its parse breaks off in aiohttp
             # ("not enough data to satisfy transfer length header"), and gzip costs the server CPU.
@@ -225,6 +230,11 @@ class Reflector:
             async with session.get(self._url(), params=params, headers=headers) as reply:
                 await self._check(reply)
                 async for chunk in reply.content.iter_chunked(STREAM_CHUNK):
+                    received += len(chunk)
+                    self._stream_progress = (
+                        f"{stream.count} items, {received / 1e6:.1f} MB"
+                        f" in {loop.time() - started:.1f} s"
+                    )
                     bound.reschedule(loop.time() + self._request_timeout)
                     await self._feed(stream.feed(chunk), seen)
                 last, document = stream.finish()
@@ -351,7 +361,7 @@ class Reflector:
 def _cause(error: Exception) -> str:
     """What broke a watch or a list, in a few words (aiohttp's own messages run long)."""
     if isinstance(error, aiohttp.ClientPayloadError):
-        return "the connection was closed in the middle of the stream"
+        return f"the connection was closed in the middle of the stream: {error.__cause__ or error}"
     if isinstance(error, aiohttp.ClientConnectorError):
         return (
             f"cannot connect to {error.host}:{error.port} ({error.os_error.strerror or 'refused'})"
