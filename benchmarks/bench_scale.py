@@ -977,15 +977,19 @@ async def scenario(cluster: LocalCluster, options: Options, log_dir: Path) -> di
     return bench.timings
 
 
-STALL_REPORT = re.compile(r"the event loop has been held for ([0-9.]+) s, in:")
+STALL_REPORT = re.compile(
+    r"the event loop has been held for ([0-9.]+) s"
+    r"(?: \(its thread ran ([0-9.]+) s of it, the process's other threads ([0-9.]+) s\))?, in:"
+)
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
-def stall_reports(log: Path) -> list[tuple[float, str]]:
+def stall_reports(log: Path) -> list[tuple[str, str]]:
     """The operator's stall watchdog reports in ``log``: how long the loop had been held when
-    reported, and the innermost frame of the project's own code in the stack it logged."""
-    reports: list[tuple[float, str]] = []
-    held: float | None = None
+    reported (with the CPU seconds its thread and the process's other threads ran meanwhile:
+    ``ran/others``), and the innermost frame of the project's own code in the stack it logged."""
+    reports: list[tuple[str, str]] = []
+    held: str | None = None
     where = "(no frame of the project's own code)"
     for line in [*log.read_text(errors="replace").splitlines(), "end"]:
         frame = FRAME.search(line)
@@ -998,7 +1002,8 @@ def stall_reports(log: Path) -> list[tuple[float, str]]:
             reports.append((held, where))
             held, where = None, "(no frame of the project's own code)"
         if (match := STALL_REPORT.search(line)) is not None:
-            held = float(match.group(1))
+            length, ran, others = match.groups()
+            held = f"{float(length):.2f}s" + (f" ran {ran}/others {others}" if ran else "")
     return reports
 
 
@@ -1009,7 +1014,7 @@ def print_stalls(log_dir: Path) -> None:
         reports = stall_reports(log)
         print(
             f"scale stalls operator={log.stem.removeprefix('operator-')} count={len(reports)}"
-            f"{''.join(f' | {held:.2f}s {where}' for held, where in reports)}",
+            f"{''.join(f' | {held} {where}' for held, where in reports)}",
             flush=True,
         )
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -40,3 +43,54 @@ async def test_a_stall_is_reported_once_with_the_code_that_holds_the_loop(
         with contextlib.suppress(asyncio.CancelledError):
             await probe
         watchdog.stop()
+
+
+def spin_for(seconds: float) -> None:
+    """Stands for code that runs on a CPU (and holds the interpreter)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def _cpu_shares(report: str) -> tuple[float, float]:
+    match = re.search(
+        r"its thread ran ([0-9.]+) s of it, the process's other threads ([0-9.]+)", report
+    )
+    assert match is not None, report
+    return float(match.group(1)), float(match.group(2))
+
+
+async def _report_of(hold: Callable[[], None], caplog: pytest.LogCaptureFixture) -> str:
+    watchdog = StallWatchdog(after=0.15, period=0.02).start()
+    probe = asyncio.create_task(probe_loop(Metrics(), period=0.02, watchdog=watchdog))
+    try:
+        await asyncio.sleep(0.1)
+        with caplog.at_level(
+            logging.WARNING, logger="elasticquota.controller.observability.loopprobe"
+        ):
+            hold()
+            await asyncio.sleep(0.05)
+        (report,) = [r.getMessage() for r in caplog.records if "has been held" in r.message]
+        return report
+    finally:
+        probe.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await probe
+        watchdog.stop()
+
+
+async def test_a_stall_the_loop_ran_through_is_told_from_one_it_waited_through(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran_loop, ran_others = _cpu_shares(await _report_of(lambda: spin_for(0.4), caplog))
+    caplog.clear()
+
+    def wait_while_another_thread_runs() -> None:
+        worker = threading.Thread(target=spin_for, args=(0.4,))
+        worker.start()
+        worker.join()  # the loop's thread waits, as for the interpreter lock held by a worker
+
+    waited_loop, others = _cpu_shares(await _report_of(wait_while_another_thread_runs, caplog))
+    # Shares, not amounts: on a busy machine a thread that spins gets only part of a CPU.
+    assert ran_loop > ran_others
+    assert others > waited_loop

@@ -7,7 +7,12 @@ and the longest since start-up); a lag above ``warn_after`` is logged once per o
 its length, so a profile can be taken where it happens.
 
 While the loop is held, a watchdog thread (``StallWatchdog``) logs once, at WARNING, where the
-event loop's thread is: the code that holds it, which a lag measured afterwards cannot tell.
+event loop's thread is: the code that holds it, which a lag measured afterwards cannot tell. The
+report also says how much of the stall the loop's thread spent on a CPU (its own CPU clock), and
+how much the process's other threads did meanwhile: a stall the loop's thread mostly ran is the
+code in the stack; one it mostly waited through while other threads ran is the interpreter lock
+held by a worker (a solve, the ``/metrics`` encoding); one in which nothing of the process ran is
+the machine's CPUs busy with other processes (on a small node: the API server's own load).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ class StallWatchdog:
         self._period = period
         self._loop_thread = threading.get_ident()
         self._beat = time.monotonic()
+        self._loop_clock = _thread_cpu_clock(self._loop_thread)
+        self._beat_cpu = self._cpu_times()
         self._reported = False
         self._stop = threading.Event()
         self.reports = 0
@@ -60,7 +67,28 @@ class StallWatchdog:
     def beat(self) -> None:
         """The loop ran (called from the loop's thread)."""
         self._beat = time.monotonic()
+        self._beat_cpu = self._cpu_times()
         self._reported = False
+
+    def _cpu_times(self) -> tuple[float, float] | None:
+        """CPU seconds of the loop's thread and of the whole process (None: no thread clock)."""
+        if self._loop_clock is None:
+            return None
+        try:
+            return time.clock_gettime(self._loop_clock), time.process_time()
+        except OSError:  # the thread is gone
+            return None
+
+    def _cpu_note(self) -> str:
+        """`` (its thread ran X s of it, the process's other threads Y s)``, or nothing."""
+        then, now = self._beat_cpu, self._cpu_times()
+        if then is None or now is None:
+            return ""
+        loop_cpu = now[0] - then[0]
+        others = max(0.0, now[1] - then[1] - loop_cpu)
+        return (
+            f" (its thread ran {loop_cpu:.2f} s of it, the process's other threads {others:.2f} s)"
+        )
 
     def _watch(self) -> None:
         while not self._stop.wait(self._period):
@@ -69,7 +97,10 @@ class StallWatchdog:
                 self._reported = True
                 self.reports += 1
                 logger.warning(
-                    "the event loop has been held for %.2f s, in:\n%s", held, self._where()
+                    "the event loop has been held for %.2f s%s, in:\n%s",
+                    held,
+                    self._cpu_note(),
+                    self._where(),
                 )
 
     def _where(self) -> str:
@@ -77,6 +108,15 @@ class StallWatchdog:
         if frame is None:
             return "(the event loop's thread is gone)"
         return "".join(traceback.format_stack(frame, limit=STACK_FRAMES)).rstrip()
+
+
+def _thread_cpu_clock(thread: int) -> int | None:
+    """The CPU-time clock of ``thread`` (an ident of ``threading``), readable from any thread;
+    None where the platform has none."""
+    try:
+        return time.pthread_getcpuclockid(thread)
+    except (AttributeError, OSError):
+        return None
 
 
 async def probe_loop(
