@@ -297,15 +297,15 @@ class QuotaEngine:
         stale = job.epoch != self.topology_epoch or self._topology_dirty
         if state is None or stale or state.publications != job.publications:
             return False
-        fresh = outcome.fresh
+        merged = outcome.merged  # the job's published results are still the tree's (above)
         state.total = job.total
         if job.tree_id == DEFAULT_TREE:
-            fresh.update(
-                reserved_results(
-                    fresh[ROOT_QUOTA], self._reserved_specs, self._placements.reserved, job.total
-                )
+            reserved = self._placements.reserved
+            root = merged.results[ROOT_QUOTA]
+            merged = merged.with_results(
+                reserved_results(root, self._reserved_specs, reserved, job.total)
             )
-        if state.publish(fresh, outcome.output):
+        if state.publish(merged, outcome.output):
             self._quotas = None
         state.publications += 1
         state.dirty = state.version != job.version

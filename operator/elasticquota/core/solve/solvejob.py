@@ -22,6 +22,7 @@ from elasticquota.core.solve.accounting import Account
 from elasticquota.core.solve.layout import TreeLayout, total_row
 from elasticquota.core.solve.results import QuotaResult
 from elasticquota.core.solve.treeresults import tree_results
+from elasticquota.core.solve.trees import Merged, merge_results
 from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import Int64Array, SolveResult, TreeArrays
 
@@ -49,17 +50,18 @@ class SolveJob:
 
 @dataclass(frozen=True, slots=True)
 class SolveOutcome:
-    """The kernel's output and the results of the rows that moved (see ``tree_results``)."""
+    """The kernel's output and the job's published results with those of the rows that moved
+    merged in (see ``tree_results``, ``merge_results``)."""
 
     output: SolveResult
-    fresh: dict[str, QuotaResult]
+    merged: Merged
 
 
 def compute(job: SolveJob, solver: Solver) -> SolveOutcome:
     """The kernel and the results: reads the job only, safe in any thread."""
     output = solver(job.arrays, job.scale_min_quota)
     fresh = tree_results(job.layout, job.topology, output, job.previous, job.published)
-    return SolveOutcome(output, fresh)
+    return SolveOutcome(output, merge_results(job.published, fresh))
 
 
 def tree_arrays(

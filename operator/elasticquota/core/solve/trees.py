@@ -50,20 +50,15 @@ class TreeState:
         self.dirty = True
         self.version += 1
 
-    def publish(self, fresh: Mapping[str, QuotaResult], output: SolveResult) -> bool:
-        """Take a solve's results (those of the rows that moved, see ``tree_results``): a result
-        that differs from the published one replaces it and is noted as changed. True when the
+    def publish(self, merged: Merged, output: SolveResult) -> bool:
+        """Take a solve's results, merged with the published ones (``merge_results``, against
+        the results published now): the moved names are noted as changed. True when the
         published results changed."""
         self.output = output
-        moved = {name for name, result in fresh.items() if self.results.get(name) != result}
-        if not moved:
+        if not merged.moved:
             return False
-        results = dict(self.results)
-        for name, result in fresh.items():  # in the solve's order: the first one sets the order
-            if name in moved:
-                results[name] = result
-        self.results = results
-        self.changed |= moved
+        self.results = merged.results
+        self.changed |= merged.moved
         return True
 
     def take_changed(self) -> set[str]:
@@ -72,6 +67,34 @@ class TreeState:
         changed = {name for name in self.changed if self.results[name] != self.taken.get(name)}
         self.changed, self.taken = set(), self.results
         return changed
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """Published results with a solve's fresh ones merged in, and the names whose result moved."""
+
+    results: Mapping[str, QuotaResult]
+    moved: frozenset[str]
+
+    def with_results(self, fresh: Mapping[str, QuotaResult]) -> Merged:
+        """These results with more merged in (the default tree's reserved quotas: a few)."""
+        more = merge_results(self.results, fresh)
+        return Merged(more.results, self.moved | more.moved)
+
+
+def merge_results(published: Mapping[str, QuotaResult], fresh: Mapping[str, QuotaResult]) -> Merged:
+    """``published`` with the ``fresh`` results that differ from it (those of the rows that
+    moved, see ``tree_results``) replacing theirs: a new mapping, ``published`` itself when none
+    differs. O(tree) when some moved: it runs with the solve, in its worker thread, where a burst
+    that moves every row of a 10,000-quota tree costs the event loop nothing."""
+    moved = frozenset(name for name, result in fresh.items() if published.get(name) != result)
+    if not moved:
+        return Merged(published, moved)
+    results = dict(published)
+    for name, result in fresh.items():  # in the solve's order: the first one sets the order
+        if name in moved:
+            results[name] = result
+    return Merged(results, moved)
 
 
 def build_trees(
