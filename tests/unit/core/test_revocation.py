@@ -11,7 +11,6 @@ from dataclasses import replace
 from engine_factories import quota_result
 
 from elasticquota.core.decisions.revocation import (
-    is_over_used,
     least_important_first,
     quota_is_over_used,
     revocation_plan,
@@ -21,7 +20,7 @@ from elasticquota.core.decisions.revocation import (
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.resources import ResourceList
-from elasticquota.core.solve.results import QuotaResult, Snapshot
+from elasticquota.core.solve.results import QuotaResult, Snapshot, is_over_used
 
 TRACKED = {"cpu": 10**9, "memory": 10**9}
 

@@ -45,7 +45,7 @@ from elasticquota.core.decisions.overuse import (
     format_since,
     parse_since,
 )
-from elasticquota.core.decisions.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.solve.results import QuotaResult, Snapshot
@@ -191,9 +191,7 @@ class RevocationController(WritingLoop):
         other quota a check records nothing and evicts nothing; its pods are never looked at."""
         quotas = snapshot.quotas
         self._forget_vanished()
-        over = [
-            name for name, result in quotas.items() if is_over_used(result.used, result.runtime)
-        ]
+        over = snapshot.over_used_quotas()  # kept by the engine: no look at every quota
         timed = [name for name in self._timer.since if name in quotas]
         return sorted({name for name in (*over, *timed) if self._monitored(name)})
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, check_pod
-from elasticquota.core.decisions.revocation import is_over_used, quota_is_over_used, victims_of
+from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.quantities.resources import mask
-from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.solve.results import Snapshot, is_over_used
 from elasticquota.core.userlimits import APPLICATIONS, LimitRefusal
 
 

@@ -26,12 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.resources import ResourceList, add, mask
-from elasticquota.core.solve.results import Snapshot
-
-
-def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:
-    """used > runtime on some resource both have."""
-    return any(value > runtime[key] for key, value in used.items() if key in runtime)
+from elasticquota.core.solve.results import Snapshot, is_over_used
 
 
 def least_important_first(pods: Iterable[PodInfo]) -> list[PodInfo]:

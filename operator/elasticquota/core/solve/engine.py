@@ -21,7 +21,6 @@ from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import (
     DEFAULT_TREE,
     RESERVED_QUOTAS,
-    ROOT_QUOTA,
 )
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
 from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
@@ -286,6 +285,7 @@ class QuotaEngine:
             topology=self._topology,
             previous=state.output,
             published=state.results,
+            over_used=state.over_used,
             scale_min_quota=self.settings.scale_min_quota,
         )
 
@@ -299,11 +299,10 @@ class QuotaEngine:
             return False
         merged = outcome.merged  # the job's published results are still the tree's (above)
         state.total = job.total
-        if job.tree_id == DEFAULT_TREE:
+        if outcome.kernel_root is not None:  # the default tree: its reserved quotas, as of now
             reserved = self._placements.reserved
-            root = merged.results[ROOT_QUOTA]
             merged = merged.with_results(
-                reserved_results(root, self._reserved_specs, reserved, job.total)
+                reserved_results(outcome.kernel_root, self._reserved_specs, reserved, job.total)
             )
         if state.publish(merged, outcome.output):
             self._quotas = None
@@ -405,6 +404,7 @@ class QuotaEngine:
             pods_by_quota=pods_by_quota,
             problems=self.problems(),
             user_limits=self.user_limits(),
+            over_used=frozenset().union(*(state.over_used for state in self._trees.values())),
         )
 
     def _all_results(self) -> Mapping[str, QuotaResult]:

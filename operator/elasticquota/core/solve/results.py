@@ -17,6 +17,11 @@ from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.tracker import NO_USER_LIMITS, UserLimitsView
 
 
+def is_over_used(used: Mapping[str, int], runtime: Mapping[str, int]) -> bool:
+    """used > runtime on some resource both have."""
+    return any(value > runtime[key] for key, value in used.items() if key in runtime)
+
+
 @dataclass(frozen=True, slots=True)
 class QuotaResult:
     """Every figure of one quota, in engine units."""
@@ -61,6 +66,17 @@ class Snapshot:
     #: The user and group limits and every user's and group's usage (``core.userlimits``), frozen
     #: with the snapshot.
     user_limits: UserLimitsView = NO_USER_LIMITS
+    #: The quotas whose used exceeds their runtime (``is_over_used``), kept up to date by the
+    #: engine as it publishes results (O(moved) per solve); None: not kept, ``over_used_quotas``
+    #: then looks at every quota.
+    over_used: frozenset[str] | None = None
+
+    def over_used_quotas(self) -> frozenset[str]:
+        """The quotas whose used exceeds their runtime on some resource."""
+        if self.over_used is not None:
+            return self.over_used
+        quotas = self.quotas.items()
+        return frozenset(name for name, got in quotas if is_over_used(got.used, got.runtime))
 
     def pods_of(self, quota: str) -> Sequence[PodInfo]:
         """Pods accounted directly to ``quota``, sorted by key."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.solve.accounting import Account
 from elasticquota.core.solve.layout import TreeLayout, total_row
@@ -45,6 +46,8 @@ class SolveJob:
     topology: Topology
     previous: SolveResult | None
     published: Mapping[str, QuotaResult]
+    #: The names of ``published`` whose used exceeds their runtime.
+    over_used: frozenset[str]
     scale_min_quota: bool
 
 
@@ -55,13 +58,19 @@ class SolveOutcome:
 
     output: SolveResult
     merged: Merged
+    #: The default tree's virtual root as the kernel computed it, left out of ``merged``: its
+    #: published result adds the reserved quotas' usage as of the publication (``finish_solve``).
+    kernel_root: QuotaResult | None = None
 
 
 def compute(job: SolveJob, solver: Solver) -> SolveOutcome:
     """The kernel and the results: reads the job only, safe in any thread."""
     output = solver(job.arrays, job.scale_min_quota)
     fresh = tree_results(job.layout, job.topology, output, job.previous, job.published)
-    return SolveOutcome(output, merge_results(job.published, fresh))
+    kernel_root = fresh[ROOT_QUOTA] if job.tree_id == DEFAULT_TREE else None
+    if kernel_root is not None and ROOT_QUOTA in job.published:
+        del fresh[ROOT_QUOTA]  # (the first time it stays: it sets the results' order, root first)
+    return SolveOutcome(output, merge_results(job.published, fresh, job.over_used), kernel_root)
 
 
 def tree_arrays(

@@ -18,7 +18,7 @@ from elasticquota.core.keys import DEFAULT_TREE
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.solve.accounting import ExactSums
 from elasticquota.core.solve.layout import RowMemo, TreeLayout, build_layout
-from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.results import QuotaResult, is_over_used
 from elasticquota.core.solve.totals import profile_total
 from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import SolveResult
@@ -40,6 +40,8 @@ class TreeState:
     changed: set[str] = field(default_factory=set)
     #: The results as they were when the controller last took the changes.
     taken: Mapping[str, QuotaResult] = field(default_factory=dict)
+    #: The names of ``results`` whose used exceeds their runtime (kept as results are published).
+    over_used: frozenset[str] = frozenset()
     #: How many times the tree changed (pods, nodes) and how many solves were published: a solve
     #: prepared before the latest change leaves the tree dirty (``core.solve.solvejob``).
     version: int = 0
@@ -58,6 +60,7 @@ class TreeState:
         if not merged.moved:
             return False
         self.results = merged.results
+        self.over_used = merged.over_used
         self.changed |= merged.moved
         return True
 
@@ -75,26 +78,35 @@ class Merged:
 
     results: Mapping[str, QuotaResult]
     moved: frozenset[str]
+    #: The names of ``results`` whose used exceeds their runtime.
+    over_used: frozenset[str]
 
     def with_results(self, fresh: Mapping[str, QuotaResult]) -> Merged:
         """These results with more merged in (the default tree's reserved quotas: a few)."""
-        more = merge_results(self.results, fresh)
-        return Merged(more.results, self.moved | more.moved)
+        more = merge_results(self.results, fresh, self.over_used)
+        return Merged(more.results, self.moved | more.moved, more.over_used)
 
 
-def merge_results(published: Mapping[str, QuotaResult], fresh: Mapping[str, QuotaResult]) -> Merged:
+def merge_results(
+    published: Mapping[str, QuotaResult],
+    fresh: Mapping[str, QuotaResult],
+    over_used: frozenset[str] = frozenset(),
+) -> Merged:
     """``published`` with the ``fresh`` results that differ from it (those of the rows that
     moved, see ``tree_results``) replacing theirs: a new mapping, ``published`` itself when none
-    differs. O(tree) when some moved: it runs with the solve, in its worker thread, where a burst
-    that moves every row of a 10,000-quota tree costs the event loop nothing."""
+    differs; ``over_used`` (those of ``published`` whose used exceeds their runtime) brought up
+    to date for the moved ones. O(tree) when some moved: it runs with the solve, in its worker
+    thread, where a burst that moves every row of a 10,000-quota tree costs the event loop
+    nothing."""
     moved = frozenset(name for name, result in fresh.items() if published.get(name) != result)
     if not moved:
-        return Merged(published, moved)
+        return Merged(published, moved, over_used)
     results = dict(published)
     for name, result in fresh.items():  # in the solve's order: the first one sets the order
         if name in moved:
             results[name] = result
-    return Merged(results, moved)
+    now_over = {name for name in moved if is_over_used(fresh[name].used, fresh[name].runtime)}
+    return Merged(results, moved, (over_used - moved) | now_over)
 
 
 def build_trees(
