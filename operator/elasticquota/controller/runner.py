@@ -252,11 +252,11 @@ class Operator:
     async def _freeze_heap_when_synced(self) -> None:
         """The listed cluster lives as long as the process: no full collection should scan it.
         Then the survivors of each collection of the older generations are frozen too, and
-        everything is collected once the frozen objects grew by a quarter, when the watches are
-        quiet (``controller.observability.heap``)."""
+        everything is collected once the frozen objects grew by a quarter more than the cluster
+        did, when the watches are quiet (``controller.observability.heap``)."""
         await self.state.synced.wait()
         heap.freeze("after the initial listing")
-        await heap.thaw_when_grown(self._last_watch_event)
+        await heap.thaw_when_grown(self._last_watch_event, self.state.population)
 
     def _last_watch_event(self) -> float:
         return max((health.last_event for health in self.state.readers.values()), default=0.0)

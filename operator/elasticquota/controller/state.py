@@ -313,6 +313,12 @@ class ControllerState:
             if (namespace, name) not in listed:
                 del self.parse_problems[ref]
 
+    def population(self) -> int:
+        """How many objects of the cluster are in memory (quotas, pods, nodes, profiles)."""
+        return (
+            len(self.quotas) + len(self.engine.pods) + len(self.engine.nodes) + len(self.profiles)
+        )
+
     def mark_synced(self) -> None:
         if not self.synced.is_set():
             logger.info(

@@ -124,6 +124,7 @@ async def test_a_thaw_waits_for_a_quiet_moment() -> None:
 
     thawing = heap.thaw_when_grown(
         last_activity,
+        lambda: 1000,  # the cluster's size: steady
         lambda: next(counts, 100),
         check_every=0.1,
         quiet_for=0.02,
@@ -144,6 +145,7 @@ async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter() -> None:
 
     thawing = heap.thaw_when_grown(
         lambda: 0.0,
+        lambda: 1000,
         frozen,
         check_every=0.01,
         quiet_for=0.0,
@@ -151,3 +153,15 @@ async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter() -> None:
     )
     await run_briefly(asyncio.create_task(thawing), 0.2)
     assert thawed == [0, 1]
+
+
+def test_a_cluster_that_grew_explains_its_frozen_objects() -> None:
+    """A burst adds half the pods and a third of the frozen objects: no thaw. Objects beyond a
+    quarter more than the growth explains are (cycles lost): a thaw. A cluster that shrinks does
+    not lower the bar below what the last thaw left."""
+    rule = heap.ThawRule()
+    rule.note(frozen=450_000, population=111_000)
+    assert not rule.due(frozen=620_000, population=161_000)  # the burst: 1.38 x frozen, 1.45 x pods
+    assert rule.due(frozen=620_000, population=111_000)  # as many pods: cycles lost
+    assert not rule.due(frozen=560_000, population=50_000)  # fewer pods: the bar stays
+    assert rule.due(frozen=570_000, population=50_000)
