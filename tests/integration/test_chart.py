@@ -63,6 +63,7 @@ from harness import eventually, free_port, stop_process
 from kopf._cogs.structs.references import Resource
 from kopf._core.engines.admission import build_webhooks
 from kopf._core.intents.causes import WebhookType
+from profile_bodies import profile_body
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS, OVER_USE
@@ -778,17 +779,12 @@ def pool_node(name: str, labels: dict[str, str]) -> Manifest:
     }
 
 
-def profile(name: str, namespace: str, root: str, selector: dict[str, str]) -> Manifest:
-    return {
-        "apiVersion": "quota.koordinator.sh/v1alpha1",
-        "kind": "ElasticQuotaProfile",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "quotaName": root,
-            "quotaLabels": {keys.LABEL_IS_PARENT: "true", keys.LABEL_IGNORE_DEFAULT_TREE: "true"},
-            "nodeSelector": {"matchLabels": selector},
-        },
-    }
+def profile_of_pool(namespace: str, root: str, selector: dict[str, str]) -> Manifest:
+    """The profile ``pool`` that makes ``root`` the root of the selected nodes' tree."""
+    labels = {keys.LABEL_IS_PARENT: "true", keys.LABEL_IGNORE_DEFAULT_TREE: "true"}
+    return profile_body(
+        "pool", namespace, quota_name=root, match_labels=selector, quota_labels=labels
+    )
 
 
 @contextlib.contextmanager
@@ -907,7 +903,7 @@ async def test_operator_runs_under_the_charts_service_account(
         # The profile is there before the operator starts: it creates the root at once.
         run(
             kubectl(), "apply", "--filename=-",
-            stdin=yaml.safe_dump(profile("pool", pool, root, selector)),
+            stdin=yaml.safe_dump(profile_of_pool(pool, root, selector)),
         )  # fmt: skip
         kubeconfig = service_account_kubeconfig(namespace, account, tmp_path / "kubeconfig")
         # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them).
