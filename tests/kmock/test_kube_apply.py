@@ -15,6 +15,7 @@ from typing import Any
 
 import kmock
 import pytest
+from kmock_requests import only_request
 from kubernetes_asyncio import client
 from profile_bodies import profile_body
 from quota_bodies import quota_body
@@ -75,8 +76,7 @@ async def test_a_pending_pod_is_created_without_its_status(
 ) -> None:
     pending = {**POD, "spec": {"containers": POD["spec"]["containers"]}}
     assert await apply_manifest(api, pending)
-    (request,) = list(kmock)
-    assert request.url.path == "/api/v1/namespaces/team/pods"
+    request = only_request(kmock, kmock.method.POST, "/api/v1/namespaces/team/pods")
     assert request.data == {key: value for key, value in pending.items() if key != "status"}
 
 
