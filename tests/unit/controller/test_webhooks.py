@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kmock
 import kopf
 import pytest
 from admission_reviews import (
@@ -34,6 +33,7 @@ from admission_reviews import (
     QUOTA_RESOURCE,
     admission_review,
     free_port,
+    managed_webhooks,
     serving,
 )
 from cryptography import x509
@@ -191,8 +191,8 @@ async def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_exclu
         **{f"{group}/v1/{plural}": kind for group, plural, kind in WORKLOADS},
     }
     async with serving(make_registry(state, settings), settings, discovered) as served:
-        written = await managed_webhooks(served.cluster, "eq.example.dev")
-    selectors = {webhook["name"]: webhook.get("namespaceSelector") for webhook in written}
+        validating, mutating = await managed_webhooks(served.cluster, "eq.example.dev")
+    selectors = {hook["name"]: hook.get("namespaceSelector") for hook in validating + mutating}
     excluded = list(pod_webhook_excluded_namespaces(settings))
     assert {"eq-system", "kube-system"} <= set(excluded)
     pod_selector = {
@@ -208,26 +208,6 @@ async def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_exclu
         **{f"{id_}.eq.example.dev": pod_selector for id_ in WORKLOAD_IDS[:-1]},
         f"{WORKLOAD_IDS[-1]}.eq.example.dev": None,  # batch/v1beta1: not served here
     }
-
-
-#: Where Kopf writes the configurations it manages: validating, then mutating.
-CONFIGURATIONS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
-
-
-async def managed_webhooks(cluster: kmock.KubernetesEmulator, name: str) -> list[dict[str, Any]]:
-    """The webhooks of the validating and the mutating configuration ``name``, once Kopf has
-    written both (its merge patches; bounded: Kopf writes them as soon as it serves)."""
-    paths = [f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}" for plural in CONFIGURATIONS]
-    for _ in range(200):
-        patches = {
-            request.url.path: request.data["webhooks"]
-            for request in cluster
-            if request.method == kmock.method.PATCH and request.url.path in paths
-        }
-        if len(patches) == len(paths):
-            return [webhook for path in paths for webhook in patches[path]]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"Kopf wrote {sorted(patches)}, not {paths}")
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(

@@ -1,8 +1,7 @@
 """AdmissionReviews served by Kopf over HTTPS on loopback, as the API server sends them.
 
-Shared by the webhook, user-limit admission and metrics tests (a plain module: the ``conftest``
-modules of several tiers share a name, so helpers that tests import live in uniquely named
-modules).
+Shared by the controller's webhook, user-limit admission and metrics tests, and by the chart's
+test of the webhooks Kopf would write.
 
 Only public paths: Kopf runs embedded (``kopf.operator``) with the registry under test and the
 operator's own Kopf settings (``runner.kopf_settings``: the operator's ``WebhookServer`` on a free
@@ -21,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import ssl
 import tempfile
 import uuid
@@ -34,6 +32,7 @@ import aiohttp
 import kmock
 import kopf
 import yaml
+from ports import free_port
 
 from elasticquota.controller.runner import kopf_settings
 from elasticquota.settings import Settings
@@ -54,6 +53,8 @@ WEBHOOK_CONFIGURATIONS = {
         "MutatingWebhookConfiguration"
     ),
 }
+#: The plurals of the two configurations: validating, then mutating.
+CONFIGURATIONS = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 VERBS = ["get", "list", "watch", "create", "patch", "delete"]
 #: Starting (discovery, the HTTPS server) and stopping take well under a second; bounded anyway.
 START_TIMEOUT = 20.0
@@ -118,6 +119,26 @@ async def serving(
                 await asyncio.wait_for(operator, STOP_TIMEOUT)
 
 
+async def managed_webhooks(
+    cluster: kmock.KubernetesEmulator, name: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The webhooks of the validating and of the mutating configuration ``name``, once Kopf's
+    configuration manager has written both (merge patches; it writes them as soon as it serves)."""
+    paths = [f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}" for plural in CONFIGURATIONS]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_TIMEOUT
+    while True:
+        patches = {
+            request.url.path: request.data["webhooks"]
+            for request in cluster
+            if request.method == kmock.method.PATCH and request.url.path in paths
+        }
+        if len(patches) == len(paths):
+            return patches[paths[0]], patches[paths[1]]
+        assert loop.time() < deadline, f"Kopf wrote {sorted(patches)}, not {paths}"
+        await asyncio.sleep(0.05)
+
+
 def _reviewer(session: aiohttp.ClientSession, url: str) -> Review:
     context = ssl.create_default_context()
     context.check_hostname = False
@@ -149,14 +170,6 @@ def _reviewer(session: aiohttp.ClientSession, url: str) -> Review:
         return result
 
     return review
-
-
-def free_port() -> int:
-    """A TCP port free on loopback now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @contextlib.contextmanager
