@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
+from ports import free_port
 
 from elasticquota.cli.cluster_objects import cluster_manifests
 from elasticquota.core import keys
@@ -46,13 +46,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def unique(prefix: str) -> str:
     """A name no other test (nor an earlier run of this one) uses: ``prefix`` and six hex digits."""
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:

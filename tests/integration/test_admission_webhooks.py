@@ -27,6 +27,7 @@ import harness
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+from ports import free_port
 
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.identity import workload_webhooks
@@ -43,7 +44,7 @@ class WebhookOperator:
         self.configuration = f"{harness.unique('eq')}.elasticquota.dev"
         self.process = harness.OperatorProcess(
             harness.unique("webhooks"),
-            "--webhook-port", str(harness.free_port()),
+            "--webhook-port", str(free_port()),
             "--webhook-address", "127.0.0.1",
             "--webhook-configuration", self.configuration,
             *extra,

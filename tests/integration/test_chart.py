@@ -56,25 +56,22 @@ from typing import Any
 from urllib.parse import urlparse
 
 import aiohttp
-import kopf
 import pytest
 import yaml
-from harness import eventually, free_port, stop_process
-from kopf._cogs.structs.references import Resource
-from kopf._core.engines.admission import build_webhooks
-from kopf._core.intents.causes import WebhookType
+from admission_reviews import DISCOVERED, managed_webhooks, serving
+from harness import eventually, stop_process
+from ports import free_port
+from profile_bodies import profile_body
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.controller.metrics.names import API_ERRORS, EVICTED, EVICTIONS, OVER_USE
-from elasticquota.controller.runner import make_state
+from elasticquota.controller.runner import make_registry, make_state
 from elasticquota.controller.webhooks import (
     pod_namespace_selector,
     pod_webhook_excluded_namespaces,
-    register_webhooks,
 )
 from elasticquota.controller.webhooks.identity import WORKLOADS, mutate_workload_id
 from elasticquota.core import keys
-from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
 
 pytestmark = pytest.mark.timeout(600)
@@ -778,17 +775,12 @@ def pool_node(name: str, labels: dict[str, str]) -> Manifest:
     }
 
 
-def profile(name: str, namespace: str, root: str, selector: dict[str, str]) -> Manifest:
-    return {
-        "apiVersion": "quota.koordinator.sh/v1alpha1",
-        "kind": "ElasticQuotaProfile",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "quotaName": root,
-            "quotaLabels": {keys.LABEL_IS_PARENT: "true", keys.LABEL_IGNORE_DEFAULT_TREE: "true"},
-            "nodeSelector": {"matchLabels": selector},
-        },
-    }
+def profile_of_pool(namespace: str, root: str, selector: dict[str, str]) -> Manifest:
+    """The profile ``pool`` that makes ``root`` the root of the selected nodes' tree."""
+    labels = {keys.LABEL_IS_PARENT: "true", keys.LABEL_IGNORE_DEFAULT_TREE: "true"}
+    return profile_body(
+        "pool", namespace, quota_name=root, match_labels=selector, quota_labels=labels
+    )
 
 
 @contextlib.contextmanager
@@ -907,7 +899,7 @@ async def test_operator_runs_under_the_charts_service_account(
         # The profile is there before the operator starts: it creates the root at once.
         run(
             kubectl(), "apply", "--filename=-",
-            stdin=yaml.safe_dump(profile("pool", pool, root, selector)),
+            stdin=yaml.safe_dump(profile_of_pool(pool, root, selector)),
         )  # fmt: skip
         kubeconfig = service_account_kubeconfig(namespace, account, tmp_path / "kubeconfig")
         # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them).
@@ -1066,30 +1058,27 @@ async def check_webhooks(operator: Pod, namespace: str, ca_bundle: str) -> None:
 
 
 @pytest.mark.parametrize(("policy", "pod_policy"), [("Fail", "Ignore"), ("Ignore", "Fail")])
-def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: str) -> None:
+async def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: str) -> None:
     """Rules, operations, side effects, failure policies (the quota webhooks' and the pod
-    webhooks' each their own), match policy, review versions, names and paths: as Kopf's managed
-    mode would write them. The chart adds the Service, its caBundle and its timeout, and the pod
-    webhooks' namespaceSelector is the one the operator writes into managed configurations for
-    the same namespaces (kube-system, its own, the ignored ones)."""
+    webhooks' each their own), match policy, review versions, names, paths and the pod webhooks'
+    namespaceSelector: as the operator in Kopf's managed mode writes them (embedded, against an
+    emulated API server that has the quota, pod and workload resources) for the same namespaces
+    (kube-system, its own, the ignored ones). The chart adds the Service, its caBundle and its
+    timeout."""
     settings = Settings(
-        webhook_port=9443,
+        webhook_port=free_port(),
+        webhook_address="127.0.0.1",
+        webhook_host="127.0.0.1",
+        webhook_configuration="elasticquota.dev",
         webhook_failure_policy=policy,
         pod_webhook_failure_policy=pod_policy,
         lease_namespace="eq-system",
         ignore_namespaces=["batch"],
     )
-    registry = kopf.OperatorRegistry()
-    register_webhooks(registry, make_state(settings), settings)
-    handlers = registry._webhooks.get_all_handlers()
-    resources = [
-        Resource(*QUOTAS, kind="ElasticQuota", namespaced=True),
-        Resource("", "v1", "pods", kind="Pod", namespaced=True),
-        *(
-            Resource(group, "v1", plural, kind=kind, namespaced=True)
-            for group, plural, kind in WORKLOADS
-        ),
-    ]
+    workloads = {f"{group}/v1/{plural}": kind for group, plural, kind in WORKLOADS}
+    registry = make_registry(make_state(settings), settings)
+    async with serving(registry, settings, {**DISCOVERED, **workloads}) as served:
+        written = await managed_webhooks(served.cluster, "elasticquota.dev")
     manifests = render(
         "eq-system",
         {
@@ -1106,25 +1095,16 @@ def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: s
         "failurePolicy",
         "matchPolicy",
         "admissionReviewVersions",
+        "namespaceSelector",
     )
-    for reason, kind in zip(WebhookType, WEBHOOK_KINDS, strict=True):
-        assert kind.lower().startswith(reason.value)
-        expected = build_webhooks(
-            [
-                handler
-                for handler in handlers
-                if handler.reason == reason and handler.id not in MANAGED_ONLY
-            ],
-            resources=resources,
-            name_suffix="elasticquota.dev",
-            client_config={"url": "https://operator"},
-        )
+    for hooks, kind in zip(written, WEBHOOK_KINDS, strict=True):
+        expected = [hook for hook in hooks if hook["name"].split(".")[0] not in MANAGED_ONLY]
         charted = one(manifests, kind)["webhooks"]
         assert sorted(hook["name"] for hook in charted) == sorted(hook["name"] for hook in expected)
         for hook in expected:
             (chart_hook,) = [each for each in charted if each["name"] == hook["name"]]
             for key in compared:
-                assert chart_hook.get(key) == hook[key], (hook["name"], key)
+                assert chart_hook.get(key) == hook.get(key), (hook["name"], key)
             assert hook["objectSelector"] is None and "objectSelector" not in chart_hook
             on_pods = hook["name"].startswith(("validate-pod.", "mutate-pod.", "mutate-workload-"))
             assert chart_hook.get("namespaceSelector") == (selector if on_pods else None)

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import datetime
 import json
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes_asyncio import client
+from ports import free_port
 
 from elasticquota.cli import errors
 from elasticquota.cli.output import API_VERSION
@@ -47,13 +47,6 @@ async def cli(*argv: str | Path) -> tuple[int, str, str]:
     return process.returncode or 0, out.decode(), err.decode()
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def two_contexts(
     local_cluster: LocalCluster, path: Path, user: dict[str, Any] | None = None
 ) -> Path:
@@ -65,7 +58,7 @@ def two_contexts(
     if user is not None:
         config["users"][0]["user"] = user
     config["clusters"].append(
-        {"name": "closed", "cluster": {"server": f"https://127.0.0.1:{closed_port()}"}}
+        {"name": "closed", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}
     )
     config["contexts"].append(
         {"name": "closed", "context": {"cluster": "closed", "user": real["context"]["user"]}}

@@ -7,7 +7,6 @@ client's request timeout, ``connection`` when the server cannot be reached; succ
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ import kmock
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
+from ports import free_port
 
 from elasticquota.kube.client import ObservedApiClient
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
@@ -86,10 +86,7 @@ async def test_a_refused_eviction_read_raw_is_reported(
 
 
 async def test_an_unreachable_server_is_a_connection_failure(seen: Seen) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # nothing listens there once closed
-    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    configuration = client.Configuration(host=f"http://127.0.0.1:{free_port()}")
     async with ObservedApiClient(configuration, lambda *failure: seen.append(failure)) as api:
         with pytest.raises(OSError):
             await list_quotas(api)

@@ -15,7 +15,10 @@ from typing import Any
 
 import kmock
 import pytest
+from kmock_requests import only_request
 from kubernetes_asyncio import client
+from profile_bodies import profile_body
+from quota_bodies import quota_body
 
 from elasticquota.kube.apply import APPLY_ORDER, apply_manifest, apply_order
 from elasticquota.kube.quotas import MERGE_PATCH
@@ -73,26 +76,15 @@ async def test_a_pending_pod_is_created_without_its_status(
 ) -> None:
     pending = {**POD, "spec": {"containers": POD["spec"]["containers"]}}
     assert await apply_manifest(api, pending)
-    (request,) = list(kmock)
-    assert request.url.path == "/api/v1/namespaces/team/pods"
+    request = only_request(kmock, kmock.method.POST, "/api/v1/namespaces/team/pods")
     assert request.data == {key: value for key, value in pending.items() if key != "status"}
 
 
 async def test_quotas_and_profiles_are_created_in_their_namespace(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    quota = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {"name": "a", "namespace": "team"},
-        "spec": {"max": {"cpu": "4"}},
-    }
-    profile = {
-        "apiVersion": "quota.koordinator.sh/v1alpha1",
-        "kind": "ElasticQuotaProfile",
-        "metadata": {"name": "gpu", "namespace": "team"},
-        "spec": {"quotaName": "gpu-root", "nodeSelector": {"matchLabels": {"pool": "gpu"}}},
-    }
+    quota = quota_body("a", "team", max={"cpu": "4"}, uid=None)
+    profile = profile_body("gpu", "team", quota_name="gpu-root", match_labels={"pool": "gpu"})
     assert await apply_manifest(api, quota)
     assert await apply_manifest(api, profile)
     assert kmock.objects[QUOTAS, "team", "a"] == quota

@@ -16,6 +16,7 @@ from typing import Any
 import kmock
 import pytest
 from kmock import KubernetesError
+from kmock_requests import only_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -40,11 +41,7 @@ async def test_an_event_names_the_object_reason_and_message(
 ) -> None:
     await post_event(api, QUOTA, "InvalidElasticQuota", "spec.min.cpu (8) is greater than max")
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (
-        kmock.method.POST,
-        "/api/v1/namespaces/team/events",
-    )
+    request = only_request(kmock, kmock.method.POST, "/api/v1/namespaces/team/events")
     event = request.data
     assert event["involvedObject"] == QUOTA
     assert (event["reason"], event["type"]) == ("InvalidElasticQuota", "Warning")
@@ -70,8 +67,7 @@ async def test_an_event_on_a_cluster_scoped_object_goes_to_default(
 ) -> None:
     node = {"apiVersion": "v1", "kind": "Node", "name": "n1"}
     await post_event(api, node, "Reason", "message", event_type="Normal")
-    (request,) = list(kmock)
-    assert request.url.path == "/api/v1/namespaces/default/events"
+    request = only_request(kmock, kmock.method.POST, "/api/v1/namespaces/default/events")
     assert request.data["type"] == "Normal"
 
 
@@ -109,8 +105,7 @@ async def test_a_pod_is_bound_through_its_binding_subresource(
 ) -> None:
     await bind_pod(api, "team", "p", "n1")
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (kmock.method.POST, BINDING_URL)
+    request = only_request(kmock, kmock.method.POST, BINDING_URL)
     assert request.data == {
         "apiVersion": "v1",
         "kind": "Binding",
@@ -156,11 +151,7 @@ async def test_marking_a_pod_running_is_a_merge_patch_of_its_status(
 
     await mark_running(api, "team", "p")
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (
-        kmock.method.PATCH,
-        "/api/v1/namespaces/team/pods/p/status",
-    )
+    request = only_request(kmock, kmock.method.PATCH, "/api/v1/namespaces/team/pods/p/status")
     assert request.headers["Content-Type"] == MERGE_PATCH
     status_patch = request.data["status"]
     assert status_patch["phase"] == "Running"

@@ -13,6 +13,7 @@ from typing import Any
 
 import kmock
 import pytest
+from kmock_requests import only_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -39,8 +40,7 @@ async def test_an_eviction_is_a_policy_v1_eviction_of_the_pod(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     assert await Evictor(api).evict("team", "p") is EvictionOutcome.EVICTED
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (kmock.method.POST, EVICTION_URL)
+    request = only_request(kmock, kmock.method.POST, EVICTION_URL)
     assert request.data == {
         "apiVersion": "policy/v1",
         "kind": "Eviction",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import kmock
 import pytest
+from kmock_requests import only_request
 from kubernetes_asyncio import client
 
 from elasticquota.kube.pods import (
@@ -36,11 +37,7 @@ async def test_releasing_a_pod_keeps_only_the_other_gates(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     await set_scheduling_gates(api, "team", "p", ["example.com/other"])
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (
-        kmock.method.PATCH,
-        "/api/v1/namespaces/team/pods/p",
-    )
+    request = only_request(kmock, kmock.method.PATCH, "/api/v1/namespaces/team/pods/p")
     assert request.headers["Content-Type"] == MERGE_PATCH
     assert request.data == {"spec": {"schedulingGates": [{"name": "example.com/other"}]}}
 
@@ -50,8 +47,7 @@ async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
 ) -> None:
     reason = "quota team: cpu used 4 + request 2 > runtime 4"
     await set_waiting_condition(api, "team", "p", True, reason)
-    (request,) = list(kmock)
-    assert request.url.path == "/api/v1/namespaces/team/pods/p/status"
+    request = only_request(kmock, kmock.method.PATCH, "/api/v1/namespaces/team/pods/p/status")
     assert request.headers["Content-Type"] == STRATEGIC_MERGE
     (condition,) = request.data["status"]["conditions"]
     assert condition["type"] == WAITING_CONDITION

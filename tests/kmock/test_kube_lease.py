@@ -85,8 +85,16 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 @pytest.fixture
-def elector(api: client.ApiClient, leases: Leases, clock: Clock) -> LeaderElector:
-    return LeaderElector(api, NS, NAME, ME, duration=15.0)
+def failures() -> list[str]:
+    """The reasons of the failed renewals the ``elector`` fixture reported, in order."""
+    return []
+
+
+@pytest.fixture
+def elector(
+    api: client.ApiClient, leases: Leases, clock: Clock, failures: list[str]
+) -> LeaderElector:
+    return LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
 
 
 async def run_for(elector: LeaderElector, clock: Clock, seconds: float) -> None:
@@ -269,13 +277,12 @@ async def test_a_creation_that_lost_the_race_leaves_the_replica_standing_by(
 
 async def test_a_failed_renewal_is_tried_again_every_retry_period_and_the_holder_keeps_leading(
     kmock: kmock.KubernetesEmulator,
-    api: client.ApiClient,
+    elector: LeaderElector,
+    failures: list[str],
     leases: Leases,
     clock: Clock,
     k8s_status: StatusBody,
 ) -> None:
-    failures: list[str] = []
-    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
     reads: list[tuple[float, bool]] = []
 
     def read(request: kmock.Request) -> dict[str, Any]:
@@ -341,15 +348,13 @@ async def test_a_second_process_under_the_same_identity_is_reported(
 
 async def test_a_holder_that_cannot_renew_stops_leading_at_the_renew_deadline(
     kmock: kmock.KubernetesEmulator,
-    api: client.ApiClient,
-    leases: Leases,
+    elector: LeaderElector,
+    failures: list[str],
     clock: Clock,
     k8s_status: StatusBody,
 ) -> None:
     """Created at 0: renewals fail from 5 s on; the fence closes at 10 s (the renew deadline), five
     seconds before a standby could see the Lease expire (15 s), and the holder stands by."""
-    failures: list[str] = []
-    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
     kmock["get", kmock.resource(LEASES)][1:] << 500 << k8s_status(500, "InternalError")
     await run_for(elector, clock, 9.9)
     assert elector.leading.is_set() and elector.fence.is_fresh()
@@ -387,10 +392,8 @@ async def test_a_renewal_that_hangs_is_abandoned_at_the_renew_deadline(
 
 
 async def test_a_lease_taken_over_by_another_replica_is_a_lost_renewal(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, leases: Leases, clock: Clock
+    elector: LeaderElector, failures: list[str], leases: Leases, clock: Clock
 ) -> None:
-    failures: list[str] = []
-    elector = LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)
     await run_for(elector, clock, 1)
     foreign(leases, version="50")
 

@@ -15,6 +15,7 @@ from typing import Any
 import kmock
 import pytest
 from kmock import KubernetesError
+from kmock_requests import only_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -69,8 +70,7 @@ async def test_a_quota_patch_is_a_merge_patch_of_exactly_the_given_body(
 
     returned = await patch_quota(api, "team", "a", patch)
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (kmock.method.PATCH, QUOTA_URL)
+    request = only_request(kmock, kmock.method.PATCH, QUOTA_URL)
     assert request.headers["Content-Type"] == MERGE_PATCH == "application/merge-patch+json"
     assert request.data == patch
     assert returned["metadata"]["annotations"] == {keys.ANNO_REQUEST: '{"cpu":"1"}'}
@@ -82,8 +82,7 @@ async def test_a_status_patch_goes_to_the_status_subresource(
 ) -> None:
     returned = await patch_quota_status(api, "team", "a", {"used": {"cpu": "2"}})
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (kmock.method.PATCH, f"{QUOTA_URL}/status")
+    request = only_request(kmock, kmock.method.PATCH, f"{QUOTA_URL}/status")
     assert request.subresource == "status"
     assert request.headers["Content-Type"] == MERGE_PATCH
     assert request.data == {"status": {"used": {"cpu": "2"}}}
@@ -98,10 +97,8 @@ async def test_a_profile_patch_is_a_merge_patch_on_the_profile(
 
     await patch_profile(api, "team", "gpu", patch)
 
-    (request,) = list(kmock)
-    assert request.url.path == (
-        "/apis/quota.koordinator.sh/v1alpha1/namespaces/team/elasticquotaprofiles/gpu"
-    )
+    path = "/apis/quota.koordinator.sh/v1alpha1/namespaces/team/elasticquotaprofiles/gpu"
+    request = only_request(kmock, kmock.method.PATCH, path)
     assert request.headers["Content-Type"] == MERGE_PATCH
     assert request.data == patch
     assert kmock.objects[PROFILES, "team", "gpu"] >= patch
@@ -113,8 +110,8 @@ async def test_a_quota_is_created_in_its_namespace(
     body = quota_body("new")
     created = await create_quota(api, body)
 
-    (request,) = list(kmock)
-    assert (request.method, request.url.path) == (
+    request = only_request(
+        kmock,
         kmock.method.POST,
         "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/team/elasticquotas",
     )

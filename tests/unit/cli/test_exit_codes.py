@@ -22,6 +22,7 @@ from cli_run import (
     run,
     status,
 )
+from ports import free_port
 
 from elasticquota.cli import errors
 
@@ -34,10 +35,7 @@ CLUSTER_COMMANDS = (["tree"], ["explain", "team/pod"], ["usage", "users"])
 @pytest.fixture
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return free_port()
 
 
 @pytest.fixture

@@ -121,6 +121,12 @@ def demo(state: ControllerState, k8s: Bodies) -> ControllerState:
     return state
 
 
+@pytest.fixture
+def simulator(demo: ControllerState, cluster: FakeCluster) -> NodeSimulator:
+    """The simulator over ``demo``, stepped by the test."""
+    return NodeSimulator(demo, cluster, asyncio.Event())
+
+
 def bound(cluster: FakeCluster) -> dict[str, str]:
     return {name: node for verb, _, name, node in cluster.calls if verb == "bind_pod"}
 
@@ -139,12 +145,12 @@ def told(cluster: FakeCluster) -> list[tuple[str, str, str]]:
 
 
 async def test_one_pod_per_quota_is_bound_and_started_each_round(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("late", quota="a", requests={CPU: "1"}, created="2024-02-01T00:00:00Z"))
     demo.on_pod(k8s.pod("early", quota="a", requests={CPU: "1"}, created="2024-01-01T00:00:00Z"))
 
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
 
     assert pod_calls(cluster) == [
         ("bind_pod", "team", "early", "n1"),
@@ -157,11 +163,10 @@ async def test_one_pod_per_quota_is_bound_and_started_each_round(
 
 
 async def test_the_next_round_sees_the_room_taken(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("p1", quota="a", requests={CPU: "2"}, created="2024-01-01T00:00:00Z"))
     demo.on_pod(k8s.pod("p2", quota="a", requests={CPU: "1"}, created="2024-02-01T00:00:00Z"))
-    simulator = NodeSimulator(demo, cluster, asyncio.Event())
 
     await simulator.step()
     demo.on_pod(k8s.pod("p1", quota="a", requests={CPU: "2"}, node="n1", phase="Running"))
@@ -171,21 +176,21 @@ async def test_the_next_round_sees_the_room_taken(
 
 
 async def test_a_pod_that_does_not_fit_its_quota_is_not_bound(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("big", quota="small", requests={CPU: "2"}))
     demo.on_pod(k8s.pod("ok", quota="a", requests={CPU: "1"}))
 
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
 
     assert bound(cluster) == {"ok": "n1"}
 
 
 async def test_a_pod_no_node_can_hold_stays_pending(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("huge", quota="a", requests={"memory": "64Gi"}))
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
     assert pod_calls(cluster) == []
     assert told(cluster) == [
         ("huge", "WaitingForQuota", "SIMULATION: waits: no node has room for it")
@@ -193,37 +198,37 @@ async def test_a_pod_no_node_can_hold_stays_pending(
 
 
 async def test_bound_pods_still_pending_are_started(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("scheduled", quota="a", requests={CPU: "1"}, node="n2"))
     demo.on_pod(k8s.pod("running", quota="a", requests={CPU: "1"}, node="n2", phase="Running"))
 
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
 
     assert pod_calls(cluster) == [("mark_running", "team", "scheduled", None)]
 
 
 async def test_one_failing_pod_does_not_stop_the_round(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("gone", quota="a", requests={CPU: "1"}, node="n2"))  # deleted meanwhile
     demo.on_pod(k8s.pod("new", quota="small", requests={CPU: "1"}))
     cluster.fail("mark_running", ApiException(status=404, reason="Not Found"))
 
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
 
     assert bound(cluster) == {"new": "n1"}
     assert cluster.pods[("team", "new")]["status"]["phase"] == "Running"
 
 
 async def test_a_failed_binding_does_not_stop_the_round(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("first", quota="a", requests={CPU: "1"}))
     demo.on_pod(k8s.pod("second", quota="small", requests={CPU: "1"}))
     cluster.fail("bind_pod", ApiException(status=409, reason="Conflict"))
 
-    await NodeSimulator(demo, cluster, asyncio.Event()).step()
+    await simulator.step()
 
     assert [name for verb, _, name, _ in cluster.calls if verb == "bind_pod"] == ["first", "second"]
     assert ("team", "first") not in cluster.pods  # neither bound nor marked Running
@@ -256,10 +261,9 @@ async def test_the_loop_acts_only_after_the_listing_and_while_leading(
 
 
 async def test_a_pod_that_does_not_fit_is_told_why_once_until_the_reason_changes(
-    demo: ControllerState, cluster: FakeCluster, k8s: Bodies
+    demo: ControllerState, simulator: NodeSimulator, cluster: FakeCluster, k8s: Bodies
 ) -> None:
     demo.on_pod(k8s.pod("big", quota="small", requests={CPU: "2"}))
-    simulator = NodeSimulator(demo, cluster, asyncio.Event())
 
     await simulator.step()
     await simulator.step()

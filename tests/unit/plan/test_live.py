@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from quota_bodies import quota_body
 
 from elasticquota.core import keys
 from elasticquota.plan.live import live_snapshot
@@ -31,19 +32,11 @@ def quota(
     spec: Mapping[str, Any] | None = None,
     status: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": dict(labels or {}),
-            "annotations": dict(annotations or {}),
-        },
-        "spec": dict(spec or {}),
-    }
-    if status is not None:
-        body["status"] = dict(status)
+    """A quota as written, its spec as given (even one that is not a quota's spec)."""
+    body = quota_body(
+        name, namespace, labels=labels, annotations=annotations, uid=None, status=status
+    )
+    body["spec"] = dict(spec or {})
     return body
 
 

@@ -48,6 +48,55 @@ def split_names(hostnames: Iterable[str]) -> tuple[list[str], list[IPAddress]]:
     return dns, ips
 
 
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    now: datetime.datetime,
+    not_after: datetime.datetime,
+) -> x509.CertificateBuilder:
+    """The head every certificate shares: names, the key, a random serial and a validity from
+    ``now`` (backdated by ``CLOCK_SKEW``) to ``not_after``; the caller adds its extensions."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(not_after)
+    )
+
+
+def _private_key_pem(
+    key: ec.EllipticCurvePrivateKey,
+    encryption: serialization.KeySerializationEncryption | None = None,
+) -> bytes:
+    """PKCS#8 PEM, unencrypted unless an ``encryption`` is given."""
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        encryption or serialization.NoEncryption(),
+    )
+
+
+def _usage(*, cert_sign: bool, crl_sign: bool) -> x509.KeyUsage:
+    """Digital signatures always (an ECDSA key's TLS handshake); certificate and CRL signing as
+    asked (a CA both, a serving certificate neither, the self-signed one certificates only); never
+    key or data encipherment, which RFC 5480 forbids for elliptic-curve keys."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=crl_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def self_signed_certificate(
     hostnames: Iterable[str], password: str | None = None, days: int = VALID_DAYS
 ) -> tuple[bytes, bytes]:
@@ -61,29 +110,10 @@ def self_signed_certificate(
     alt_names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns]
     alt_names += [x509.IPAddress(ip) for ip in ips]
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(now + datetime.timedelta(days=days))
+        _builder(subject, subject, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_usage(cert_sign=True, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -92,10 +122,7 @@ def self_signed_certificate(
         if password
         else serialization.NoEncryption()
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+    return certificate.public_bytes(serialization.Encoding.PEM), _private_key_pem(key, encryption)
 
 
 # -- the operator-managed certificate: a CA of its own and a serving certificate it signs -------
@@ -113,40 +140,14 @@ TLS_KEY = "tls.key"
 SECRET_KEYS = (TLS_CERT, TLS_KEY, CA_CERT, CA_KEY)
 
 
-def _private_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def _usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=cert_sign,
-        crl_sign=cert_sign,
-        encipher_only=False,
-        decipher_only=False,
-    )
-
-
 def make_authority(common_name: str, days: int, now: datetime.datetime) -> dict[str, bytes]:
     """A new CA: ``{ca.crt, ca.key}`` (PEM)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(now + datetime.timedelta(days=days))
+        _builder(name, name, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_usage(cert_sign=True), critical=True)
+        .add_extension(_usage(cert_sign=True, crl_sign=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -170,17 +171,12 @@ def make_serving(
     key = ec.generate_private_key(ec.SECP256R1())
     # Never valid beyond its CA: a client would refuse it from then on anyway.
     not_after = min(now + datetime.timedelta(days=days), ca_certificate.not_valid_after_utc)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     certificate = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca_certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW)
-        .not_valid_after(not_after)
+        _builder(subject, ca_certificate.subject, key, now, not_after)
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_usage(cert_sign=False), critical=True)
+        .add_extension(_usage(cert_sign=False, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
