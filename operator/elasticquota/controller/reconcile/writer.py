@@ -112,39 +112,52 @@ class Writer:
                     task = asyncio.create_task(request)
                     task.add_done_callback(answered.put_nowait)
                     in_flight[task] = (index, status)
-                task = await answered.get()
-                self._slots.release()
-                index, status = in_flight.pop(task)
-                if not self._taken_in(changes[index], task):
-                    outcomes[index] = False
-                elif not status and changes[index].used is not None:
-                    steps.appendleft((index, True))
-                else:
-                    self._written(changes[index])
+                done = [await answered.get()]
+                while not answered.empty():  # every answer in, before the next requests go
+                    done.append(answered.get_nowait())
+                statuses = self._answers(done, in_flight, changes, outcomes)
+                steps.extendleft(reversed(statuses))  # ahead of the changes still waiting
         finally:
             for task in in_flight:
                 task.cancel()
                 self._slots.release()
         return outcomes
 
-    def _taken_in(self, change: QuotaWrite, task: asyncio.Task[Body | None]) -> bool:
-        """One request's answer: the object it returned kept for the next diff (not intake: the
-        watch brings it to the reader); False when the API refused it (counted and logged)."""
-        error = task.exception()
-        if error is None:
+    def _answers(
+        self,
+        done: list[asyncio.Task[Body | None]],
+        in_flight: dict[asyncio.Task[Body | None], tuple[int, bool]],
+        changes: list[QuotaWrite],
+        outcomes: list[bool],
+    ) -> list[tuple[int, bool]]:
+        """Take in the answers of the requests ``done`` (their slots given back): the object each
+        returned is kept for the next diff (not intake: the watch brings it to the reader), a
+        refusal is counted and logged (its change's outcome False). The statuses to send next:
+        those of the changes whose annotations were just written."""
+        statuses = []
+        for task in done:
+            self._slots.release()
+            index, status = in_flight.pop(task)
+            change, error = changes[index], task.exception()
+            if error is not None:
+                outcomes[index] = False
+                self._refused(change, error)
+                continue
             self._state.keep_written(task.result())
-            return True
+            if not status and change.used is not None:
+                statuses.append((index, True))
+            else:
+                self.stats.writes += 1
+                self._outage.succeeded()
+                logger.debug("wrote %s/%s", change.namespace, change.name)
+        return statuses
+
+    def _refused(self, change: QuotaWrite, error: BaseException) -> None:
         self.stats.failures += 1
         if isinstance(error, NotLeadingError):  # the Lease was lost (said by the elector)
             logger.debug("writing %s/%s: %s", change.namespace, change.name, error)
         else:
             self._outage.failed(f"{change.namespace}/{change.name}", error)
-        return False
-
-    def _written(self, change: QuotaWrite) -> None:
-        self.stats.writes += 1
-        self._outage.succeeded()
-        logger.debug("wrote %s/%s", change.namespace, change.name)
 
 
 def pending_writes(
