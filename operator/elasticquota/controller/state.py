@@ -212,8 +212,8 @@ class ControllerState:
         self.profiles_changed.set()
 
     def on_pod(self, body: Mapping[str, Any], deleted: bool = False) -> None:
-        """A pod listed, watched or ``deleted``: parsed, stored or dropped, and the loops of the
-        trees it touched woken (one call to the engine, no dispatcher in between)."""
+        """A pod listed, watched or ``deleted``: parsed, stored in the engine or dropped, and the
+        loops of the trees it touched woken here, with no dispatcher in between."""
         metadata = body.get("metadata") or {}
         namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
         if namespace in self.ignore_namespaces:
