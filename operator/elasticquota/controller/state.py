@@ -3,9 +3,9 @@
 The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
 way in, where objects are parsed and stored. The write path only keeps the object a write returned
 for the next diff (``keep_written``), without parsing it or waking anything. Nothing here does
-I/O. Each change updates the engine (which marks trees dirty) and sets an asyncio event that wakes
-the loop responsible (tree reconcilers, profile controller); the names of the quota objects seen
-are kept until the reconciler routes them to their tree's loop (``take_changed_quotas``).
+I/O. Each change updates the engine (which marks trees dirty) and wakes the loops concerned: a pod
+its trees' loops (``tree_wakes``), the others the reconciler's dispatcher (``trees_changed``, which
+routes the quota objects seen to their tree's loop) or the profile controller.
 ``synced`` is set once the initial listing of every watched kind is in memory: no loop writes
 before it, so a restart never writes from a half-known cluster.
 
@@ -17,6 +17,7 @@ clock; only once synced, and only for an event that changed what the engine hold
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -32,7 +33,7 @@ from elasticquota.api.parse import (
     quota_identity,
 )
 from elasticquota.core.decisions.diff import OPERATOR_ANNOTATIONS
-from elasticquota.core.model.models import PodInfo, Problem, ProfileSpec
+from elasticquota.core.model.models import Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import QuotaResult
 from elasticquota.kube.readerparts import ReaderHealth
@@ -130,7 +131,10 @@ class ControllerState:
     #: Problems found while parsing each object (by its reference string).
     parse_problems: dict[str, list[Problem]] = field(default_factory=dict)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Wakes the reconciler's dispatcher (quotas, nodes, the sync); pods wake ``tree_wakes``,
+    #: each running tree loop's wake-up (kept by the reconciler).
     trees_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    tree_wakes: dict[str, asyncio.Event] = field(default_factory=dict)
     profiles_changed: asyncio.Event = field(default_factory=asyncio.Event)
     #: The API server keeps pod scheduling gates (set once the version is known).
     gates_supported: bool = False
@@ -207,20 +211,28 @@ class ControllerState:
         self._trees_changed()
         self.profiles_changed.set()
 
-    def on_pod(self, body: Mapping[str, Any]) -> None:
+    def on_pod(self, body: Mapping[str, Any], deleted: bool = False) -> None:
+        """A pod listed, watched or ``deleted``: parsed, stored in the engine or dropped, and the
+        loops of the trees it touched woken here, with no dispatcher in between."""
         metadata = body.get("metadata") or {}
         namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
         if namespace in self.ignore_namespaces:
             return
-        pod, problems = parse_pod(body)
+        pod, problems = (None, []) if deleted else parse_pod(body)
         self._record(f"Pod {namespace}/{name}", problems)
-        self._pod_changed(namespace, name, pod)
+        key = f"{namespace}/{name}"
+        if self.engine.pods.get(key) == pod:
+            return  # the same pod again, gone already, or still unusable
+        before = self.engine.tree_of_pod(key)
+        if pod is None:
+            self.engine.delete_pod(namespace, name)
+        else:
+            self.engine.upsert_pod(pod)
+        for wake in self._pod_moved(key, before):
+            wake.set()
 
-    def on_pod_deleted(self, body: Mapping[str, Any]) -> None:
-        metadata = body.get("metadata") or {}
-        namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
-        self.parse_problems.pop(f"Pod {namespace}/{name}", None)
-        self._pod_changed(namespace, name, None)
+    #: The pod reader's deletions: ``on_pod`` itself, with nothing to store.
+    on_pod_deleted = functools.partialmethod(on_pod, deleted=True)
 
     def on_node(self, body: Mapping[str, Any]) -> None:
         node, problems = parse_node(body)
@@ -362,22 +374,15 @@ class ControllerState:
         changed, self.changed_quotas = self.changed_quotas, set()
         return changed
 
-    def _pod_changed(self, namespace: str, name: str, pod: PodInfo | None) -> None:
-        """Hand the pod to the engine (None: gone or unusable); note the trees it made stale."""
-        key = f"{namespace}/{name}"
-        changed = self.engine.pods.get(key) != pod
-        trees = {self.engine.tree_of_pod(key)}
-        if pod is None:
-            self.engine.delete_pod(namespace, name)
-        else:
-            self.engine.upsert_pod(pod)
-        trees.add(self.engine.tree_of_pod(key))
-        if changed and self.synced.is_set():
-            now = time.monotonic()
+    def _pod_moved(self, key: str, before: str | None) -> list[asyncio.Event]:
+        """The wake-ups of the loops of the trees a changed pod counted in ``before`` and counts in
+        now (none while the topology awaits the rebuild that wakes them all); their clocks start."""
+        now, after = time.monotonic(), self.engine.tree_of_pod(key)
+        trees = [tree_id for tree_id in {before, after} if tree_id is not None]
+        if self.synced.is_set():
             for tree_id in trees:
-                if tree_id is not None:
-                    self.pod_event_at.setdefault(tree_id, now)
-        self.trees_changed.set()
+                self.pod_event_at.setdefault(tree_id, now)
+        return [self.tree_wakes[tree_id] for tree_id in trees if tree_id in self.tree_wakes]
 
     def ready(self, now: float, grace: float = READY_GRACE) -> bool:
         """Synced, and no kind unseen for longer than ``grace``: decisions made now are right."""

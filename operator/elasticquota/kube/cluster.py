@@ -3,6 +3,9 @@
 Each write goes through the module that knows its request (``kube.quotas``, ``kube.events``,
 ``kube.evictions``, ``kube.pods``) on the client it is given: the writers' client, fenced by the
 Lease and bounded in time (``kube.client``), so no write leaves a replica that is not leading.
+The quota writer's two patches are sent here with their retries (``kube.errors.with_retries``) from
+the requests ``kube.quotas`` builds: a quota write passes one call of ours between the port and
+the library (docs/architecture.md, "A pod event's path to an annotation").
 One ``Evictor`` per adapter remembers which Eviction version the API server speaks.
 """
 
@@ -13,6 +16,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from elasticquota.kube import events, pods, quotas
+from elasticquota.kube.errors import with_retries
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
 
 Body = dict[str, Any]
@@ -26,10 +30,10 @@ class KubeCluster:
         self._evictor = Evictor(api)
 
     async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
-        return await quotas.patch_quota(self.api, namespace, name, patch)
+        return await with_retries(*quotas.quota_patch(self.api, namespace, name, patch))
 
     async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
-        return await quotas.patch_quota_status(self.api, namespace, name, status)
+        return await with_retries(*quotas.quota_status_patch(self.api, namespace, name, status))
 
     async def create_quota(self, body: Body) -> Body | None:
         return await quotas.create_quota(self.api, body)

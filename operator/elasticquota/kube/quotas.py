@@ -2,12 +2,16 @@
 
 Every write is a JSON merge patch (the reference's format; kubernetes_asyncio would otherwise send
 a JSON patch) retried on conflicts, throttling and server errors. The returned object is the
-server's view after the write, which the caller keeps as the current state.
+server's view after the write, which the caller keeps as the current state. The quota patches are
+also built as requests ready to send (``quota_patch``, ``quota_status_patch``): the ``Cluster``
+adapter sends them with its retries, one call of ours from the port to the library.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, NamedTuple
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -29,15 +33,23 @@ def _objects(api: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api)
 
 
-async def _merge_patch(
+class Request(NamedTuple):
+    """A request ready for ``kube.errors.with_retries``: the library's call with its arguments
+    bound (no function of ours between the retries and the request) and what it does (logs)."""
+
+    call: Callable[[], Awaitable[dict[str, Any]]]
+    what: str
+
+
+def merge_patch_request(
     api: client.ApiClient,
     resource: tuple[str, str, str],
     namespace: str,
     name: str,
     body: dict[str, Any],
     subresource: str = "",
-) -> dict[str, Any]:
-    """One JSON merge patch of a custom object (or its status), retried; the server's object."""
+) -> Request:
+    """One JSON merge patch of a custom object (or its status), ready to send."""
     group, version, plural = resource
     objects = _objects(api)
     send = (
@@ -46,25 +58,36 @@ async def _merge_patch(
         else objects.patch_namespaced_custom_object
     )
     kind = "ElasticQuota" if plural == QUOTA_PLURAL else "ElasticQuotaProfile"
-    result: dict[str, Any] = await with_retries(
-        lambda: send(group, version, namespace, plural, name, body, _content_type=MERGE_PATCH),
-        f"patch {kind} {namespace}/{name} {subresource}".rstrip(),
+    call = functools.partial(
+        send, group, version, namespace, plural, name, body, _content_type=MERGE_PATCH
     )
-    return result
+    return Request(call, f"patch {kind} {namespace}/{name} {subresource}".rstrip())
+
+
+def quota_patch(api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]) -> Request:
+    """The merge patch of a quota object (metadata and spec), ready to send."""
+    return merge_patch_request(api, QUOTAS, namespace, name, patch)
+
+
+def quota_status_patch(
+    api: client.ApiClient, namespace: str, name: str, status: dict[str, Any]
+) -> Request:
+    """The merge patch of a quota's status subresource, ready to send."""
+    return merge_patch_request(api, QUOTAS, namespace, name, {"status": status}, "status")
 
 
 async def patch_quota(
     api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch the quota object (metadata and spec)."""
-    return await _merge_patch(api, QUOTAS, namespace, name, patch)
+    return await with_retries(*quota_patch(api, namespace, name, patch))
 
 
 async def patch_quota_status(
     api: client.ApiClient, namespace: str, name: str, status: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch the quota's status subresource."""
-    return await _merge_patch(api, QUOTAS, namespace, name, {"status": status}, "status")
+    return await with_retries(*quota_status_patch(api, namespace, name, status))
 
 
 async def create_quota(api: client.ApiClient, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -91,7 +114,7 @@ async def patch_profile(
     api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
 ) -> dict[str, Any]:
     """Merge-patch an ElasticQuotaProfile (the tree-id label the controller writes back)."""
-    return await _merge_patch(api, PROFILES, namespace, name, patch)
+    return await with_retries(*merge_patch_request(api, PROFILES, namespace, name, patch))
 
 
 async def list_quotas(api: client.ApiClient) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ jumps, so "after 10 s" costs nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -272,6 +273,51 @@ async def test_at_most_write_concurrency_writes_are_in_flight(
     assert cluster.max_in_flight == 3
 
 
+async def test_a_quotas_status_follows_its_annotations_ahead_of_the_next_quota(
+    state: ControllerState, cluster: FakeCluster, make_settings: Any, k8s: Bodies
+) -> None:
+    for name in ("a", "b"):
+        cluster.store(k8s.quota(name))
+        state.on_quota(k8s.quota(name))
+    writer = Writer(cluster, state, make_settings(write_concurrency=1))
+    changes = [QuotaWrite("team", name, {"k": name}, {"cpu": "1"}) for name in ("a", "b")]
+
+    assert await writer.write_all(changes) == [True, True]
+
+    assert [(verb, name) for verb, _, name, _ in cluster.calls] == [
+        ("patch_quota", "a"),
+        ("patch_quota_status", "a"),
+        ("patch_quota", "b"),
+        ("patch_quota_status", "b"),
+    ]
+    assert state.quotas[("team", "b")].annotations == {"k": "b"}  # each answer kept
+    assert state.quotas[("team", "b")].status == {"used": {"cpu": "1"}}
+    assert writer.stats.writes == 2
+
+
+@pytest.mark.looptime
+async def test_a_pass_cancelled_in_the_middle_of_its_writes_gives_their_slots_back(
+    state: ControllerState, cluster: FakeCluster, make_settings: Any, k8s: Bodies
+) -> None:
+    """A tree's loop is cancelled when its tree goes, maybe while it writes: the slots every loop
+    shares must not stay taken, or no quota would be written again."""
+    for index in range(4):
+        cluster.store(k8s.quota(f"q{index}"))
+    cluster.latency = 10.0
+    writer = Writer(cluster, state, make_settings(write_concurrency=2))
+    changes = [QuotaWrite("team", f"q{index}", {"k": "v"}, None) for index in range(4)]
+    cancelled = asyncio.create_task(writer.write_all(changes))
+    await asyncio.sleep(1)
+    cancelled.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await cancelled
+    await asyncio.sleep(0)
+    cluster.max_in_flight = 0
+
+    assert await asyncio.wait_for(writer.write_all(changes[:2]), 15) == [True, True]
+    assert cluster.max_in_flight == 2
+
+
 # -- TreeLoop -------------------------------------------------------------------------------------
 
 
@@ -478,7 +524,7 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
     assert tree_tasks() == set()
 
 
-async def test_many_writes_go_through_a_few_workers_in_order(
+async def test_many_writes_keep_at_most_write_concurrency_requests_in_flight_in_order(
     world: ControllerState,
     cluster: FakeCluster,
     make_settings: Any,

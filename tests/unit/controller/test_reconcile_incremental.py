@@ -5,7 +5,8 @@ changed what they write, those whose objects were seen since its last pass (rout
 dispatcher: our own writes echoing back, edits by hand) and those whose writes were deferred or
 refused; every quota on its first pass, after a topology change, after a failed pass and when the
 replica becomes the leader. Whatever it diffs, it writes exactly what a diff of every quota would
-write. The dispatcher wakes only the loops of the trees a change touched.
+write. A change wakes only the loops of the trees it touched: a pod event its trees' loops
+directly, any other change through the dispatcher.
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ async def test_a_failed_pass_makes_the_next_one_diff_everything(
 
 
 @pytest.mark.looptime
-async def test_the_dispatcher_wakes_only_the_trees_a_change_touched(
+async def test_a_change_wakes_only_the_loops_of_the_trees_it_touched(
     world: ControllerState,
     context: LoopContext,
     k8s: Bodies,

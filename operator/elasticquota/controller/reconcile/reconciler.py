@@ -1,10 +1,13 @@
 """Level-based control: one loop per quota tree solves, diffs and writes; writes only on change.
 
-Events only update memory and set ``trees_changed``. The dispatcher wakes only the loops of the
-trees a change touched: trees out of date or with changed results not yet diffed (a pod change:
-its tree; a node change: the default tree; a topology change: all of them), and the trees of the
-quota objects seen since (edited by hand, relisted, or our own writes echoing back, which are then
-diffed once more).
+Events only update memory and wake the loops of the trees they touched. A pod event wakes its
+trees' loops itself (``ControllerState.tree_wakes``: the tree it counted in before and the one it
+counts in now), with no dispatcher in between. Every other change sets ``trees_changed`` for the
+dispatcher (``Reconciler``), which brings the topology up to date off the event loop and wakes the
+loops of the trees out of date or with changed results not yet diffed (a node change: the default
+tree; a topology change: all of them) and the trees of the quota objects seen since (edited by
+hand, relisted, or our own writes echoing back, which are then diffed once more); it also starts
+and stops the loops as trees come and go.
 
 A tree loop solves its tree and computes, for each quota that may need it, the write that would
 bring the object in line (``core.decisions.diff``): the quotas whose results changed what they write
@@ -119,28 +122,30 @@ class TreeLoop:
             self._timer = asyncio.get_running_loop().call_later(self._retry_in, self.wake.set)
 
     async def reconcile_once(self) -> bool:
-        """Solve, diff, write what is due. True when nothing is left to write for now."""
+        """Solve, diff, write what is due. True when nothing is left to write for now.
+
+        The tree is solved off the event loop when out of date (and then timed; events during the
+        solve leave it dirty for the next pass), and its results are kept for the metrics. The
+        writer is called from here: a pod event's path to the API (docs/architecture.md)."""
         started = time.monotonic()
         pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
-        results = await self._solve()
-        due = await self._due(results)
-        changes = await pending_writes_in_slices(self._state, results, due, diff=self._writer.diff)
-        written, waits = await self._write_due(changes)
+        engine = self._state.engine
+        await solve_tree_off_loop(engine, self.tree_id, self._metrics)
+        results = self._state.results[self.tree_id] = engine.published(self.tree_id)
+        self._writer.stats.solves += 1
+        names = await self._due(results)
+        changes = await pending_writes_in_slices(
+            self._state, results, names, diff=self._writer.diff
+        )
+        now = asyncio.get_running_loop().time()
+        due, waits = self._due_now(changes, now)
+        outcomes = await self._writer.write_all(due)
+        waits += self._note_written(due, outcomes, now)
         self._retry_in = min(waits) if waits else None
         self._metrics.reconciled(time.monotonic() - started)
         if pod_event_at is not None:
-            self._settle_pod_event(pod_event_at, written, bool(waits))
+            self._settle_pod_event(pod_event_at, sum(outcomes), bool(waits))
         return not waits
-
-    async def _solve(self) -> Mapping[str, QuotaResult]:
-        """The tree's results, solved off the event loop when out of date (and then timed), kept
-        for the metrics. Events during the solve leave the tree dirty for the next pass."""
-        engine = self._state.engine
-        await solve_tree_off_loop(engine, self.tree_id, self._metrics)
-        results = engine.published(self.tree_id)
-        self._writer.stats.solves += 1
-        self._state.results[self.tree_id] = results
-        return results
 
     async def _due(self, results: Mapping[str, QuotaResult]) -> set[str] | None:
         """The quotas this pass diffs (None: all of them), from what was noted since the last
@@ -156,10 +161,11 @@ class TreeLoop:
         moved = await moved_in_slices(changed, seen, results)
         return moved | objects | unwritten
 
-    async def _write_due(self, changes: list[QuotaWrite]) -> tuple[int, list[float]]:
-        """Send the writes that are due: how many went through, and the delays of the others
-        (those are diffed again at the next pass)."""
-        now = asyncio.get_running_loop().time()
+    def _due_now(
+        self, changes: list[QuotaWrite], now: float
+    ) -> tuple[list[QuotaWrite], list[float]]:
+        """The writes to send now, and the delays of those that wait: a quota written less than
+        one interval ago waits until its interval has passed (diffed again at the next pass)."""
         due, waits = [], []
         for change in changes:
             last = self._written_at.get((change.namespace, change.name))
@@ -168,14 +174,21 @@ class TreeLoop:
                 self._unwritten.add(change.name)
             else:
                 due.append(change)
-        outcomes = await self._writer.write_all(due)
-        for change, written in zip(due, outcomes, strict=True):
+        return due, waits
+
+    def _note_written(
+        self, sent: list[QuotaWrite], outcomes: list[bool], now: float
+    ) -> list[float]:
+        """Remember when each quota was written; a refused write is tried again one interval
+        later (its delay returned) and diffed again at the next pass."""
+        waits = []
+        for change, written in zip(sent, outcomes, strict=True):
             if written:
                 self._written_at[(change.namespace, change.name)] = now
             else:
-                waits.append(self._interval)  # refused: try again one interval later
+                waits.append(self._interval)
                 self._unwritten.add(change.name)
-        return sum(outcomes), waits
+        return waits
 
     def _settle_pod_event(self, since: float, written: int, pending: bool) -> None:
         """Time the pod event once its writes are all done; keep its clock while some wait."""
@@ -187,7 +200,9 @@ class TreeLoop:
 
 
 class Reconciler(WritingLoop):
-    """Runs one ``TreeLoop`` per tree and wakes them when their tree may need a write."""
+    """Runs one ``TreeLoop`` per tree and wakes them when their tree may need a write: the
+    dispatcher, for what is not a pod event (pod events wake their trees' loops themselves,
+    through ``ControllerState.tree_wakes``, which it keeps: one entry per running loop)."""
 
     def __init__(self, context: LoopContext, diff: QuotaDiff = quota_write) -> None:
         super().__init__(context)
@@ -210,17 +225,18 @@ class Reconciler(WritingLoop):
                 self._dispatch()
         finally:
             leader_watch.cancel()
-            for task in self._tasks.values():
+            for tree_id, task in self._tasks.items():
                 task.cancel()
+                self._state.tree_wakes.pop(tree_id, None)
 
     def _dispatch(self) -> None:
         """Start loops for new trees, stop those of vanished ones, wake the loops of the trees a
         change touched (every tree when the replica has just become the leader).
 
-        A tree is touched when it is out of date or has changed results not diffed yet (pod,
-        node and topology changes), or when one of its quotas' objects was seen: that catches our
-        own writes echoing back, objects edited by hand and quotas created after their results
-        were computed.
+        A tree is touched when it is out of date or has changed results not diffed yet (node and
+        topology changes; pod changes too, though their own wake-up has already run the loop),
+        or when one of its quotas' objects was seen: that catches our own writes echoing back,
+        objects edited by hand and quotas created after their results were computed.
         """
         engine = self._state.engine
         trees = engine.tree_ids()
@@ -241,6 +257,7 @@ class Reconciler(WritingLoop):
         for tree_id in set(self._loops) - set(trees):
             self._tasks.pop(tree_id).cancel()
             del self._loops[tree_id]
+            self._state.tree_wakes.pop(tree_id, None)
             self._state.results.pop(tree_id, None)
             self._state.pod_event_at.pop(tree_id, None)
 
@@ -256,6 +273,7 @@ class Reconciler(WritingLoop):
                 self._metrics,
             )
             self._loops[tree_id] = loop
+            self._state.tree_wakes[tree_id] = loop.wake  # pod events wake it directly
             self._tasks[tree_id] = asyncio.create_task(loop.run(), name=f"tree {tree_id!r}")
         return self._loops[tree_id]
 

@@ -1,23 +1,26 @@
 """The writer and the diffs it sends: what each quota's object needs to show its results.
 
 ``pending_writes`` diffs a tree's results against the quota objects as last seen
-(``core.decisions.diff``); ``pending_writes_in_slices`` does it yielding to the event loop, and
-``moved_in_slices`` tells which changed results write differently from those seen at the last pass.
-``Writer`` sends the writes through the ``Cluster`` port and keeps what the cluster answered as the
-object the next diff reads (``ControllerState.keep_written``: not intake, the watch brings the
-object to its reader).
+(``core.decisions.diff``); ``pending_writes_in_slices`` does it yielding to the event loop (the
+tree loops' way: the diff called directly, quota after quota), and ``moved_in_slices`` tells which
+changed results write differently from those seen at the last pass. ``Writer.write_all`` sends
+the writes, calling the ``Cluster`` port itself (no call of ours in between: see
+docs/architecture.md, "A pod event's path to an annotation"), and keeps what the cluster answered
+as the object the next diff reads (``ControllerState.keep_written``: not intake, the watch brings
+the object to its reader).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elasticquota.controller.cluster import Cluster
+from elasticquota.controller.cluster import Body, Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.generic.timeslice import SLICE_BUDGET, TimeSlice
@@ -45,12 +48,14 @@ class WriteStats:
 
 
 class Writer:
-    """Sends quota writes through the ``Cluster``: one merge patch for annotations, one for
+    """Sends quota writes through the ``Cluster``: one merge patch for annotations, then one for
     ``status.used``; the object each write returns becomes the current one (a dry run returns
     none, so memory keeps what the cluster holds).
 
-    A write the API refuses for good (e.g. 422) is logged at WARNING each time; transient
-    failures (the API unreachable or struggling) once per outage (``controller.outages``).
+    At most ``write_concurrency`` requests are in flight at once, whoever asks: every tree's loop
+    and the problem reporter share one writer. Each request is bounded in time by the port. A
+    write the API refuses for good (e.g. 422) is logged at WARNING each time; transient failures
+    (the API unreachable or struggling) once per outage (``kube.outages``).
     """
 
     def __init__(
@@ -66,54 +71,93 @@ class Writer:
         #: (``core.decisions.diff.quota_write``; a test counts).
         self.diff = diff
         self._state = state
-        self._settings = settings
         self._slots = asyncio.Semaphore(settings.write_concurrency)
         self.stats = WriteStats()
         self._outage = OutageLog(logger, "quota writes", clock)
 
     async def write(self, change: QuotaWrite) -> bool:
         """Apply one quota's changes; False when the API refused them (retried next pass)."""
-        async with self._slots:
-            try:
-                await self._send(change)
-            except Exception as error:  # the API refused: count it, try again next round
-                self.stats.failures += 1
-                if isinstance(error, NotLeadingError):  # the Lease was lost (said by the elector)
-                    logger.debug("writing %s/%s: %s", change.namespace, change.name, error)
-                else:
-                    self._outage.failed(f"{change.namespace}/{change.name}", error)
-                return False
-        self.stats.writes += 1
-        self._outage.succeeded()
-        return True
+        (written,) = await self.write_all([change])
+        return written
 
     async def write_all(self, changes: list[QuotaWrite]) -> list[bool]:
-        """``write`` each change (outcomes in order), by as many workers as writes may be in
-        flight: a task per change would put thousands of tasks on the event loop at once."""
-        outcomes = [False] * len(changes)
-        pending = iter(enumerate(changes))
+        """Send each change, its annotations and then its status; the outcomes in order (False:
+        the API refused part of it, and it is diffed again at the next pass).
 
-        async def worker() -> None:
-            for index, change in pending:
-                outcomes[index] = await self.write(change)
-
-        workers = min(len(changes), self._settings.write_concurrency)
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        The port is called from here, each request in a task of its own while a slot is free: a
+        task per request in flight, not per change (thousands of changes in a pass never put
+        thousands of tasks on the event loop). A change's status goes as soon as its
+        annotations are written, ahead of the changes still waiting."""
+        cluster, outcomes = self._cluster, [True] * len(changes)
+        #: The requests to send: (the change's index, whether it is its status).
+        steps = collections.deque(
+            (index, not change.annotations)
+            for index, change in enumerate(changes)
+            if not change.empty
+        )
+        in_flight: dict[asyncio.Task[Body | None], tuple[int, bool]] = {}
+        answered: asyncio.Queue[asyncio.Task[Body | None]] = asyncio.Queue()
+        try:
+            while steps or in_flight:
+                while steps and not (in_flight and self._slots.locked()):
+                    await self._slots.acquire()  # waits only while none of ours is in flight
+                    index, status = steps.popleft()
+                    change = changes[index]
+                    if status:
+                        used = {"used": change.used}
+                        request = cluster.patch_quota_status(change.namespace, change.name, used)
+                    else:
+                        patch = {"metadata": {"annotations": change.annotations}}
+                        request = cluster.patch_quota(change.namespace, change.name, patch)
+                    task = asyncio.create_task(request)
+                    task.add_done_callback(answered.put_nowait)
+                    in_flight[task] = (index, status)
+                done = [await answered.get()]
+                while not answered.empty():  # every answer in, before the next requests go
+                    done.append(answered.get_nowait())
+                statuses = self._answers(done, in_flight, changes, outcomes)
+                steps.extendleft(reversed(statuses))  # ahead of the changes still waiting
+        finally:
+            for task in in_flight:
+                task.cancel()
+                self._slots.release()
         return outcomes
 
-    async def _send(self, change: QuotaWrite) -> None:
-        cluster, namespace, name = self._cluster, change.namespace, change.name
-        if change.annotations:
-            patch = {"metadata": {"annotations": change.annotations}}
-            self._keep(await cluster.patch_quota(namespace, name, patch))
-        if change.used is not None:
-            self._keep(await cluster.patch_quota_status(namespace, name, {"used": change.used}))
-        logger.debug("wrote %s/%s", namespace, name)
+    def _answers(
+        self,
+        done: list[asyncio.Task[Body | None]],
+        in_flight: dict[asyncio.Task[Body | None], tuple[int, bool]],
+        changes: list[QuotaWrite],
+        outcomes: list[bool],
+    ) -> list[tuple[int, bool]]:
+        """Take in the answers of the requests ``done`` (their slots given back): the object each
+        returned is kept for the next diff (not intake: the watch brings it to the reader), a
+        refusal is counted and logged (its change's outcome False). The statuses to send next:
+        those of the changes whose annotations were just written."""
+        statuses = []
+        for task in done:
+            self._slots.release()
+            index, status = in_flight.pop(task)
+            change, error = changes[index], task.exception()
+            if error is not None:
+                outcomes[index] = False
+                self._refused(change, error)
+                continue
+            self._state.keep_written(task.result())
+            if not status and change.used is not None:
+                statuses.append((index, True))
+            else:
+                self.stats.writes += 1
+                self._outage.succeeded()
+                logger.debug("wrote %s/%s", change.namespace, change.name)
+        return statuses
 
-    def _keep(self, body: dict[str, Any] | None) -> None:
-        """The object as the cluster has it after a write (nothing when nothing was sent): kept
-        for the next diff, not taken in (the watch brings it to the reader)."""
-        self._state.keep_written(body)
+    def _refused(self, change: QuotaWrite, error: BaseException) -> None:
+        self.stats.failures += 1
+        if isinstance(error, NotLeadingError):  # the Lease was lost (said by the elector)
+            logger.debug("writing %s/%s: %s", change.namespace, change.name, error)
+        else:
+            self._outage.failed(f"{change.namespace}/{change.name}", error)
 
 
 def pending_writes(
@@ -127,7 +171,8 @@ def pending_writes(
     ``names``: diff only these quotas (sorted by name; unknown names are skipped); all of them
     (in the results' order) when None. ``diff``: how one result is diffed against its object.
     """
-    return _writes_for(state, _chosen(results, names), diff)
+    chosen = _chosen(results, names)
+    return [change for result in chosen if (change := _write_for(state, result, diff)) is not None]
 
 
 async def pending_writes_in_slices(
@@ -141,13 +186,15 @@ async def pending_writes_in_slices(
     """``pending_writes``, yielding to the event loop after every ``size`` quotas or once a slice
     has run for its time budget (``TimeSlice``), whichever comes first: a pass over every quota of
     a 10,000-quota tree (start-up, a new leader) takes about a second."""
-    chosen = _chosen(results, names)
+    chosen, quotas = _chosen(results, names), state.quotas
     writes: list[QuotaWrite] = []
     stretch = TimeSlice(budget)
     for position, result in enumerate(chosen, start=1):
-        change = _write_for(state, result, diff)
-        if change is not None:
-            writes.append(change)
+        current = quotas.get((result.namespace, result.name))
+        if current is not None:
+            change = diff(result, current.annotations, current.status)
+            if not change.empty:
+                writes.append(change)
         if position < len(chosen) and (position % size == 0 or stretch.due()):
             await asyncio.sleep(0)
             stretch.restart()
@@ -155,13 +202,11 @@ async def pending_writes_in_slices(
 
 
 def _chosen(results: Mapping[str, QuotaResult], names: Iterable[str] | None) -> list[QuotaResult]:
-    return list(results.values()) if names is None else _results_named(results, names)
-
-
-def _writes_for(
-    state: ControllerState, chosen: Iterable[QuotaResult], diff: QuotaDiff
-) -> list[QuotaWrite]:
-    return [change for result in chosen if (change := _write_for(state, result, diff)) is not None]
+    """The results to diff: all of them (in the results' order) when ``names`` is None, else
+    those named (sorted by name; unknown names are skipped)."""
+    if names is None:
+        return list(results.values())
+    return [results[name] for name in sorted(names) if name in results]
 
 
 def _write_for(state: ControllerState, result: QuotaResult, diff: QuotaDiff) -> QuotaWrite | None:
@@ -171,10 +216,6 @@ def _write_for(state: ControllerState, result: QuotaResult, diff: QuotaDiff) -> 
         return None
     change = diff(result, current.annotations, current.status)
     return None if change.empty else change
-
-
-def _results_named(results: Mapping[str, QuotaResult], names: Iterable[str]) -> list[QuotaResult]:
-    return [results[name] for name in sorted(names) if name in results]
 
 
 async def moved_in_slices(
