@@ -9,7 +9,9 @@ stderr):
 * ``scale start``: with every object already in the API server, from starting the operator to its
   memory being synced and itself active (``/readyz`` 200 with ``active``), and to every quota's
   annotations and ``status.used`` being what ``plan`` computes for the same objects; the
-  operator's peak RSS (VmHWM). ``--sizes 10000,50000,100000`` repeats it at each pod count in one
+  operator's peak RSS (VmHWM), its writes, and the CPU seconds the API server, etcd and the
+  operator spent meanwhile (``*_cpu_s``: on 2 cores, where the time went; the burst line has them
+  too). ``--sizes 10000,50000,100000`` repeats it at each pod count in one
   run (the pods are added between the starts);
 * ``scale restart``: the operator replaced (SIGTERM, a new process) with nothing changed, as in a
   rolling upgrade: synced and active, every quota correct, and the writes it made (none expected);
@@ -707,20 +709,29 @@ class ScaleBench:
 
     # -- phases ------------------------------------------------------------------------------------
 
+    def cpu_watch(self, operator: OperatorProcess) -> CpuWatch:
+        """CPU seconds from now on of the API server, etcd and ``operator``."""
+        pids = self.cluster.pids
+        return CpuWatch({"apiserver": pids["kube-apiserver"], "etcd": pids["etcd"]}, operator)
+
     async def start(self, pods: int) -> None:
-        """Operator start -> synced and active -> every quota correct (peak RSS)."""
+        """Operator start -> synced and active -> every quota correct (peak RSS; the CPU seconds
+        of the API server, etcd and the operator meanwhile, and the operator's writes)."""
         await self.stop_operator()
         started = time.monotonic()
         base = await dump(self.kube)
         expected = expected_plan(base, f"the cluster before the start at {pods} pods")
+        modified_before = self.mirror.modified
         operator = self.start_active(f"scale-{pods}")
+        cpu = self.cpu_watch(operator)
         synced = await self.wait_synced(operator, active=True)
         say(f"synced and active after {synced - operator.started:.1f} s")
         correct = await self.converge(expected, f"start at {pods} pods")
         print(
             f"scale start pods={pods} quotas={self.options.quotas} "
             f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
-            f"peak_rss_mb={operator.peak_rss_mb():.0f}",
+            f"peak_rss_mb={operator.peak_rss_mb():.0f} "
+            f"writes={self.mirror.modified - modified_before} {cpu.fields()}",
             flush=True,
         )
         self.timed(f"start at {pods} pods", started)
@@ -778,6 +789,7 @@ class ScaleBench:
             await prober.start()
         lag_before = parse_histogram(await operator.metrics(self.http), LOOP_LAG_HISTOGRAM)
         modified_before = self.mirror.modified
+        cpu = self.cpu_watch(operator)
         writes = [0]
         samples: list[ProbeSamples] = []
 
@@ -800,7 +812,7 @@ class ScaleBench:
         print(
             f"scale burst pods={count} create_s={create_s:.1f} "
             f"converge_after_burst_s={converged - created:.1f} writes={writes[0]} "
-            f"total_pods={self.created + count} quotas={self.options.quotas}",
+            f"total_pods={self.created + count} quotas={self.options.quotas} {cpu.fields()}",
             flush=True,
         )
         self.timed("burst", started)
@@ -975,6 +987,30 @@ async def scenario(cluster: LocalCluster, options: Options, log_dir: Path) -> di
     finally:
         await bench.close()
     return bench.timings
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class CpuWatch:
+    """The CPU seconds of some processes since it was made: where a phase's time went (on 2
+    cores, an API server near 2 s per second is the bound, not the operator)."""
+
+    def __init__(self, pids: Mapping[str, int], operator: OperatorProcess) -> None:
+        self._pids = {**pids, "operator": operator.pid}
+        self._before = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
+
+    def fields(self) -> str:
+        return " ".join(
+            f"{name}_cpu_s={cpu_seconds(pid) - self._before[name]:.1f}"
+            for name, pid in self._pids.items()
+        )
 
 
 STALL_REPORT = re.compile(
