@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.api.parse import Parsed, parse_quota
+from elasticquota.api.parse import QuotaParse, parse_quota_object
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
@@ -87,14 +87,14 @@ def test_an_unchanged_quota_still_wakes_the_tree_loops(state: ControllerState, k
 
 
 class ParseRecorder:
-    """``parse_quota`` that notes every body it is given."""
+    """``parse_quota_object`` that notes every body it is given."""
 
     def __init__(self) -> None:
         self.bodies: list[Mapping[str, Any]] = []
 
-    def __call__(self, body: Mapping[str, Any]) -> Parsed:
+    def __call__(self, body: Mapping[str, Any]) -> QuotaParse:
         self.bodies.append(body)
-        return parse_quota(body)
+        return parse_quota_object(body)
 
 
 def test_an_echo_of_our_own_write_is_not_parsed_again(k8s: Bodies) -> None:
@@ -117,7 +117,10 @@ def test_an_echo_of_our_own_write_is_not_parsed_again(k8s: Bodies) -> None:
     state.on_quota(echo)
     assert parsed.bodies == []
     assert state.trees_changed.is_set()
-    assert state.quotas[("team", "a")].annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}'
+    kept = state.quotas[("team", "a")]
+    assert kept.annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}' and kept.status == echo["status"]
+    assert kept == state.parsed[("team", "a")]  # the same reading, with the echo's sections
+    assert kept.shared_weight == {CPU: 1000}
     assert "a" in solved(state)
 
 

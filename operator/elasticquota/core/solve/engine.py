@@ -21,7 +21,8 @@ from elasticquota.core.keys import (
     DEFAULT_TREE,
     ROOT_QUOTA,
 )
-from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
 from elasticquota.core.solve.enginesettings import EngineSettings, reference_reserved_max
 from elasticquota.core.solve.engineview import EngineView
@@ -56,7 +57,7 @@ class QuotaEngine(EngineView):
         self,
         settings: EngineSettings | None = None,
         solver: Solver = solve_tree,
-        name_owners: Mapping[str, QuotaSpec] | None = None,
+        name_owners: Mapping[str, Quota] | None = None,
     ) -> None:
         """``name_owners``: who owned each quota name (another engine's ``name_owners``): those
         quotas keep their names here too, as they would in that engine."""
@@ -68,7 +69,7 @@ class QuotaEngine(EngineView):
         self._topology = Topology(owners=dict(name_owners or {}))
         self._trees: dict[str, TreeState] = {}
         self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
-        self._reserved_specs: dict[str, QuotaSpec] = {}
+        self._reserved_specs: dict[str, Quota] = {}
         self._topology_dirty = True
         #: Pods that changed while a topology change awaited its rebuild (placed by the rebuild).
         self._stale: set[str] = set()
@@ -90,20 +91,20 @@ class QuotaEngine(EngineView):
 
     # -- events -------------------------------------------------------------------------------
 
-    def upsert_quota(self, spec: QuotaSpec) -> None:
+    def upsert_quota(self, spec: Quota) -> None:
         """Add or replace a quota; an identical spec (only our annotations moved) is a no-op."""
         self._topology_dirty |= self._quota_specs.upsert(spec)
 
-    def hold_name(self, identity: QuotaSpec) -> None:
+    def hold_name(self, quota: Quota) -> None:
         """A quota object whose spec is unusable: in no tree, it still owns its name
         (``core.solve.quotaspecs``)."""
-        self._topology_dirty |= self._quota_specs.hold(identity)
+        self._topology_dirty |= self._quota_specs.hold(quota)
 
     def delete_quota(self, namespace: str, name: str) -> None:
         self._topology_dirty |= self._quota_specs.delete(namespace, name)
 
     @property
-    def specs(self) -> list[QuotaSpec]:
+    def specs(self) -> list[Quota]:
         """The usable quota specs the engine holds now."""
         return list(self._quota_specs.specs.values())
 
@@ -151,7 +152,7 @@ class QuotaEngine(EngineView):
 
     def load(
         self,
-        quotas: Iterable[QuotaSpec] = (),
+        quotas: Iterable[Quota] = (),
         pods: Iterable[PodInfo] = (),
         nodes: Iterable[NodeInfo] = (),
     ) -> QuotaEngine:

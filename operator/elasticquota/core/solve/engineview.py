@@ -15,7 +15,8 @@ from types import MappingProxyType
 
 from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import DEFAULT_TREE, RESERVED_QUOTAS
-from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.nodetotals import NodeTotals
 from elasticquota.core.solve.placement import Placements
 from elasticquota.core.solve.results import QuotaResult, Snapshot
@@ -130,7 +131,7 @@ class EngineView(ABC):
         return self._quotas
 
     @property
-    def name_owners(self) -> Mapping[str, QuotaSpec]:
+    def name_owners(self) -> Mapping[str, Quota]:
         """The quota that owns each name, as of the last topology (read-only)."""
         return MappingProxyType(self._topology.owners)
 
@@ -139,7 +140,7 @@ class EngineView(ABC):
         read it on the event loop."""
         return self._topology.owner_namespace(name)
 
-    def unrecorded_owners(self) -> list[QuotaSpec]:
+    def unrecorded_owners(self) -> list[Quota]:
         """``Topology.unrecorded_owners``, after bringing the topology up to date."""
         self._ensure_topology()
         return self._topology.unrecorded_owners()
