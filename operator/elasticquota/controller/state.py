@@ -2,7 +2,7 @@
 
 The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
 way in, where objects are parsed and stored. The write path only keeps the object a write returned
-for the next diff (``keep_written``), without parsing it or waking anything. Nothing here does
+for the next diff (``keep_written``), without judging it or waking anything. Nothing here does
 I/O. Each change updates the engine (which marks trees dirty) and sets an asyncio event that wakes
 the loop responsible (tree reconcilers, profile controller); the names of the quota objects seen
 are kept until the reconciler routes them to their tree's loop (``take_changed_quotas``).
