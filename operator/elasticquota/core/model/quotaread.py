@@ -59,8 +59,14 @@ def object_name(raw: Mapping[str, Any]) -> str:
 
 
 def quota_key(raw: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, name) of a raw quota, as ``read_quota`` reads them."""
-    return str(mapping_or_empty(raw.get("metadata")).get("namespace") or ""), object_name(raw)
+    """(namespace, name) of a raw quota, as ``read_quota`` reads them (at once for the usual
+    body: every echo of a write asks)."""
+    metadata = raw.get("metadata")
+    if type(metadata) is dict:
+        namespace, name = metadata.get("namespace", ""), metadata.get("name")
+        if type(namespace) is str and type(name) is str and name:
+            return namespace, name
+    return str(mapping_or_empty(metadata).get("namespace") or ""), object_name(raw)
 
 
 def read_quota(raw: Mapping[str, Any]) -> QuotaReading:
