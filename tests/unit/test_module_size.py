@@ -1,8 +1,7 @@
 """No module of the operator or of its development tooling is longer than 400 lines.
 
 A module that grows past it holds more than one duty: split it by duty into well-named modules
-(issue 14, "Packages that name their parts"). The allow-list names the modules still waiting for
-their split; it only shrinks (a listed module that got short enough must leave the list).
+(issue 14, "Packages that name their parts"). There is no allow-list: every module is held to it.
 """
 
 from __future__ import annotations
@@ -11,12 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 400
-#: Modules still longer than the limit, by path from the repository root.
-WAITING_FOR_A_SPLIT = frozenset(
-    {
-        "operator/elasticquota/core/solve/engine.py",
-    }
-)
 
 
 def lengths() -> dict[str, int]:
@@ -35,15 +28,5 @@ def test_the_scan_reads_the_modules() -> None:
 
 
 def test_no_module_is_longer_than_the_limit() -> None:
-    too_long = {
-        path: length
-        for path, length in lengths().items()
-        if length > LIMIT and path not in WAITING_FOR_A_SPLIT
-    }
+    too_long = {path: length for path, length in lengths().items() if length > LIMIT}
     assert too_long == {}, f"split these by duty (at most {LIMIT} lines each): {too_long}"
-
-
-def test_the_allow_list_holds_only_modules_still_too_long() -> None:
-    modules = lengths()
-    done = sorted(path for path in WAITING_FOR_A_SPLIT if modules.get(path, 0) <= LIMIT)
-    assert done == [], f"no longer too long (or gone): remove from WAITING_FOR_A_SPLIT: {done}"

@@ -4,16 +4,18 @@ Each ``parse_*`` returns the model (or None when the object cannot be used at al
 found. A broken value that has a safe reading (an unparsable ``shared-weight`` means "use max", as
 in the reference) is reported and read that way; a broken value that has none (a bad quantity in min
 or max, a negative min) leaves the object out. Keys of Koordinator are read first, the seed
-document's older names (``parent-quota-name``, pod label ``quota-name``) as aliases.
+document's older names (``parent-quota-name``, pod label ``quota-name``) as aliases. A quota is
+read by the core's one reader of quotas (``core.model.quotaread``); what is decided here is the
+engine's reading of what does not read (``parse_quota_object``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from sys import intern
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,14 +36,14 @@ from elasticquota.core.model.models import (
     PodInfo,
     Problem,
     ProfileSpec,
-    QuotaSpec,
 )
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.model.quotaread import mapping_or_empty, read_quota, string_list
 from elasticquota.core.quantities.podrequest import InitContainer, effective_request
 from elasticquota.core.quantities.quantity import QuantityError, parse_quantity
 from elasticquota.core.quantities.resources import (
     ResourceList,
     parse_resource_list,
-    parse_resource_list_json,
 )
 
 ViewT = TypeVar("ViewT", bound=BaseModel)
@@ -101,95 +103,55 @@ def _annotation(
         return None
 
 
-def _non_negative(
-    ref: str, key: str, values: ResourceList | None, problems: list[Problem]
-) -> ResourceList | None:
-    if values is None:
-        return None
-    negative = sorted(name for name, value in values.items() if value < 0)
-    if negative:
-        problems.append(Problem(ref, f"annotation {key}: negative value in {negative}; ignored"))
-        return None
-    return values
-
-
-def _string_list(text: str) -> tuple[str, ...]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"malformed JSON ({error.msg} at position {error.pos})") from None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError("expected a JSON list of strings")
-    return tuple(value)
-
-
 # -- ElasticQuota -----------------------------------------------------------------------------
 
 
-def parse_quota(raw: Mapping[str, Any]) -> Parsed:
-    """An ElasticQuota (scheduling.sigs.k8s.io or scheduling.x-k8s.io) to a ``QuotaSpec``."""
+@dataclass(frozen=True, slots=True)
+class QuotaParse:
+    """A quota as the engine takes it: the ``Quota`` read (None: the object has no name), the
+    problems found, and whether the engine solves it (False: left out of its tree, it only holds
+    its name, ``Quota.identity``)."""
+
+    quota: Quota | None
+    problems: list[Problem]
+    usable: bool
+
+
+def parse_quota_object(raw: Mapping[str, Any]) -> QuotaParse:
+    """An ElasticQuota (scheduling.sigs.k8s.io or scheduling.x-k8s.io) read once
+    (``core.model.quotaread``) and judged by the engine's rules: an object that does not fit its
+    view, a bad quantity, a negative min or max or min above max leave it out; a bad annotation
+    is noted and read as absent."""
+    reading = read_quota(raw)
+    quota = reading.quota
     view, ref, problems = _view(ElasticQuotaView, keys.QUOTA_KIND, raw)
+    if not isinstance(mapping_or_empty(raw.get("metadata")).get("name"), str):
+        return QuotaParse(None, problems, usable=False)  # no name: nothing to hold
     if view is None:
-        return None, problems
-    meta = view.metadata
-    minimum = _resources(ref, "spec.min", view.spec.min, problems)
-    maximum = _resources(ref, "spec.max", view.spec.max, problems)
-    if minimum is None or maximum is None:
+        return QuotaParse(quota, problems, usable=False)
+    quantities = [item for item in reading.unreadable if item.where != "annotation"]
+    for where in ("spec.min", "spec.max"):
+        first = next((item for item in quantities if item.where == where), None)
+        if first is not None:
+            problems.append(Problem(ref, f"{where}.{first.key}: {first.error}"))
+    if quantities:
         problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))
-        return None, problems
-    if not _spec_is_usable(ref, minimum, maximum, problems):
-        return None, problems
-    labels, annotations = meta.labels, meta.annotations
-    spec = QuotaSpec(
-        name=meta.name,
-        namespace=meta.namespace,
-        min=minimum,
-        max=maximum,
-        parent=keys.parent_quota(labels),
-        is_parent=labels.get(keys.LABEL_IS_PARENT) == "true",
-        allow_lent=labels.get(keys.LABEL_ALLOW_LENT) != "false",
-        tree_id=labels.get(keys.LABEL_TREE_ID, ""),
-        is_root=labels.get(keys.LABEL_IS_ROOT) == "true",
-        ignore_default_tree=labels.get(keys.LABEL_IGNORE_DEFAULT_TREE) == "true",
-        shared_weight=_shared_weight(ref, annotations, problems),
-        namespaces=_annotation(
-            ref, annotations, keys.ANNO_NAMESPACES, _string_list, "ignored", problems
-        )
-        or (),
-        total_resource=_annotation(
-            ref,
-            annotations,
-            keys.ANNO_TOTAL_RESOURCE,
-            parse_resource_list_json,
-            "the tree's total is taken as empty",
-            problems,
-        ),
-        lending_limit=_limit(ref, annotations, keys.ANNO_LENDING_LIMIT, problems),
-        borrowing_limit=_limit(ref, annotations, keys.ANNO_BORROWING_LIMIT, problems),
-        created=meta.creation_timestamp or "",
-        uid=meta.uid,
-        name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
-        user_limits=annotations.get(keys.ANNO_USER_LIMITS),
-    )
-    return spec, problems
+        return QuotaParse(quota, problems, usable=False)
+    if not _spec_is_usable(ref, quota.min, quota.max, problems):
+        return QuotaParse(quota, problems, usable=False)
+    problems += [
+        Problem(ref, f"annotation {item.key}: {item.error}; {item.consequence}")
+        for item in reading.unreadable
+        if item.where == "annotation"
+    ]
+    return QuotaParse(quota, problems, usable=True)
 
 
-def quota_identity(raw: Mapping[str, Any]) -> QuotaSpec | None:
-    """Who a quota object is, whatever its spec: name, namespace, uid, creation time and name
-    record (an empty spec otherwise). A quota ``parse_quota`` leaves out still owns its name:
-    this is what holds it. None without a usable name."""
-    metadata = raw.get("metadata")
-    if not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
-        return None
-    annotations = metadata.get("annotations")
-    record = annotations.get(keys.ANNO_NAME_OWNER) if isinstance(annotations, Mapping) else None
-    return QuotaSpec(
-        name=metadata["name"],
-        namespace=str(metadata.get("namespace") or ""),
-        created=str(metadata.get("creationTimestamp") or ""),
-        uid=str(metadata.get("uid") or ""),
-        name_record=record if isinstance(record, str) else "",
-    )
+def parse_quota(raw: Mapping[str, Any]) -> Parsed:
+    """``parse_quota_object`` as the other parsers answer: the quota when the engine solves it
+    (None when it is left out), and the problems."""
+    parse = parse_quota_object(raw)
+    return (parse.quota if parse.usable else None), parse.problems
 
 
 def _spec_is_usable(
@@ -220,32 +182,6 @@ def _spec_is_usable(
     if not usable:
         problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))
     return usable
-
-
-def _shared_weight(
-    ref: str, annotations: Mapping[str, str], problems: list[Problem]
-) -> ResourceList | None:
-    weight = _annotation(
-        ref,
-        annotations,
-        keys.ANNO_SHARED_WEIGHT,
-        parse_resource_list_json,
-        "spec.max is used as the shared weight",
-        problems,
-    )
-    if weight is not None and any(value < 0 for value in weight.values()):
-        problems.append(
-            Problem(ref, f"annotation {keys.ANNO_SHARED_WEIGHT}: negative weight; spec.max is used")
-        )
-        return None
-    return cast(ResourceList | None, weight)
-
-
-def _limit(
-    ref: str, annotations: Mapping[str, str], key: str, problems: list[Problem]
-) -> ResourceList | None:
-    values = _annotation(ref, annotations, key, parse_resource_list_json, "ignored", problems)
-    return _non_negative(ref, key, values, problems)
 
 
 # -- Pod --------------------------------------------------------------------------------------
@@ -376,7 +312,7 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         ref,
         meta.annotations,
         keys.ANNO_RESOURCE_KEYS,
-        _string_list,
+        string_list,
         f"using {list(keys.DEFAULT_PROFILE_RESOURCE_KEYS)}",
         problems,
     )

@@ -2,7 +2,7 @@
 
 The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
 way in, where objects are parsed and stored. The write path only keeps the object a write returned
-for the next diff (``keep_written``), without parsing it or waking anything. Nothing here does
+for the next diff (``keep_written``), without judging it or waking anything. Nothing here does
 I/O. Each change updates the engine (which marks trees dirty) and wakes the loops concerned: a pod
 its trees' loops (``tree_wakes``), the others the reconciler's dispatcher (``trees_changed``, which
 routes the quota objects seen to their tree's loop) or the profile controller.
@@ -25,15 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elasticquota.api.parse import (
-    Parsed,
+    QuotaParse,
     parse_node,
     parse_pod,
     parse_profile,
-    parse_quota,
-    quota_identity,
+    parse_quota_object,
 )
-from elasticquota.core.decisions.diff import OPERATOR_ANNOTATIONS
+from elasticquota.controller.echoes import as_written, echoed, same_inputs
 from elasticquota.core.model.models import Problem, ProfileSpec
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.model.quotaread import quota_key, read_quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import QuotaResult
 from elasticquota.kube.readerparts import ReaderHealth
@@ -48,84 +49,14 @@ READY_GRACE = 5.0
 
 
 @dataclass(slots=True)
-class QuotaObject:
-    """An ElasticQuota as last seen from the API: what the writer diffs against."""
-
-    api_version: str
-    namespace: str
-    name: str
-    uid: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    spec: dict[str, Any]
-    status: dict[str, Any]
-    created: str = ""
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> QuotaObject:
-        metadata = body.get("metadata") or {}
-        return cls(
-            api_version=str(body.get("apiVersion", "scheduling.sigs.k8s.io/v1alpha1")),
-            namespace=str(metadata.get("namespace", "")),
-            name=str(metadata.get("name", "")),
-            uid=str(metadata.get("uid", "")),
-            labels=dict(metadata.get("labels") or {}),
-            annotations=dict(metadata.get("annotations") or {}),
-            spec=dict(body.get("spec") or {}),
-            status=dict(body.get("status") or {}),
-            created=str(metadata.get("creationTimestamp") or ""),
-        )
-
-    def same_inputs(self, other: QuotaObject) -> bool:
-        """Whether ``other`` parses to the same spec: only what the operator writes (its result
-        annotations, the status) or bookkeeping (resourceVersion, managedFields) differs. Our
-        own writes echo back twice each (the patch's answer, the watch), thousands per second
-        in a burst: those are not parsed again."""
-        return (
-            self.spec == other.spec
-            and self.labels == other.labels
-            and self.created == other.created
-            and self.uid == other.uid
-            and self.api_version == other.api_version
-            and _input_annotations(self.annotations) == _input_annotations(other.annotations)
-        )
-
-    def involved(self) -> dict[str, str]:
-        """The ``involvedObject`` of an Event about this quota."""
-        return {
-            "apiVersion": self.api_version,
-            "kind": "ElasticQuota",
-            "namespace": self.namespace,
-            "name": self.name,
-            "uid": self.uid,
-        }
-
-    def as_manifest(self) -> dict[str, Any]:
-        return {
-            "apiVersion": self.api_version,
-            "kind": "ElasticQuota",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": dict(self.labels),
-                "annotations": dict(self.annotations),
-            },
-            "spec": dict(self.spec),
-        }
-
-
-def _input_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
-    """The annotations a quota's spec is read from: all but those the operator writes."""
-    return {key: value for key, value in annotations.items() if key not in OPERATOR_ANNOTATIONS}
-
-
-@dataclass(slots=True)
 class ControllerState:
     """Everything the loops read; fed by the readers."""
 
     engine: QuotaEngine
     ignore_namespaces: frozenset[str] = frozenset()
-    quotas: dict[ObjectKey, QuotaObject] = field(default_factory=dict)
+    #: Each quota object as last seen (the reader's, or what a write returned): what the writer
+    #: diffs and the webhooks' catalog indexes.
+    quotas: dict[ObjectKey, Quota] = field(default_factory=dict)
     profiles: dict[ObjectKey, ProfileSpec] = field(default_factory=dict)
     profile_labels: dict[ObjectKey, dict[str, str]] = field(default_factory=dict)
     #: Problems found while parsing each object (by its reference string).
@@ -157,16 +88,16 @@ class ControllerState:
     #: Per quota object: the object whose inputs the engine holds (the reader parsed it). The
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
-    parsed: dict[ObjectKey, QuotaObject] = field(default_factory=dict)
-    #: How a quota object is parsed into the spec the engine solves (a test counts the calls).
-    quota_parser: Callable[[Mapping[str, Any]], Parsed] = parse_quota
+    parsed: dict[ObjectKey, Quota] = field(default_factory=dict)
+    #: How a quota object is read and judged for the engine (a test counts the calls).
+    quota_parser: Callable[[Mapping[str, Any]], QuotaParse] = parse_quota_object
 
     @classmethod
     def create(
         cls,
         engine_settings: EngineSettings,
         ignore_namespaces: frozenset[str] = frozenset(),
-        quota_parser: Callable[[Mapping[str, Any]], Parsed] = parse_quota,
+        quota_parser: Callable[[Mapping[str, Any]], QuotaParse] = parse_quota_object,
     ) -> ControllerState:
         return cls(
             engine=QuotaEngine(engine_settings),
@@ -177,37 +108,39 @@ class ControllerState:
     # -- handlers' entry points -----------------------------------------------------------------
 
     def on_quota(self, body: Mapping[str, Any]) -> None:
-        quota = QuotaObject.from_body(body)
-        key = (quota.namespace, quota.name)
+        key = quota_key(body)
         previous = self.parsed.get(key)
-        self.quotas[key] = quota
         self._note_quota_change(key)
-        self.changed_quotas.add(quota.name)
-        if previous is not None and previous.same_inputs(quota):
+        self.changed_quotas.add(key[1])
+        if previous is not None and same_inputs(previous, body):
+            self.quotas[key] = echoed(self.quotas.get(key), previous, body)
             self._trees_changed()  # the object is diffed again, the engine holds its spec
             return
-        self.parsed[key] = quota
-        spec, problems = self.quota_parser(body)
-        self._record(f"ElasticQuota {quota.namespace}/{quota.name}", problems)
-        identity = quota_identity(body) if spec is None else None
-        if identity is not None:
-            self.engine.hold_name(identity)  # left out, but the name stays its own
-        elif spec is None:
-            self.engine.delete_quota(quota.namespace, quota.name)
+        parse = self.quota_parser(body)
+        self._record(f"ElasticQuota {key[0]}/{key[1]}", parse.problems)
+        quota = parse.quota
+        if quota is None:  # no name: nothing the writer or the engine could hold
+            self.quotas.pop(key, None)
+            self.parsed.pop(key, None)
+            self.engine.delete_quota(*key)
         else:
-            self.engine.upsert_quota(spec)
+            self.quotas[key] = self.parsed[key] = quota
+            if parse.usable:
+                self.engine.upsert_quota(quota)
+            else:
+                self.engine.hold_name(quota)  # left out, but the name stays its own
         self._trees_changed()
-        if quota.labels.get("quota.scheduling.koordinator.sh/is-root") == "true":
+        if quota is not None and quota.is_root:
             self.profiles_changed.set()
 
     def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
-        quota = QuotaObject.from_body(body)
-        self.quotas.pop((quota.namespace, quota.name), None)
-        self.parsed.pop((quota.namespace, quota.name), None)
-        self._note_quota_change((quota.namespace, quota.name))
-        self.changed_quotas.add(quota.name)
-        self.parse_problems.pop(f"ElasticQuota {quota.namespace}/{quota.name}", None)
-        self.engine.delete_quota(quota.namespace, quota.name)
+        namespace, name = quota_key(body)
+        self.quotas.pop((namespace, name), None)
+        self.parsed.pop((namespace, name), None)
+        self._note_quota_change((namespace, name))
+        self.changed_quotas.add(name)
+        self.parse_problems.pop(f"ElasticQuota {namespace}/{name}", None)
+        self.engine.delete_quota(namespace, name)
         self._trees_changed()
         self.profiles_changed.set()
 
@@ -277,12 +210,18 @@ class ControllerState:
     def keep_written(self, body: Mapping[str, Any] | None) -> None:
         """Keep the object a write returned as the one the next diff reads (None: nothing was
         sent, as in a dry run), so that a pass right after shows what was written. Not intake:
-        nothing is parsed, no loop is woken, the engine is untouched; the watch brings the same
-        object to ``on_quota``, which parses it if its inputs changed and has it diffed again."""
+        the engine is untouched, no loop is woken, no problem recorded; the watch brings the
+        same object to ``on_quota``, which parses it if its inputs changed and has it diffed
+        again. A write of annotations or status (the usual) keeps what was read of the object;
+        any other (a created quota, a profile's root) is read (``core.model.quotaread``)."""
         if body is None:
             return
-        quota = QuotaObject.from_body(body)
-        self.quotas[(quota.namespace, quota.name)] = quota
+        key = quota_key(body)
+        current = self.quotas.get(key)
+        if current is not None and same_inputs(current, body):
+            self.quotas[key] = as_written(current, body)
+        else:
+            self.quotas[key] = read_quota(body).quota
 
     def keep_written_profile(self, body: Mapping[str, Any] | None) -> None:
         """``keep_written`` for a profile: its labels as the write left them (what the profile

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elasticquota.api.parse import (
+    QuotaParse,
     parse_node,
     parse_pod,
     parse_profile,
-    parse_quota,
-    quota_identity,
+    parse_quota_object,
 )
 from elasticquota.core.decisions.admission import Verdict, pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.revocation import revocation_plan
-from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.tree.profiles import root_quota_manifest, tree_profiles
@@ -69,11 +69,13 @@ def compute_plan(
     nodes: list[NodeInfo] = _parse_all(parse_node, manifests.nodes, problems)
     profiles: list[ProfileSpec] = _parse_all(parse_profile, manifests.profiles, problems)
     raw_quotas = _apply_profiles(manifests.quotas, profiles, nodes, problems)
-    quotas: list[QuotaSpec] = _parse_all(parse_quota, raw_quotas, problems)
+    parses = [parse_quota_object(raw) for raw in raw_quotas]
+    problems += [problem for parse in parses for problem in parse.problems]
+    quotas = [parse.quota for parse in parses if parse.usable and parse.quota is not None]
     priced = _with_priorities(manifests.pods, manifests.priority_classes, problems)
     pods: list[PodInfo] = _parse_all(parse_pod, priced, problems)
     engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
-    _hold_names(engine, raw_quotas, quotas)
+    _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     return Plan(
         snapshot=snapshot,
@@ -109,15 +111,11 @@ def webhook_findings(
     ]
 
 
-def _hold_names(
-    engine: QuotaEngine, raw_quotas: list[dict[str, Any]], parsed: list[QuotaSpec]
-) -> None:
+def _hold_names(engine: QuotaEngine, parses: list[QuotaParse]) -> None:
     """Quotas left out for their spec still own their names, as in the operator."""
-    usable = {(spec.namespace, spec.name) for spec in parsed}
-    for raw in raw_quotas:
-        identity = quota_identity(raw)
-        if identity is not None and (identity.namespace, identity.name) not in usable:
-            engine.hold_name(identity)
+    for parse in parses:
+        if not parse.usable and parse.quota is not None:
+            engine.hold_name(parse.quota)
 
 
 def _parse_all(parser: Any, raws: list[dict[str, Any]], problems: list[Problem]) -> list[Any]:

@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 from raw_objects import raw_pod
 
-from elasticquota.api.parse import parse_node, parse_pod, parse_profile, parse_quota
+from elasticquota.api.parse import (
+    parse_node,
+    parse_pod,
+    parse_profile,
+    parse_quota,
+    parse_quota_object,
+)
 from elasticquota.core import keys
-from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.validation import read_quota
 
 GI = 1024**3
 REF = "ElasticQuota team/team"
@@ -42,13 +50,13 @@ def quota_raw(
     }
 
 
-def quota_of(raw: dict[str, Any]) -> tuple[QuotaSpec, list[Problem]]:
+def quota_of(raw: dict[str, Any]) -> tuple[Quota, list[Problem]]:
     spec, problems = parse_quota(raw)
-    assert isinstance(spec, QuotaSpec), problems
+    assert isinstance(spec, Quota), problems
     return spec, problems
 
 
-def clean_quota(raw: dict[str, Any]) -> QuotaSpec:
+def clean_quota(raw: dict[str, Any]) -> Quota:
     spec, problems = quota_of(raw)
     assert problems == []
     return spec
@@ -88,6 +96,38 @@ def test_a_bad_quantity_leaves_the_quota_out_and_names_the_field() -> None:
     problems = left_out(quota_raw(max={"cpu": "four", "memory": "4Gi"}))
     assert problems[0].message.startswith("spec.max.cpu: ")
     assert "'four'" in problems[0].message
+
+
+def test_one_reading_of_a_bad_quantity_and_two_policies() -> None:
+    """The engine and the webhooks read a quota with the same reader into the same ``Quota``;
+    only what a bad quantity means differs: the engine leaves the quota out (it keeps its
+    name), a webhook refuses it quoting the value as written."""
+    raw = quota_raw(min={"cpu": "lots"})
+    parse = parse_quota_object(raw)
+    judged, violations = read_quota(raw)
+    assert parse.quota == judged and parse.quota is not None
+    assert not parse.usable
+    assert parse.quota.min == {"cpu": 0} and parse.quota.written("min") == {"cpu": "lots"}
+    assert [problem.message for problem in parse.problems][
+        -1
+    ] == "the quota is left out of its tree"
+    assert "spec.min.cpu" in parse.problems[0].message
+    assert [violation.rule for violation in violations] == ["quantity"]
+    assert (
+        violations[0].message.startswith("team spec.min.cpu: ") and "lots" in violations[0].message
+    )
+
+
+def test_the_quota_keeps_its_sections_as_written() -> None:
+    """What the writer diffs and the rules quote is on the very ``Quota`` the engine solves."""
+    raw = quota_raw(labels={keys.LABEL_PARENT: "dept"}, annotations={"note": "x"}, uid="u-1")
+    raw["status"] = {"used": {"cpu": "250m"}}
+    quota = clean_quota(raw)
+    assert quota.parent == "dept" and quota.uid == "u-1"
+    assert quota.labels == {keys.LABEL_PARENT: "dept"} and quota.annotations == {"note": "x"}
+    assert quota.spec == raw["spec"] and quota.status == raw["status"]
+    assert quota.used == {"cpu": 250}
+    assert quota.as_manifest()["metadata"]["labels"] == {keys.LABEL_PARENT: "dept"}
 
 
 def test_a_negative_min_leaves_the_quota_out() -> None:

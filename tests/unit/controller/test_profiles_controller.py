@@ -24,8 +24,10 @@ from elasticquota.api.parse import parse_profile
 from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile.profiles import ProfileController, root_quota_patch
-from elasticquota.controller.state import ControllerState, QuotaObject
+from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.model.quotaread import read_quota
 from elasticquota.core.tree.profiles import profile_tree_id, root_quota_manifest
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ def up_to_date(pool: ControllerState, cluster: FakeCluster, k8s: Bodies) -> Cont
 # -- root_quota_patch -----------------------------------------------------------------------------
 
 
-def quota_object(**parts: Any) -> QuotaObject:
+def quota_object(**parts: Any) -> Quota:
     body = {
         "metadata": {
             "name": "gpu-root",
@@ -95,7 +97,7 @@ def quota_object(**parts: Any) -> QuotaObject:
         },
         "spec": parts.get("spec", {}),
     }
-    return QuotaObject.from_body(body)
+    return read_quota(body).quota
 
 
 def manifest(**spec: dict[str, str]) -> dict[str, Any]:

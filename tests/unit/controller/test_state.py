@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from elasticquota.api.parse import Parsed, parse_quota
+from elasticquota.api.parse import QuotaParse, parse_quota_object
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
@@ -106,14 +106,14 @@ def test_an_unchanged_quota_still_wakes_the_tree_loops(state: ControllerState, k
 
 
 class ParseRecorder:
-    """``parse_quota`` that notes every body it is given."""
+    """``parse_quota_object`` that notes every body it is given."""
 
     def __init__(self) -> None:
         self.bodies: list[Mapping[str, Any]] = []
 
-    def __call__(self, body: Mapping[str, Any]) -> Parsed:
+    def __call__(self, body: Mapping[str, Any]) -> QuotaParse:
         self.bodies.append(body)
-        return parse_quota(body)
+        return parse_quota_object(body)
 
 
 def test_an_echo_of_our_own_write_is_not_parsed_again(k8s: Bodies) -> None:
@@ -136,8 +136,28 @@ def test_an_echo_of_our_own_write_is_not_parsed_again(k8s: Bodies) -> None:
     state.on_quota(echo)
     assert parsed.bodies == []
     assert state.trees_changed.is_set()
-    assert state.quotas[("team", "a")].annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}'
+    kept = state.quotas[("team", "a")]
+    assert kept.annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}' and kept.status == echo["status"]
+    assert kept == state.parsed[("team", "a")]  # the same reading, with the echo's sections
+    assert kept.shared_weight == {CPU: 1000}
     assert "a" in solved(state)
+
+
+def test_the_watch_echo_of_a_kept_write_keeps_the_kept_quota(k8s: Bodies) -> None:
+    """Each write echoes twice: the patch's answer (kept) and the watch. The second shows what
+    the first did, so memory keeps that very object; an echo showing other figures replaces it."""
+    parsed = ParseRecorder()
+    state = ControllerState.create(EngineSettings(), quota_parser=parsed)
+    state.on_quota(k8s.quota("a", max={CPU: "4"}))
+    written = k8s.quota("a", max={CPU: "4"}, annotations={keys.ANNO_REQUEST: '{"cpu":"1"}'})
+    state.keep_written(written)
+    kept = state.quotas[("team", "a")]
+    state.on_quota(written)  # the watch
+    assert state.quotas[("team", "a")] is kept
+    later = k8s.quota("a", max={CPU: "4"}, annotations={keys.ANNO_REQUEST: '{"cpu":"2"}'})
+    state.on_quota(later)
+    assert state.quotas[("team", "a")].annotations[keys.ANNO_REQUEST] == '{"cpu":"2"}'
+    assert len(parsed.bodies) == 1
 
 
 def test_what_a_write_returns_is_kept_for_the_diff_and_taken_in_only_by_the_reader(
@@ -168,6 +188,8 @@ def test_what_a_write_returns_is_kept_for_the_diff_and_taken_in_only_by_the_read
         {"max": {CPU: "5"}},
         {"labels": {keys.LABEL_ALLOW_LENT: "false"}},
         {"annotations": {keys.ANNO_SHARED_WEIGHT: '{"cpu":"2"}'}},
+        {"annotations": {}},  # an input annotation removed
+        {"annotations": {keys.ANNO_SHARED_WEIGHT: '{"cpu":"1"}', "note": "x"}},  # one added
     ],
 )
 def test_a_change_of_what_the_spec_is_read_from_is_parsed(

@@ -61,6 +61,7 @@ from elasticquota.controller.webhooks.certs import self_signed_certificate, spli
 from elasticquota.controller.webhooks.identity import WORKLOADS, workload_webhooks
 from elasticquota.core import keys
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.validation.labels import LABEL_VALUE_RULE
 from elasticquota.core.validation.view import QuotaCatalog
@@ -307,9 +308,11 @@ class RecordingCatalog(QuotaCatalog):
         super().__init__()
         self.indexed: list[str] = []
 
-    def upsert(self, body: Mapping[str, Any]) -> None:
-        self.indexed.append(body["metadata"]["name"])
-        super().upsert(body)
+    def upsert(self, source: Quota | Mapping[str, Any]) -> None:
+        self.indexed.append(
+            source.name if isinstance(source, Quota) else source["metadata"]["name"]
+        )
+        super().upsert(source)
 
 
 def recorded_mirror(
@@ -338,6 +341,13 @@ def test_a_request_reindexes_only_the_quotas_changed_since_the_last_one(
     view = cluster_view(mirror, synced)
     assert indexed == ["q7"]
     assert view.quota("q8") is None and view.quota("q9") is not None
+
+
+def test_the_catalog_holds_the_quotas_the_reader_read(synced: ControllerState, k8s: Bodies) -> None:
+    """The webhooks judge against the memory's own ``Quota`` objects: nothing is read twice."""
+    mirror, _ = recorded_mirror(synced, k8s, quotas=3)
+    view = cluster_view(mirror, synced)
+    assert view.quota_at("team", "q1") is synced.quotas[("team", "q1")]
 
 
 async def test_a_request_during_a_follow_takes_on_only_what_it_has_not_reached(

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from engine_factories import EngineFactory, SolveFunction
 
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine, Solver
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.kernels import reference, waterfill
@@ -44,7 +45,7 @@ def solve(make_engine: EngineFactory) -> SolveFunction:
     """``solve(quotas, pods, nodes, **settings)``: load a fresh engine and solve it once."""
 
     def run(
-        quotas: Iterable[QuotaSpec] = (),
+        quotas: Iterable[Quota] = (),
         pods: Iterable[PodInfo] = (),
         nodes: Iterable[NodeInfo] = (),
         **settings: Any,

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import QuotaResult, Snapshot
@@ -41,9 +42,9 @@ def quota(
     ignore_default_tree: bool = False,
     total: ResourceList | None = None,
     created: str = "",
-) -> QuotaSpec:
+) -> Quota:
     """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource."""
-    return QuotaSpec(
+    return Quota(
         name=name,
         namespace=namespace,
         min=dict(min or {}),

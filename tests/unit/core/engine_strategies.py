@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList
 
 RESOURCES = ("cpu", "memory", "gpu")
@@ -18,7 +19,7 @@ PHASES = ("Pending", "Running", "Running", "Pending", "Running", "Running", "Suc
 
 @dataclass
 class Cluster:
-    quotas: list[QuotaSpec] = field(default_factory=list)
+    quotas: list[Quota] = field(default_factory=list)
     pods: list[PodInfo] = field(default_factory=list)
     nodes: list[NodeInfo] = field(default_factory=list)
 
@@ -63,7 +64,7 @@ def optional_limit(draw: st.DrawFn, keys: list[str]) -> ResourceList | None:
 
 
 @st.composite
-def valid_trees(draw: st.DrawFn, max_quotas: int = 7, large: bool = False) -> list[QuotaSpec]:
+def valid_trees(draw: st.DrawFn, max_quotas: int = 7, large: bool = False) -> list[Quota]:
     """A sound default tree: parents before children, is-parent set where there are children."""
     count = draw(st.integers(1, max_quotas))
     names = [f"q{index}" for index in range(count)]
@@ -76,7 +77,7 @@ def valid_trees(draw: st.DrawFn, max_quotas: int = 7, large: bool = False) -> li
         minimum, maximum = draw(min_max(large))
         weight = draw(st.one_of(st.none(), resource_lists(large=large)))
         specs.append(
-            QuotaSpec(
+            Quota(
                 name=name,
                 namespace=draw(st.sampled_from(NAMESPACES)),
                 min=minimum,
@@ -139,13 +140,13 @@ QUOTA_NAMES = ("a", "b", "c", "d")
 
 
 @st.composite
-def any_quota(draw: st.DrawFn) -> QuotaSpec:
+def any_quota(draw: st.DrawFn) -> Quota:
     """Any quota of a small name space: missing parents, cycles, duplicates, trees all happen;
     sometimes it is the system or default quota, given explicitly."""
     minimum, maximum = draw(min_max())
     tree_id = draw(st.sampled_from(["", "", "", "t"]))
     is_root = tree_id == "t" and draw(st.booleans())
-    return QuotaSpec(
+    return Quota(
         name=draw(st.sampled_from([*QUOTA_NAMES, *QUOTA_NAMES, SYSTEM_QUOTA, DEFAULT_QUOTA])),
         namespace=draw(st.sampled_from(NAMESPACES[:2])),
         min=minimum,

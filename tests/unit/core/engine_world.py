@@ -11,7 +11,8 @@ from typing import Any
 from engine_strategies import any_node, any_pod, any_quota
 from hypothesis import strategies as st
 
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine, Solver
 from elasticquota.core.solve.results import Snapshot
 
@@ -33,7 +34,7 @@ class World:
     """The objects of the moment: quotas, pods and nodes by key."""
 
     def __init__(self) -> None:
-        self.quotas: dict[tuple[str, str], QuotaSpec] = {}
+        self.quotas: dict[tuple[str, str], Quota] = {}
         self.pods: dict[str, PodInfo] = {}
         self.nodes: dict[str, NodeInfo] = {}
 

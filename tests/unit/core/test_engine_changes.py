@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import add
 from elasticquota.core.solve.accounting import Account, aggregate, contribution
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
@@ -164,8 +165,8 @@ def test_one_aggregate_equals_the_sum_of_the_pods_contributions(
 
 def test_a_pod_changed_while_a_rebuild_is_pending_counts_once_with_its_last_state() -> None:
     engine = QuotaEngine(EngineSettings())
-    quota_a = QuotaSpec(name="a", namespace="team", max={"cpu": 100})
-    quota_b = QuotaSpec(name="b", namespace="team", max={"cpu": 100})
+    quota_a = Quota(name="a", namespace="team", max={"cpu": 100})
+    quota_b = Quota(name="b", namespace="team", max={"cpu": 100})
     first = PodInfo(namespace="team", name="x", requests={"cpu": 7}, quota_label="a")
     engine.load([quota_a], [first]).solve()
     engine.upsert_quota(quota_b)  # the rebuild waits for the next solve
@@ -183,10 +184,10 @@ def test_a_pod_changed_while_a_rebuild_is_pending_counts_once_with_its_last_stat
 def test_a_trees_results_come_root_first_then_breadth_first_then_the_reserved_ones() -> None:
     """The order the writer diffs a whole tree in (and a snapshot lists it in) is stable."""
     specs = [
-        QuotaSpec(name="z", namespace="team", max={"cpu": 9}, is_parent=True),
-        QuotaSpec(name="a", namespace="team", max={"cpu": 9}),
-        QuotaSpec(name="m", namespace="team", max={"cpu": 9}, parent="z"),
-        QuotaSpec(name="b", namespace="team", max={"cpu": 9}, parent="z"),
+        Quota(name="z", namespace="team", max={"cpu": 9}, is_parent=True),
+        Quota(name="a", namespace="team", max={"cpu": 9}),
+        Quota(name="m", namespace="team", max={"cpu": 9}, parent="z"),
+        Quota(name="b", namespace="team", max={"cpu": 9}, parent="z"),
     ]
     engine = QuotaEngine().load(specs, [PodInfo("team", "p", {"cpu": 1}, quota_label="b")])
     expected = [ROOT_QUOTA, "a", "z", "b", "m", SYSTEM_QUOTA, DEFAULT_QUOTA]

@@ -13,7 +13,8 @@ from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.kernels import reference, waterfill
 
@@ -85,7 +86,7 @@ def test_load_order_does_not_matter(cluster: Any, seed: int) -> None:
     seed=st.integers(0, 2**32 - 1),
 )
 def test_load_order_does_not_matter_even_with_broken_quotas(
-    quotas: list[QuotaSpec], pods: list[PodInfo], nodes: list[NodeInfo], seed: int
+    quotas: list[Quota], pods: list[PodInfo], nodes: list[NodeInfo], seed: int
 ) -> None:
     """Duplicated names, cycles, missing parents: problems and results do not depend on order."""
     by_key = {(spec.namespace, spec.name): spec for spec in quotas}

@@ -13,14 +13,13 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_quota
 from elasticquota.core.keys import ANNO_LENDING_LIMIT, LABEL_ALLOW_LENT
-from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 
 NODES = [node("n", cpu=100)]
 
 
-def with_hungry(
-    specs: list[QuotaSpec], pods: list[PodInfo]
-) -> tuple[list[QuotaSpec], list[PodInfo]]:
+def with_hungry(specs: list[Quota], pods: list[PodInfo]) -> tuple[list[Quota], list[PodInfo]]:
     """Add a top-level quota with no min and weight 1 that takes whatever the others leave."""
     hungry = quota("hungry", max={"cpu": BIG}, weight={"cpu": 1})
     return [*specs, hungry], [*pods, pod("h", "hungry", cpu=BIG)]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from engine_factories import BIG, SolveFunction, field_of, node, pod, quota, runtimes
 
-from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 
 
-def three_borrowers(minimums: dict[str, int]) -> tuple[list[QuotaSpec], list[PodInfo]]:
+def three_borrowers(minimums: dict[str, int]) -> tuple[list[Quota], list[PodInfo]]:
     """Quotas with the given cpu mins, each with a pod asking for far more than the cluster."""
     quotas = [quota(name, min={"cpu": value}, max={"cpu": BIG}) for name, value in minimums.items()]
     pods = [pod(f"p-{name}", name, cpu=BIG) for name in minimums]

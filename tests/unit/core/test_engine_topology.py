@@ -6,13 +6,14 @@ from __future__ import annotations
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.results import Snapshot
 
 NODES = [node("n", cpu=100)]
 
 
-def healthy() -> tuple[list[QuotaSpec], list[PodInfo]]:
+def healthy() -> tuple[list[Quota], list[PodInfo]]:
     """A sound quota next to the broken ones: it must still get its runtime."""
     return [quota("healthy", min={"cpu": 10}, max={"cpu": BIG}, weight={"cpu": 1})], [
         pod("h", "healthy", cpu=30)

@@ -5,14 +5,15 @@ from __future__ import annotations
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 
 TREE = "4242"
 
 
 def greedy(
     name: str = "greedy", tree_id: str = "", parent: str = ROOT_QUOTA
-) -> tuple[QuotaSpec, PodInfo]:
+) -> tuple[Quota, PodInfo]:
     """A quota with no min asking for everything: its runtime is exactly what its level has."""
     return (
         quota(name, max={"cpu": BIG}, tree_id=tree_id, parent=parent),
@@ -113,7 +114,7 @@ def profile_root(
     total: dict[str, int] | None = None,
     *,
     ignore_default_tree: bool = False,
-) -> QuotaSpec:
+) -> Quota:
     """The root quota a profile controller writes: is-root, tree id and total-resource."""
     total = total if total is not None else {"cpu": 300}
     return quota(

@@ -17,7 +17,8 @@ import pytest
 
 from elasticquota.core.generic import cowmap
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve import placement, treeresults
 from elasticquota.core.solve.accounting import aggregate, contribution
 from elasticquota.core.solve.engine import QuotaEngine
@@ -26,13 +27,13 @@ PARENTS = 4
 LEAVES = 24
 
 
-def quotas() -> list[QuotaSpec]:
+def quotas() -> list[Quota]:
     specs = [
-        QuotaSpec(name=f"p{index}", namespace="team", max={"cpu": 10**9}, is_parent=True)
+        Quota(name=f"p{index}", namespace="team", max={"cpu": 10**9}, is_parent=True)
         for index in range(PARENTS)
     ]
     specs += [
-        QuotaSpec(
+        Quota(
             name=f"q{index}",
             namespace="team",
             min={"cpu": 100},
@@ -91,7 +92,7 @@ def phases(pods: int, counts: Counter[str]) -> dict[str, Counter[str]]:
 
     phase("first rebuild", engine.tree_ids)
     engine.solve()
-    engine.upsert_quota(QuotaSpec(name="extra", namespace="team", max={"cpu": 1}))
+    engine.upsert_quota(Quota(name="extra", namespace="team", max={"cpu": 1}))
     phase("second rebuild", engine.tree_ids)
     engine.solve()
 

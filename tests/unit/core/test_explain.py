@@ -86,7 +86,8 @@ def test_a_pod_being_evicted_says_so() -> None:
 
 def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> None:
     """As the operator's round: a terminating pod's request counts as given back already."""
-    from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+    from elasticquota.core.model.models import NodeInfo, PodInfo
+    from elasticquota.core.model.quota import Quota
     from elasticquota.core.solve.engine import QuotaEngine
 
     def running(name: str, terminating: bool = False) -> PodInfo:
@@ -95,7 +96,7 @@ def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> N
             phase="Running", terminating=terminating,
         )  # fmt: skip
 
-    team = QuotaSpec(name="team", namespace="team", max={"cpu": 2000})
+    team = Quota(name="team", namespace="team", max={"cpu": 2000})
     pods = [running("a"), running("b"), running("going", terminating=True)]
     node = NodeInfo(name="n1", allocatable={"cpu": 16_000})
     snapshot = QuotaEngine().load(quotas=[team], pods=pods, nodes=[node]).solve()
@@ -106,10 +107,11 @@ def test_a_quota_over_its_runtime_only_by_terminating_pods_evicts_nothing() -> N
 
 def test_a_pod_of_an_orphaned_quota_is_told_why_it_counts_against_the_default_quota() -> None:
     from elasticquota.core.keys import DEFAULT_QUOTA
-    from elasticquota.core.model.models import PodInfo, QuotaSpec
+    from elasticquota.core.model.models import PodInfo
+    from elasticquota.core.model.quota import Quota
     from elasticquota.core.solve.engine import QuotaEngine
 
-    orphan = QuotaSpec("team", "ns", max={"cpu": 4000}, parent="deleted-dept")
+    orphan = Quota("team", "ns", max={"cpu": 4000}, parent="deleted-dept")
     pending = PodInfo(namespace="ns", name="p", requests={"cpu": 1000}, quota_label="team")
     found = explain(QuotaEngine().load([orphan], [pending]).solve(), "ns/p")
 

@@ -9,7 +9,8 @@ from elasticquota.core.decisions.gating import (
     is_gated,
 )
 from elasticquota.core.keys import ADMISSION_GATE
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.kube.pods import gates_supported
@@ -29,7 +30,7 @@ def pod(name: str, cpu: int, priority: int = 0, created: str = "", gated: bool =
 
 def solve(*pods: PodInfo) -> Snapshot:
     """One quota holding exactly 4 cpu (min = max, not lending) on an 8-cpu cluster."""
-    team = QuotaSpec(
+    team = Quota(
         name="team", namespace="ns", min={"cpu": 4000}, max={"cpu": 4000}, allow_lent=False
     )
     node = NodeInfo(name="n1", allocatable={"cpu": 8000})

@@ -13,7 +13,8 @@ from dataclasses import replace
 from engine_factories import BIG, node, pod, quota
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.model.models import Problem, QuotaSpec
+from elasticquota.core.model.models import Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.kernels import reference
@@ -28,7 +29,7 @@ def engine() -> QuotaEngine:
     return QuotaEngine(EngineSettings(), solver=reference.solve_tree)
 
 
-def l2(namespace: str, uid: str, created: str = SECOND, record: str = "") -> QuotaSpec:
+def l2(namespace: str, uid: str, created: str = SECOND, record: str = "") -> Quota:
     spec = quota("l2", max={"cpu": 40}, namespace=namespace, created=created)
     return replace(spec, uid=uid, name_record=record)
 
@@ -143,7 +144,7 @@ ORPHAN_TAIL = (
 )
 
 
-def family() -> list[QuotaSpec]:
+def family() -> list[Quota]:
     return [
         quota("dept", min={"cpu": 10}, max={"cpu": BIG}, is_parent=True),
         quota("team", min={"cpu": 4}, max={"cpu": BIG}, parent="dept", is_parent=True),
@@ -201,7 +202,7 @@ def test_an_owner_whose_spec_breaks_keeps_its_name_from_the_newcomer() -> None:
     eq.upsert_quota(l2("bad", NEWCOMER_UID))
     eq.solve()
 
-    eq.hold_name(replace(owner, max={}))  # what api.parse.quota_identity gives
+    eq.hold_name(replace(owner, max={}))  # left out: only its identity counts
     snapshot = eq.solve()
     assert "l2" not in snapshot.quotas
     assert snapshot.pod_quota["team/worker"] == DEFAULT_QUOTA
@@ -219,3 +220,16 @@ def test_an_owner_whose_spec_breaks_keeps_its_name_from_the_newcomer() -> None:
     eq.hold_name(replace(owner, max={}))
     eq.delete_quota("base", "l2")  # a deleted owner holds nothing any more
     assert eq.solve().quotas["l2"].namespace == "bad"
+
+
+def test_a_left_out_quota_read_differently_but_still_itself_rebuilds_nothing() -> None:
+    """A quota left out of its tree only holds its name: a change of what it reads as (its spec
+    edited, still unusable) is no topology change; a change of who it is (a new record) is."""
+    owner = l2("base", OWNER_UID)
+    eq = engine().load([owner], [], [node("n", cpu=9)])
+    eq.hold_name(replace(owner, max={"cpu": -1}))
+    eq.solve()
+    eq.hold_name(replace(owner, max={"cpu": -2}, min={"cpu": 5}))
+    assert not eq.topology_stale
+    eq.hold_name(replace(owner, name_record=OWNER_UID))
+    assert eq.topology_stale

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from elasticquota.core.decisions.preemption import preemption_victims
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 
@@ -33,7 +34,7 @@ def pending(name: str, cpu: int, priority: int, quota: str = "team") -> PodInfo:
 def solve(*pods: PodInfo) -> Snapshot:
     """Two quotas with min = max = 4 cpu each on an 8-cpu cluster: runtime 4 whatever happens."""
     quotas = [
-        QuotaSpec(name=name, namespace="ns", min={"cpu": 4000}, max={"cpu": 4000}, allow_lent=False)
+        Quota(name=name, namespace="ns", min={"cpu": 4000}, max={"cpu": 4000}, allow_lent=False)
         for name in ("team", "other")
     ]
     node = NodeInfo(name="n1", allocatable={"cpu": 8000})

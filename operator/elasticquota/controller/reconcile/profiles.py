@@ -15,9 +15,9 @@ import logging
 from typing import Any
 
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.state import QuotaObject
 from elasticquota.core import keys
 from elasticquota.core.model.models import ProfileSpec
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import QuantityError
 from elasticquota.core.quantities.resources import parse_resource_list
 from elasticquota.core.tree.profiles import profile_tree_id, root_quota_manifest
@@ -40,7 +40,7 @@ def _keys(resources: Any) -> set[str]:
     return set(resources) if isinstance(resources, dict) else set()
 
 
-def root_quota_patch(desired: dict[str, Any], current: QuotaObject) -> dict[str, Any] | None:
+def root_quota_patch(desired: dict[str, Any], current: Quota) -> dict[str, Any] | None:
     """The merge patch that makes ``current`` match ``desired`` where the controller owns it."""
     metadata = desired["metadata"]
     labels = {
@@ -99,7 +99,7 @@ class ProfileController(WritingLoop):
         self._outage.succeeded()
 
     async def _write_root(
-        self, profile: ProfileSpec, desired: dict[str, Any], current: QuotaObject | None
+        self, profile: ProfileSpec, desired: dict[str, Any], current: Quota | None
     ) -> None:
         if current is None:
             created = await self._cluster.create_quota(desired)

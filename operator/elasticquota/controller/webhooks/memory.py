@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elasticquota.controller.state import ControllerState, ObjectKey, QuotaObject
+from elasticquota.controller.state import ControllerState, ObjectKey
 from elasticquota.core.generic.timeslice import TimeSlice
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.validation import ClusterView, QuotaCatalog
 
 #: How long an admitted object stands in for what the watch has not delivered yet.
@@ -24,26 +25,12 @@ RECENT_TTL = 30.0
 CATALOG_SLICE = 500
 
 
-def quota_body(quota: QuotaObject) -> dict[str, Any]:
-    """A quota of the memory as the raw object the rules read (no copies of the maps)."""
-    return {
-        "metadata": {
-            "name": quota.name,
-            "namespace": quota.namespace,
-            "labels": quota.labels,
-            "annotations": quota.annotations,
-        },
-        "spec": quota.spec,
-        "status": quota.status,
-    }
-
-
 @dataclass(slots=True)
 class Admitted:
     body: Mapping[str, Any] | None  # None: deleted
     #: What the memory held for this key when it was admitted: once that changes, the watch has
     #: caught up and the memory is the truth again.
-    seen: QuotaObject | None
+    seen: Quota | None
     deadline: float
 
 
@@ -126,13 +113,14 @@ class QuotaMirror:
                 stretch.restart()
         await asyncio.sleep(0)
 
-    def _hold(self, key: ObjectKey, source: QuotaObject | Mapping[str, Any] | None) -> None:
+    def _hold(self, key: ObjectKey, source: Quota | Mapping[str, Any] | None) -> None:
+        """Index the memory's ``Quota`` as it is (read once, by the reader), or an admitted raw
+        object (read by the catalog)."""
         if source is None:
             if self._held.pop(key, None) is not None:
                 self.catalog.remove(key)
         elif self._held.get(key) is not source:
-            body = quota_body(source) if isinstance(source, QuotaObject) else source
-            self.catalog.upsert(body)
+            self.catalog.upsert(source)
             self._held[key] = source
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elasticquota.core.keys import DEFAULT_TREE, ROOT_QUOTA
 from elasticquota.core.quantities.resources import ResourceList
 
 
@@ -21,57 +20,6 @@ class Problem:
     message: str
     left_out: bool = False
     """The object is left out (of its tree, or entirely): a structural problem, not a note."""
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaSpec:
-    """One ElasticQuota as the engine needs it."""
-
-    name: str
-    namespace: str
-    min: ResourceList = field(default_factory=dict)
-    max: ResourceList = field(default_factory=dict)
-    parent: str = ROOT_QUOTA
-    is_parent: bool = False
-    allow_lent: bool = True
-    tree_id: str = DEFAULT_TREE
-    is_root: bool = False
-    ignore_default_tree: bool = False
-    #: The ``shared-weight`` annotation; None (absent, unparsable or all zero) means "use max".
-    shared_weight: ResourceList | None = None
-    namespaces: tuple[str, ...] = ()
-    #: A profile tree's total (the ``total-resource`` annotation on its root quota).
-    total_resource: ResourceList | None = None
-    #: Extension: at most this much of the unused min may be lent outside the subtree.
-    lending_limit: ResourceList | None = None
-    #: Extension: the subtree never gets more than min + borrowing limit.
-    borrowing_limit: ResourceList | None = None
-    #: RFC 3339 creation time, used to pick the survivor among duplicated names.
-    created: str = ""
-    #: metadata.uid: the last tie-break among duplicated names, and what a name record names.
-    uid: str = ""
-    #: The ``elasticquota.dev/name-owner`` annotation (the uid of the object that owns the name).
-    name_record: str = ""
-    #: The ``elasticquota.dev/user-limits`` annotation as written (None: absent); parsed and
-    #: checked by the engine (``core.userlimits``), once per change of the quota.
-    user_limits: str | None = None
-
-    @property
-    def holds_name_record(self) -> bool:
-        """The operator recorded this very object as the owner of its name."""
-        return bool(self.uid) and self.name_record == self.uid
-
-    @property
-    def ref(self) -> str:
-        return f"ElasticQuota {self.namespace}/{self.name}"
-
-    @property
-    def effective_weight(self) -> ResourceList:
-        """Shared weight as the reference uses it: the annotation, or max when absent or all
-        zero."""
-        if self.shared_weight is None or not any(self.shared_weight.values()):
-            return dict(self.max)
-        return dict(self.shared_weight)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,5 +10,6 @@ From the bottom up (import contract "Solve"):
 - ``trees``: one tree's manager state; ``treeresults``: kernel output turned into results.
 - ``placement``: pods placed in their quotas' sums; ``solvejob``: one tree's solve in three steps.
 - ``rebuild``: a topology rebuild in three steps.
-- ``engine``: the ``QuotaEngine`` that holds it all together.
+- ``engineview``: what the engine tells its readers (trees, results, snapshot, owners, problems).
+- ``engine``: the ``QuotaEngine`` that holds it all together: events in, trees solved, rebuilds.
 """

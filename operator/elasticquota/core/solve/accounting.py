@@ -18,7 +18,8 @@ from enum import IntEnum
 import numpy as np
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add, mask
 from elasticquota.core.solve.layout import MAX_UNITS
 from elasticquota.kernels.arrays import Int64Array
@@ -91,12 +92,12 @@ def aggregate(pods: Iterable[PodInfo], spec_max: Mapping[str, int]) -> Amounts:
 class QuotaDirectory:
     """Pod -> quota resolution over the valid quotas (reserved ones included)."""
 
-    quotas: Mapping[str, QuotaSpec]
+    quotas: Mapping[str, Quota]
     by_namespace_annotation: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
     @classmethod
-    def build(cls, quotas: Mapping[str, QuotaSpec]) -> QuotaDirectory:
+    def build(cls, quotas: Mapping[str, Quota]) -> QuotaDirectory:
         directory = cls(quotas=quotas)
         for name in sorted(quotas):
             for namespace in quotas[name].namespaces:

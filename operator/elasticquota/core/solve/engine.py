@@ -15,16 +15,16 @@ and their index by freezing copy-on-write maps instead of copying and sorting ev
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 
 from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import (
     DEFAULT_TREE,
-    RESERVED_QUOTAS,
 )
-from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
 from elasticquota.core.solve.enginesettings import EngineSettings, reference_reserved_max
+from elasticquota.core.solve.engineview import EngineView
 from elasticquota.core.solve.layout import RowMemo
 from elasticquota.core.solve.nodetotals import NodeTotals
 from elasticquota.core.solve.placement import Placements
@@ -38,24 +38,25 @@ from elasticquota.core.solve.rebuild import (
 )
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.solve.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
-from elasticquota.core.solve.totals import tree_problems, tree_total
+from elasticquota.core.solve.totals import tree_total
 from elasticquota.core.solve.treeresults import reserved_results
 from elasticquota.core.solve.trees import TreeState
 from elasticquota.core.tree.topology import Topology
-from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitsView, UserLimitTracker
+from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitTracker
 from elasticquota.kernels.waterfill import solve_tree
 
 __all__ = ["EngineSettings", "QuotaEngine", "Solver", "reference_reserved_max"]
 
 
-class QuotaEngine:
-    """One manager per quota tree, fed by object events, solved on demand."""
+class QuotaEngine(EngineView):
+    """One manager per quota tree, fed by object events, solved on demand; what it tells its
+    readers is ``EngineView``'s."""
 
     def __init__(
         self,
         settings: EngineSettings | None = None,
         solver: Solver = solve_tree,
-        name_owners: Mapping[str, QuotaSpec] | None = None,
+        name_owners: Mapping[str, Quota] | None = None,
     ) -> None:
         """``name_owners``: who owned each quota name (another engine's ``name_owners``): those
         quotas keep their names here too, as they would in that engine."""
@@ -67,7 +68,7 @@ class QuotaEngine:
         self._topology = Topology(owners=dict(name_owners or {}))
         self._trees: dict[str, TreeState] = {}
         self._placements = Placements(QuotaDirectory(quotas={}), {}, {}, ExactSums(2, []))
-        self._reserved_specs: dict[str, QuotaSpec] = {}
+        self._reserved_specs: dict[str, Quota] = {}
         self._topology_dirty = True
         #: Pods that changed while a topology change awaited its rebuild (placed by the rebuild).
         self._stale: set[str] = set()
@@ -89,20 +90,20 @@ class QuotaEngine:
 
     # -- events -------------------------------------------------------------------------------
 
-    def upsert_quota(self, spec: QuotaSpec) -> None:
+    def upsert_quota(self, spec: Quota) -> None:
         """Add or replace a quota; an identical spec (only our annotations moved) is a no-op."""
         self._topology_dirty |= self._quota_specs.upsert(spec)
 
-    def hold_name(self, identity: QuotaSpec) -> None:
+    def hold_name(self, quota: Quota) -> None:
         """A quota object whose spec is unusable: in no tree, it still owns its name
         (``core.solve.quotaspecs``)."""
-        self._topology_dirty |= self._quota_specs.hold(identity)
+        self._topology_dirty |= self._quota_specs.hold(quota)
 
     def delete_quota(self, namespace: str, name: str) -> None:
         self._topology_dirty |= self._quota_specs.delete(namespace, name)
 
     @property
-    def specs(self) -> list[QuotaSpec]:
+    def specs(self) -> list[Quota]:
         """The usable quota specs the engine holds now."""
         return list(self._quota_specs.specs.values())
 
@@ -150,7 +151,7 @@ class QuotaEngine:
 
     def load(
         self,
-        quotas: Iterable[QuotaSpec] = (),
+        quotas: Iterable[Quota] = (),
         pods: Iterable[PodInfo] = (),
         nodes: Iterable[NodeInfo] = (),
     ) -> QuotaEngine:
@@ -163,66 +164,7 @@ class QuotaEngine:
             self.upsert_pod(pod)
         return self
 
-    @property
-    def pods(self) -> Mapping[str, PodInfo]:
-        """The current pods by ``namespace/name`` (a live read-only view; it changes with events:
-        what a ``Snapshot`` publishes does not)."""
-        return self._pods
-
-    @property
-    def nodes(self) -> Mapping[str, NodeInfo]:
-        """The current nodes (read-only view; profiles select from them)."""
-        return self._nodes.nodes
-
     # -- solving ------------------------------------------------------------------------------
-
-    @property
-    def topology_stale(self) -> bool:
-        """A quota (or the nodes' resources) changed since the last topology rebuild: the next
-        ``tree_ids``, ``solve`` or ``latest`` rebuilds, unless ``prepare_rebuild`` does first."""
-        return self._topology_dirty
-
-    def tree_ids(self) -> list[str]:
-        """Every tree, after bringing the topology up to date."""
-        self._ensure_topology()
-        return sorted(self._trees)
-
-    def tree_of(self, quota: str) -> str | None:
-        """The tree a valid quota belongs to (inherited from its parent when unlabelled)."""
-        self._ensure_topology()
-        return self._topology.tree_of.get(quota)
-
-    def tree_of_result(self, name: str) -> str | None:
-        """The tree whose results carry the quota object ``name``: the reserved quotas and the
-        virtual root are written from the default tree's; None for a quota in no tree."""
-        if name in RESERVED_QUOTAS:
-            return DEFAULT_TREE
-        return self.tree_of(name)
-
-    def tree_of_pod(self, key: str) -> str | None:
-        """The tree whose figures the pod counts in; None for a pod not placed (yet): unknown, or
-        a quota change awaits the topology rebuild, after which every tree is solved anew."""
-        if self._topology_dirty:
-            return None
-        return self._placements.tree_of_pod(key)
-
-    def dirty_trees(self) -> list[str]:
-        """Trees whose results are out of date (all of them after a topology change)."""
-        return [tree_id for tree_id in self.tree_ids() if self._trees[tree_id].dirty]
-
-    def unsettled_trees(self) -> list[str]:
-        """Trees that are out of date or whose changed results the controller has not taken."""
-        return [
-            tree_id
-            for tree_id in self.tree_ids()
-            if self._trees[tree_id].dirty or self._trees[tree_id].changed
-        ]
-
-    def take_changed(self, tree_id: str) -> set[str]:
-        """Names of the tree's quotas whose results, as of its last solve, differ from those at
-        the last call for this tree: every name of a tree first solved after a topology change."""
-        state = self._trees.get(tree_id)
-        return state.take_changed() if state is not None else set()
 
     def solve_tree(self, tree_id: str) -> Mapping[str, QuotaResult]:
         """One tree's results (recomputed if dirty); empty for a tree that no longer exists."""
@@ -310,11 +252,6 @@ class QuotaEngine:
         state.dirty = state.version != job.version
         return True
 
-    def published(self, tree_id: str) -> Mapping[str, QuotaResult]:
-        """The tree's results as last published, without solving (empty for an unknown tree)."""
-        state = self._trees.get(tree_id)
-        return state.results if state is not None else {}
-
     # -- topology -----------------------------------------------------------------------------
 
     def _ensure_topology(self) -> None:
@@ -390,59 +327,3 @@ class QuotaEngine:
         state = self._trees.get(tree_id)
         if state is not None:
             state.touch()
-
-    # -- output -------------------------------------------------------------------------------
-
-    def _snapshot(self) -> Snapshot:
-        """The published state: O(trees + buckets), whatever the number of pods."""
-        pod_quota, pods_by_quota = self._placements.index.freeze()
-        return Snapshot(
-            quotas=self._all_results(),
-            totals={tree_id: state.total for tree_id, state in self._trees.items()},
-            pods=self._pods.freeze(),
-            pod_quota=pod_quota,
-            pods_by_quota=pods_by_quota,
-            problems=self.problems(),
-            user_limits=self.user_limits(),
-            over_used=frozenset().union(*(state.over_used for state in self._trees.values())),
-        )
-
-    def _all_results(self) -> Mapping[str, QuotaResult]:
-        """Every tree's results in one mapping, merged again only when some changed."""
-        if self._quotas is None:
-            quotas: dict[str, QuotaResult] = {}
-            for tree_id in sorted(self._trees, reverse=True):
-                quotas.update(self._trees[tree_id].results)  # the default tree's root comes last
-            self._quotas = quotas
-        return self._quotas
-
-    @property
-    def name_owners(self) -> Mapping[str, QuotaSpec]:
-        """The quota that owns each name, as of the last topology (read-only)."""
-        return MappingProxyType(self._topology.owners)
-
-    def name_owner(self, name: str) -> str | None:
-        """``Topology.owner_namespace`` as of the last topology. Does not rebuild: the webhooks
-        read it on the event loop."""
-        return self._topology.owner_namespace(name)
-
-    def unrecorded_owners(self) -> list[QuotaSpec]:
-        """``Topology.unrecorded_owners``, after bringing the topology up to date."""
-        self._ensure_topology()
-        return self._topology.unrecorded_owners()
-
-    def user_limits(self) -> UserLimitsView:
-        """The user and group limits and usage as of now, frozen (O(buckets)); a pass's view
-        after a topology change waits for the rebuild, as ``solve`` does."""
-        self._ensure_topology()
-        return self._users.freeze()
-
-    def problems(self) -> list[Problem]:
-        """Structural problems of the current quotas (after the last rebuild), and the user limit
-        objects dropped for a rule they break (the quota itself is still computed)."""
-        return [
-            *self._topology.problems,
-            *self._placements.directory.problems,
-            *tree_problems(self._topology),
-            *self._limit_problems,
-        ]

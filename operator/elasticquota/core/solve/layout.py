@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.tree.topology import Topology
 from elasticquota.kernels.arrays import BoolArray, Int64Array
@@ -98,10 +98,10 @@ class QuotaRows(NamedTuple):
 
 
 #: Per quota name: the spec object and keys its rows were built for, and the rows.
-RowMemo = dict[str, tuple[QuotaSpec, list[str], QuotaRows]]
+RowMemo = dict[str, tuple[Quota, list[str], QuotaRows]]
 
 
-def _remembered_rows(spec: QuotaSpec, keys: list[str], memo: RowMemo | None) -> QuotaRows:
+def _remembered_rows(spec: Quota, keys: list[str], memo: RowMemo | None) -> QuotaRows:
     """The quota's rows: from ``memo`` when built for this very spec object and these keys."""
     if memo is None:
         return _quota_rows(spec, keys)
@@ -113,7 +113,7 @@ def _remembered_rows(spec: QuotaSpec, keys: list[str], memo: RowMemo | None) -> 
     return rows
 
 
-def _quota_rows(spec: QuotaSpec, keys: list[str]) -> QuotaRows:
+def _quota_rows(spec: Quota, keys: list[str]) -> QuotaRows:
     """Everything the kernel needs to know about one quota, per resource (``request_floor`` and
     ``request_cap`` are only consulted where a lending or borrowing rule can change the value)."""
     minimum, maximum, weights = spec.min, spec.max, spec.effective_weight
@@ -142,7 +142,7 @@ def _matrix(
     return np.array([root, *rows], dtype=dtype)
 
 
-def _keys_of(spec: QuotaSpec) -> set[str]:
+def _keys_of(spec: Quota) -> set[str]:
     return set(spec.max) | set(spec.min) | set(spec.effective_weight)
 
 
@@ -157,7 +157,7 @@ def _child_start(topology: Topology, tree_id: str, names: list[str]) -> Int64Arr
     return starts
 
 
-def request_floor(spec: QuotaSpec, key: str) -> int:
+def request_floor(spec: Quota, key: str) -> int:
     """What a quota's request is raised to: its min when it does not lend, min - lending limit.
 
     ``allow-lent-resource: "false"`` is a lending limit of 0 on every resource.
@@ -170,7 +170,7 @@ def request_floor(spec: QuotaSpec, key: str) -> int:
     return 0
 
 
-def request_cap(spec: QuotaSpec, key: str) -> int:
+def request_cap(spec: Quota, key: str) -> int:
     """The limited request's cap: max, and min + borrowing limit when one is set."""
     cap = spec.max.get(key, MAX_UNITS)
     if spec.borrowing_limit is not None and key in spec.borrowing_limit:

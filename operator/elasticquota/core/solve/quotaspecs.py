@@ -8,7 +8,7 @@ while the owner is being fixed. Every change that can move quotas between trees 
 
 from __future__ import annotations
 
-from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.model.quota import Quota
 
 QuotaKey = tuple[str, str]
 
@@ -17,12 +17,12 @@ class QuotaSpecs:
     """The current specs and name holders by (namespace, name), and how often they changed."""
 
     def __init__(self) -> None:
-        self.specs: dict[QuotaKey, QuotaSpec] = {}
-        self.holders: dict[QuotaKey, QuotaSpec] = {}
+        self.specs: dict[QuotaKey, Quota] = {}
+        self.holders: dict[QuotaKey, Quota] = {}
         #: Changes so far (each one makes the topology stale).
         self.changes = 0
 
-    def upsert(self, spec: QuotaSpec) -> bool:
+    def upsert(self, spec: Quota) -> bool:
         """Add or replace a spec; False for an identical one (only our annotations moved)."""
         key = (spec.namespace, spec.name)
         if self.specs.get(key) == spec:
@@ -31,9 +31,11 @@ class QuotaSpecs:
         self.holders.pop(key, None)
         return self._changed()
 
-    def hold(self, identity: QuotaSpec) -> bool:
-        """The object's spec is unusable: it only holds its name from now on."""
-        key = (identity.namespace, identity.name)
+    def hold(self, quota: Quota) -> bool:
+        """The object's spec is unusable: it only holds its name from now on (its identity:
+        a change of what it reads as does not count while it stays unusable)."""
+        key = (quota.namespace, quota.name)
+        identity = quota.identity()
         had_spec = self.specs.pop(key, None) is not None
         if had_spec or self.holders.get(key) != identity:
             self.holders[key] = identity

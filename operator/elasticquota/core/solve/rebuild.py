@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from elasticquota.core.generic.cowmap import FrozenMap
 from elasticquota.core.keys import DEFAULT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.solve.accounting import ExactSums, QuotaDirectory
 from elasticquota.core.solve.layout import RowMemo
@@ -48,11 +49,11 @@ class RebuildJob:
     serial: int
     epoch: int
     spec_changes: int
-    specs: tuple[QuotaSpec, ...]
+    specs: tuple[Quota, ...]
     #: Who owned each quota name in the current topology, and the quotas that hold their name
     #: without a usable spec (``QuotaEngine.hold_name``).
-    owners: dict[str, QuotaSpec]
-    holders: tuple[QuotaSpec, ...]
+    owners: dict[str, Quota]
+    holders: tuple[Quota, ...]
     node_keys: frozenset[str]
     pods: FrozenMap[PodInfo]
     #: Pods that changed since the index was last brought up to date.
@@ -74,7 +75,7 @@ class RebuildOutcome:
     user limits of every tree with every bound pod counted."""
 
     topology: Topology
-    reserved_specs: dict[str, QuotaSpec]
+    reserved_specs: dict[str, Quota]
     trees: dict[str, TreeState]
     placements: Placements
     rows: RowMemo
@@ -113,17 +114,15 @@ def compute_rebuild(job: RebuildJob) -> RebuildOutcome:
     )
 
 
-def reserved_quota_specs(topology: Topology, defaults: ReservedDefaults) -> dict[str, QuotaSpec]:
+def reserved_quota_specs(topology: Topology, defaults: ReservedDefaults) -> dict[str, Quota]:
     """The system and default quotas: as given, or made with the reference defaults."""
-    specs: dict[str, QuotaSpec] = {}
+    specs: dict[str, Quota] = {}
     for name, default_max in (
         (SYSTEM_QUOTA, defaults.system_max),
         (DEFAULT_QUOTA, defaults.default_max),
     ):
         given = topology.reserved.get(name)
-        specs[name] = given or QuotaSpec(
-            name=name, namespace=defaults.namespace, max=dict(default_max)
-        )
+        specs[name] = given or Quota(name=name, namespace=defaults.namespace, max=dict(default_max))
     return specs
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, SYSTEM_QUOTA
-from elasticquota.core.model.models import Problem, QuotaSpec
+from elasticquota.core.model.models import Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add, mask, subtract_clamped
 from elasticquota.core.solve.accounting import Account, ExactSums
 from elasticquota.core.tree.topology import Topology
 
 
-def root_total(spec: QuotaSpec) -> ResourceList | None:
+def root_total(spec: Quota) -> ResourceList | None:
     """A profile tree root's ``total-resource``: only read on a quota labelled is-root=true."""
     return spec.total_resource if spec.is_root else None
 

@@ -14,7 +14,7 @@ from typing import TypedDict
 import numpy as np
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.solve.accounting import Account, ExactSums
 from elasticquota.core.solve.layout import TreeLayout
@@ -67,7 +67,7 @@ def tree_results(
 
 def _quota_result(
     layout: TreeLayout,
-    spec: QuotaSpec,
+    spec: Quota,
     columns: Mapping[str, list[list[int]]],
     at: int,
     last: QuotaResult | None,
@@ -160,7 +160,7 @@ def _root_result(
 
 def reserved_results(
     root: QuotaResult,
-    specs: Mapping[str, QuotaSpec],
+    specs: Mapping[str, Quota],
     sums: ExactSums,
     total: ResourceList,
 ) -> dict[str, QuotaResult]:
@@ -195,12 +195,12 @@ def reserved_results(
     return results
 
 
-def _tracked(sums: ExactSums, account: Account, row: int, spec: QuotaSpec) -> ResourceList:
+def _tracked(sums: ExactSums, account: Account, row: int, spec: Quota) -> ResourceList:
     exact = sums.exact(account, row)
     return {key: value for key, value in exact.items() if key in spec.max or value}
 
 
-def _reserved_result(spec: QuotaSpec, own: Mapping[Account, ResourceList]) -> QuotaResult:
+def _reserved_result(spec: Quota, own: Mapping[Account, ResourceList]) -> QuotaResult:
     request = own[Account.REQUEST]
     return QuotaResult(
         name=spec.name,

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.model.models import Problem, QuotaSpec
+from elasticquota.core.model.models import Problem
+from elasticquota.core.model.quota import Quota
 
 #: What happens to a quota left out for its place in the tree (and to its pods): said in every
 #: such problem, so that the Event, ``plan`` and ``explain`` all tell where the pods went.
@@ -36,19 +37,19 @@ LEFT_OUT = (
 class Topology:
     """The valid quotas, arranged in trees, and the problems found on the way."""
 
-    quotas: dict[str, QuotaSpec] = field(default_factory=dict)
+    quotas: dict[str, Quota] = field(default_factory=dict)
     tree_of: dict[str, str] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)
     #: Top-level quotas (children of the virtual root) per tree id, sorted by name.
     top_level: dict[str, list[str]] = field(default_factory=dict)
     #: The system and default quotas as given (None: not present, reference defaults apply).
-    reserved: dict[str, QuotaSpec] = field(default_factory=dict)
+    reserved: dict[str, Quota] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     #: The owner of every quota name (valid or not, reserved ones included): the next topology
     #: keeps each name with its owner (``name_order``).
-    owners: dict[str, QuotaSpec] = field(default_factory=dict)
+    owners: dict[str, Quota] = field(default_factory=dict)
     #: The owners of the names that several quotas share.
-    contested: dict[str, QuotaSpec] = field(default_factory=dict)
+    contested: dict[str, Quota] = field(default_factory=dict)
 
     def trees(self) -> list[str]:
         """Every tree id with at least one quota, plus the default tree, sorted."""
@@ -59,7 +60,7 @@ class Topology:
         owner = self.owners.get(name)
         return None if owner is None else owner.namespace
 
-    def unrecorded_owners(self) -> list[QuotaSpec]:
+    def unrecorded_owners(self) -> list[Quota]:
         """Owners of a name other quotas share that do not carry their ownership record yet
         (``elasticquota.dev/name-owner``), by name: the controller writes it, so that the name
         stays with them across restarts."""
@@ -86,9 +87,9 @@ class Topology:
 
 
 def build_topology(
-    specs: Iterable[QuotaSpec],
-    previous_owners: Mapping[str, QuotaSpec] | None = None,
-    holders: Iterable[QuotaSpec] = (),
+    specs: Iterable[Quota],
+    previous_owners: Mapping[str, Quota] | None = None,
+    holders: Iterable[Quota] = (),
 ) -> Topology:
     """Validate the structure of a set of quotas and arrange the valid ones in trees.
 
@@ -114,17 +115,17 @@ def build_topology(
 
 
 def _unique_candidates(
-    specs: Iterable[QuotaSpec],
+    specs: Iterable[Quota],
     topology: Topology,
-    previous: Mapping[str, QuotaSpec],
-    holders: Iterable[QuotaSpec],
-) -> dict[str, QuotaSpec]:
+    previous: Mapping[str, Quota],
+    holders: Iterable[Quota],
+) -> dict[str, Quota]:
     """Non-reserved quotas by name: of the quotas sharing a name, the owner (``name_order``); a
     name owned by a quota with an unusable spec has no candidate.
 
     The system and default quotas follow the same rule and go to ``topology.reserved``.
     """
-    by_name: dict[str, list[QuotaSpec]] = {}
+    by_name: dict[str, list[Quota]] = {}
     unusable: set[tuple[str, str]] = set()  # (namespace, name): a holder is never also a spec
     for spec in specs:
         by_name.setdefault(spec.name, []).append(spec)
@@ -132,7 +133,7 @@ def _unique_candidates(
         by_name.setdefault(holder.name, []).append(holder)
         unusable.add((holder.namespace, holder.name))
     by_name.pop(ROOT_QUOTA, None)  # the virtual root: its object carries no spec the engine uses
-    candidates: dict[str, QuotaSpec] = {}
+    candidates: dict[str, Quota] = {}
     for name, group in sorted(by_name.items()):  # problems in name order, whatever the input
         if len(group) > 1:
             group.sort(key=name_order(previous.get(name)))
@@ -152,8 +153,8 @@ def _unique_candidates(
 
 
 def name_order(
-    held_by: QuotaSpec | None,
-) -> Callable[[QuotaSpec], tuple[bool, bool, str, str, str]]:
+    held_by: Quota | None,
+) -> Callable[[Quota], tuple[bool, bool, str, str, str]]:
     """The sort key that puts the owner of a name first among the quotas that share it.
 
     1. the quota the operator recorded as the owner (``elasticquota.dev/name-owner`` holding its
@@ -165,7 +166,7 @@ def name_order(
        namespace: deterministic, the same on every replica.
     """
 
-    def key(spec: QuotaSpec) -> tuple[bool, bool, str, str, str]:
+    def key(spec: Quota) -> tuple[bool, bool, str, str, str]:
         held = held_by is not None and _same_object(spec, held_by)
         return (
             not spec.holds_name_record,
@@ -178,11 +179,11 @@ def name_order(
     return key
 
 
-def _same_object(spec: QuotaSpec, other: QuotaSpec) -> bool:
+def _same_object(spec: Quota, other: Quota) -> bool:
     return spec.namespace == other.namespace and spec.uid == other.uid
 
 
-def _report_duplicate(owner: QuotaSpec, duplicate: QuotaSpec, topology: Topology) -> None:
+def _report_duplicate(owner: Quota, duplicate: Quota, topology: Topology) -> None:
     """The newcomer is left out; on a creation-time tie both hear about the other."""
     name = owner.name
     tie = bool(owner.created) and owner.created == duplicate.created
@@ -211,7 +212,7 @@ def _report_duplicate(owner: QuotaSpec, duplicate: QuotaSpec, topology: Topology
         )
 
 
-def _judge(name: str, candidates: Mapping[str, QuotaSpec], verdicts: dict[str, str | None]) -> None:
+def _judge(name: str, candidates: Mapping[str, Quota], verdicts: dict[str, str | None]) -> None:
     """Decide whether ``name`` and its ancestors are valid (None) or why not (a message)."""
     path: list[str] = []
     current = name

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 
 from elasticquota.core.generic.cowmap import CowMap
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.model.models import PodInfo, Problem, QuotaSpec
+from elasticquota.core.model.models import PodInfo, Problem
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.tree.topology import Topology
 from elasticquota.core.userlimits.book import LimitBook, QuotaPath, check_hierarchy
 from elasticquota.core.userlimits.config import LimitProblem, QuotaLimits, parse_quota_limits
@@ -79,7 +80,7 @@ def build_books(
     ]
 
 
-def _parse(spec: QuotaSpec, memo: LimitMemo) -> tuple[QuotaLimits, tuple[LimitProblem, ...]]:
+def _parse(spec: Quota, memo: LimitMemo) -> tuple[QuotaLimits, tuple[LimitProblem, ...]]:
     text = spec.user_limits or ""
     maximum = frozenset(spec.max.items())
     remembered = memo.get(spec.name)

@@ -1,7 +1,8 @@
 """Admission rules for ElasticQuotas and Pods: the reference's webhooks, as pure functions.
 
 Each ``validate_*`` takes the object under review as the API server sends it (a raw dict: it may be
-broken in ways the typed models cannot even hold, such as a negative min) and a read-only
+broken in ways the engine would not take, such as a negative min), reads it with the one reader of
+quotas (``core.model.quotaread``, through ``facts.read_quota``) and takes a read-only
 ``ClusterView`` of the quotas and pods the operator knows, and returns every rule the request
 breaks; an empty list means "allowed". Messages name the quota, the rule and the numbers, in the
 reference's wording where it has one so that Koordinator users recognise them. Unlike the
@@ -23,7 +24,6 @@ from __future__ import annotations
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     LABEL_ALLOW_FORCE_UPDATE,
-    QuotaFacts,
     QuotaKey,
     Violation,
     object_name,
@@ -47,7 +47,6 @@ __all__ = [
     "LABEL_ALLOW_FORCE_UPDATE",
     "ClusterView",
     "QuotaCatalog",
-    "QuotaFacts",
     "QuotaKey",
     "Violation",
     "label_value_violations",

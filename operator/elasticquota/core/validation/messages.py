@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import format_units
-from elasticquota.core.validation.facts import (
-    QuotaFacts,
-)
 
 
 def go_list(items: Iterable[str]) -> str:
@@ -19,8 +17,8 @@ def amounts_text(resources: Mapping[str, int], names: Iterable[str]) -> str:
     return ", ".join(f"{name} {format_units(name, resources.get(name, 0))}" for name in names)
 
 
-def written_text(quota: QuotaFacts, where: str, name: str) -> str:
-    value = quota.written.get(where, {}).get(name)
+def written_text(quota: Quota, where: str, name: str) -> str:
+    value = quota.written(where).get(name)
     if value is None:
         return format_units(name, getattr(quota, where).get(name, 0))
     return str(value)

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from elasticquota.core import keys
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.validation.facts import (
     WATCHED_ANNOTATIONS,
     WATCHED_LABELS,
-    QuotaFacts,
     Violation,
     mapping_or_empty,
     read_quota,
@@ -26,7 +26,7 @@ from elasticquota.core.validation.userlimits import user_limit_violations
 from elasticquota.core.validation.view import ClusterView
 
 
-def _namespaces_free(quota: QuotaFacts, view: ClusterView, operation: str) -> list[Violation]:
+def _namespaces_free(quota: Quota, view: ClusterView, operation: str) -> list[Violation]:
     found = []
     for namespace in quota.namespaces:
         owner = view.namespace_owner(namespace)

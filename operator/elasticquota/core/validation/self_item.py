@@ -6,17 +6,17 @@ import json
 from typing import Any
 
 from elasticquota.core import keys
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
 from elasticquota.core.quantities.resources import ResourceList, parse_resource_list_json
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
-    QuotaFacts,
     Violation,
 )
 from elasticquota.core.validation.messages import amounts_text, go_list, written_text
 
 
-def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
+def _negatives(quota: Quota, where: str, label: str) -> list[Violation]:
     values: ResourceList = getattr(quota, where)
     negative = sorted(name for name, value in values.items() if value < 0)
     if not negative:
@@ -32,7 +32,7 @@ def _negatives(quota: QuotaFacts, where: str, label: str) -> list[Violation]:
 
 
 def _annotation_list(
-    quota: QuotaFacts,
+    quota: Quota,
     key: str,
     rule: str,
     reference_wording: bool = False,
@@ -51,9 +51,9 @@ def _annotation_list(
     return values, []
 
 
-def _refused_max(quota: QuotaFacts, name: str) -> bool:
+def _refused_max(quota: Quota, name: str) -> bool:
     """Whether ``spec.max`` of this resource is refused itself (negative, or not a quantity)."""
-    written = quota.written.get("max", {}).get(name)
+    written = quota.written("max").get(name)
     if written is None:
         return False
     try:
@@ -62,20 +62,20 @@ def _refused_max(quota: QuotaFacts, name: str) -> bool:
         return True
 
 
-def _copies_a_refused_max(quota: QuotaFacts, name: str, value: Any) -> bool:
+def _copies_a_refused_max(quota: Quota, name: str, value: Any) -> bool:
     """A shared weight that is the max as written (the mutating webhook copies max into a
     missing shared weight) where that max is refused: the max's rule names the problem, so the
     copy is not blamed too."""
     if not _refused_max(quota, name):
         return False
-    written = quota.written["max"][name]
+    written = quota.written("max")[name]
     try:
         return parse_units(name, value) == parse_units(name, written)
     except QuantityError:
         return str(value) == str(written)
 
 
-def _shared_weight(quota: QuotaFacts) -> list[Violation]:
+def _shared_weight(quota: Quota) -> list[Violation]:
     key = keys.ANNO_SHARED_WEIGHT
     text = quota.annotations.get(key, "")
     try:
@@ -100,7 +100,7 @@ def _shared_weight(quota: QuotaFacts) -> list[Violation]:
     return found
 
 
-def _min_within_max(quota: QuotaFacts) -> list[Violation]:
+def _min_within_max(quota: Quota) -> list[Violation]:
     found = []
     for name in sorted(quota.min):
         if name not in quota.max:
@@ -122,7 +122,7 @@ def _min_within_max(quota: QuotaFacts) -> list[Violation]:
     return found
 
 
-def _max_strict_keys(quota: QuotaFacts) -> list[Violation]:
+def _max_strict_keys(quota: Quota) -> list[Violation]:
     """``max-strict-check-resource-keys``: for those keys, max must stay at or above used."""
     text = quota.annotations.get(ANNO_MAX_STRICT_CHECK_KEYS, "")
     if not text:
@@ -161,7 +161,7 @@ def _max_strict_keys(quota: QuotaFacts) -> list[Violation]:
     return found
 
 
-def _limits(quota: QuotaFacts) -> list[Violation]:
+def _limits(quota: Quota) -> list[Violation]:
     """The extension annotations: valid, non-negative ResourceLists; lending at most min."""
     found: list[Violation] = []
     for key, rule in ((keys.ANNO_LENDING_LIMIT, "lending-limit"),
@@ -193,7 +193,7 @@ def _limits(quota: QuotaFacts) -> list[Violation]:
     return found
 
 
-def self_item_violations(quota: QuotaFacts) -> list[Violation]:
+def self_item_violations(quota: Quota) -> list[Violation]:
     """Every rule about the quota alone, plus the lending / borrowing limits."""
     return [
         *_negatives(quota, "max", "Max"),

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from elasticquota.core import keys
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
     KEY_CHECK_PREFIX,
-    QuotaFacts,
     Violation,
+    force_update,
 )
 from elasticquota.core.validation.messages import amounts_text, go_list, some_names
 from elasticquota.core.validation.view import ClusterView
 
 
 def _is_parent_change(
-    quota: QuotaFacts, stored: QuotaFacts | None, view: ClusterView, old_namespaces: Iterable[str]
+    quota: Quota, stored: Quota | None, view: ClusterView, old_namespaces: Iterable[str]
 ) -> list[Violation]:
     if stored is None or stored.is_parent == quota.is_parent:
         return []
@@ -43,7 +44,7 @@ def _is_parent_change(
     ]
 
 
-def _tree_ids(quota: QuotaFacts, stored: QuotaFacts | None, view: ClusterView) -> list[Violation]:
+def _tree_ids(quota: Quota, stored: Quota | None, view: ClusterView) -> list[Violation]:
     found = []
     name, own = quota.name, quota.tree_id
     if stored is not None and stored.tree_id != own:
@@ -70,7 +71,7 @@ def _tree_ids(quota: QuotaFacts, stored: QuotaFacts | None, view: ClusterView) -
     return found
 
 
-def _parent_chain(quota: QuotaFacts, view: ClusterView) -> list[str] | None:
+def _parent_chain(quota: Quota, view: ClusterView) -> list[str] | None:
     """The ancestors up to the quota itself when its new parent makes a cycle, else None."""
     chain = [quota.name]
     current = quota.parent
@@ -87,7 +88,7 @@ def _parent_chain(quota: QuotaFacts, view: ClusterView) -> list[str] | None:
     return None
 
 
-def _parent(quota: QuotaFacts, view: ClusterView) -> tuple[QuotaFacts | None, list[Violation]]:
+def _parent(quota: Quota, view: ClusterView) -> tuple[Quota | None, list[Violation]]:
     """The parent when it is usable (exists, is a parent, no cycle), and what is wrong with it."""
     name, parent_name = quota.name, quota.parent
     cycle = _parent_chain(quota, view)
@@ -116,9 +117,7 @@ def _parent(quota: QuotaFacts, view: ClusterView) -> tuple[QuotaFacts | None, li
     return parent, []
 
 
-def _same_max_keys(
-    upper: QuotaFacts, lower: QuotaFacts, first: str, second: str
-) -> list[Violation]:
+def _same_max_keys(upper: Quota, lower: Quota, first: str, second: str) -> list[Violation]:
     if set(upper.max) == set(lower.max):
         return []
     return [
@@ -131,7 +130,7 @@ def _same_max_keys(
     ]
 
 
-def _min_keys_included(upper: QuotaFacts, lower: QuotaFacts) -> list[Violation]:
+def _min_keys_included(upper: Quota, lower: Quota) -> list[Violation]:
     missing = sorted(set(lower.min) - set(upper.min))
     if not missing:
         return []
@@ -144,9 +143,7 @@ def _min_keys_included(upper: QuotaFacts, lower: QuotaFacts) -> list[Violation]:
     ]
 
 
-def _resource_keys(
-    quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView
-) -> list[Violation]:
+def _resource_keys(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Violation]:
     """The default gate (``ElasticQuotaEnableUpdateResourceKey`` off): identical max key sets
     along every edge; min keys of a child within its parent's."""
     found = []
@@ -165,10 +162,10 @@ def _over(total: ResourceList, limit: ResourceList) -> list[str]:
     return sorted(name for name, value in total.items() if value > limit.get(name, 0))
 
 
-def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -> list[Violation]:
+def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Violation]:
     """Σ children's min ≤ parent's min, below the top level (skipped with allow-force-update or
     is-root)."""
-    if quota.force_update or quota.is_root:
+    if force_update(quota) or quota.is_root:
         return []
     found = []
     if parent is not None:
@@ -200,8 +197,8 @@ def _min_sums(quota: QuotaFacts, parent: QuotaFacts | None, view: ClusterView) -
 
 
 def topology_violations(
-    quota: QuotaFacts,
-    stored: QuotaFacts | None,
+    quota: Quota,
+    stored: Quota | None,
     view: ClusterView,
     old_namespaces: Iterable[str] = (),
 ) -> list[Violation]:

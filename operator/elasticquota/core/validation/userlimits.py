@@ -11,14 +11,15 @@ and the engine report as problems. Problems the tree already had are not the req
 from __future__ import annotations
 
 from elasticquota.core import keys
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.userlimits import QuotaLimitSource, change_problems
-from elasticquota.core.validation.facts import QuotaFacts, Violation
+from elasticquota.core.validation.facts import (
+    Violation,
+)
 from elasticquota.core.validation.view import ClusterView
 
 
-def user_limit_violations(
-    quota: QuotaFacts, stored: QuotaFacts | None, view: ClusterView
-) -> list[Violation]:
+def user_limit_violations(quota: Quota, stored: Quota | None, view: ClusterView) -> list[Violation]:
     """Every user-limit problem the request brings, as violations naming the quota, the limit
     object and the rule. ``stored``: the quota's current copy (None on CREATE)."""
     text = quota.annotations.get(keys.ANNO_USER_LIMITS)
@@ -41,7 +42,7 @@ def _has_limits(text: str | None) -> bool:
     return bool(text and text.strip())
 
 
-def _source(quota: QuotaFacts) -> QuotaLimitSource:
+def _source(quota: Quota) -> QuotaLimitSource:
     parent = quota.parent
     return QuotaLimitSource(
         quota.name,
@@ -51,9 +52,9 @@ def _source(quota: QuotaFacts) -> QuotaLimitSource:
     )
 
 
-def _ancestors(quota: QuotaFacts, view: ClusterView) -> list[QuotaFacts]:
+def _ancestors(quota: Quota, view: ClusterView) -> list[Quota]:
     """The quotas above, nearest first (a parent cycle or a missing parent ends the walk)."""
-    chain: list[QuotaFacts] = []
+    chain: list[Quota] = []
     seen = {quota.name}
     parent = quota.parent
     while parent not in ("", keys.ROOT_QUOTA) and parent not in seen:
@@ -66,9 +67,9 @@ def _ancestors(quota: QuotaFacts, view: ClusterView) -> list[QuotaFacts]:
     return chain
 
 
-def _descendants(name: str, view: ClusterView) -> list[QuotaFacts]:
+def _descendants(name: str, view: ClusterView) -> list[Quota]:
     """The quotas below ``name``, breadth first (each once)."""
-    found: list[QuotaFacts] = []
+    found: list[Quota] = []
     seen = {name}
     queue = [name]
     while queue:

@@ -8,84 +8,67 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.model.quotaread import quota_key
 from elasticquota.core.quantities.resources import ResourceList, add
-from elasticquota.core.validation.facts import (
-    QuotaFacts,
-    QuotaKey,
-    mapping_or_empty,
-    object_name,
-    parent_of_body,
-    quota_namespaces,
-    read_quota,
-    string_map,
-)
+from elasticquota.core.validation.facts import QuotaKey, read_quota
 
 
 class QuotaCatalog:
     """The quotas, indexed by object, by name, by parent and by annotated namespace.
 
     Kept current one object at a time (``upsert`` / ``remove``), so that a long-lived catalog
-    costs nothing per request; a quota is parsed on first use and again only when it changes.
+    costs nothing per request. It holds ``Quota`` models: the operator's memory gives it those its
+    reader read (nothing is read twice), a raw object (``plan``, a recent admission) is read here.
     Quota names are global, as in the reference; of quotas sharing a name (possible only where
     the webhook was not asked) "the" quota of that name is its owner as the engine decides it
     (``core.tree.topology.name_order``): the one holding its name record, else the oldest, then the
     lower uid, then the first by namespace (a ``ClusterView`` may know better: ``owner_of``).
     """
 
-    def __init__(self, quotas: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._raw: dict[QuotaKey, Mapping[str, Any]] = {}
-        self._facts: dict[QuotaKey, QuotaFacts] = {}
+    def __init__(self, quotas: Iterable[Quota | Mapping[str, Any]] = ()) -> None:
+        self._quotas: dict[QuotaKey, Quota] = {}
         self._by_name: dict[str, set[QuotaKey]] = {}
         self._children: dict[str, dict[QuotaKey, str]] = {}
-        self.quota_namespaces: dict[QuotaKey, tuple[str, ...]] = {}
         self._owners: dict[str, set[QuotaKey]] = {}
         #: Counts the changes, so that a ``ClusterView`` knows when what it remembered is stale.
         self.version = 0
-        for raw in quotas:
-            self.upsert(raw)
+        for quota in quotas:
+            self.upsert(quota)
 
     @staticmethod
     def key_of(raw: Mapping[str, Any]) -> QuotaKey:
-        return str(mapping_or_empty(raw.get("metadata")).get("namespace") or ""), object_name(raw)
+        return quota_key(raw)
 
-    def upsert(self, raw: Mapping[str, Any]) -> None:
-        key = self.key_of(raw)
+    def upsert(self, source: Quota | Mapping[str, Any]) -> None:
+        """Index a quota (a raw object is read first)."""
+        quota = source if isinstance(source, Quota) else read_quota(source)[0]
+        key = (quota.namespace, quota.name)
         self.remove(key)
         self.version += 1
-        name = key[1]
-        self._raw[key] = raw
-        self._by_name.setdefault(name, set()).add(key)
-        if name != keys.ROOT_QUOTA:
-            self._children.setdefault(parent_of_body(raw), {})[key] = name
-        annotations = string_map(mapping_or_empty(raw.get("metadata")).get("annotations"))
-        self.quota_namespaces[key] = quota_namespaces(name, annotations, [])
-        for namespace in self.quota_namespaces[key]:
+        self._quotas[key] = quota
+        self._by_name.setdefault(quota.name, set()).add(key)
+        if quota.name != keys.ROOT_QUOTA:
+            self._children.setdefault(quota.parent, {})[key] = quota.name
+        for namespace in quota.namespaces:
             self._owners.setdefault(namespace, set()).add(key)
 
     def remove(self, key: QuotaKey) -> None:
-        raw = self._raw.pop(key, None)
-        if raw is None:
+        quota = self._quotas.pop(key, None)
+        if quota is None:
             return
         self.version += 1
-        self._facts.pop(key, None)
         _discard(self._by_name, key[1], key)
         if key[1] != keys.ROOT_QUOTA:
-            siblings = self._children.get(parent_of_body(raw), {})
-            siblings.pop(key, None)
-        for namespace in self.quota_namespaces.pop(key, ()):
+            self._children.get(quota.parent, {}).pop(key, None)
+        for namespace in quota.namespaces:
             _discard(self._owners, namespace, key)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._quotas)
 
-    def quota_at(self, namespace: str, name: str) -> QuotaFacts | None:
-        key = (namespace, name)
-        if key not in self._facts:
-            raw = self._raw.get(key)
-            if raw is None:
-                return None
-            self._facts[key] = read_quota(raw)[0]
-        return self._facts[key]
+    def quota_at(self, namespace: str, name: str) -> Quota | None:
+        return self._quotas.get((namespace, name))
 
     def key_named(self, name: str, owner_namespace: str | None = None) -> QuotaKey | None:
         """The key of the quota that owns ``name``: the one in ``owner_namespace`` when there is
@@ -100,15 +83,8 @@ class QuotaCatalog:
         return min(keys_, key=self._owner_order)
 
     def _owner_order(self, key: QuotaKey) -> tuple[bool, str, str, str]:
-        metadata = mapping_or_empty(self._raw[key].get("metadata"))
-        uid = str(metadata.get("uid") or "")
-        record = string_map(metadata.get("annotations")).get(keys.ANNO_NAME_OWNER)
-        return (
-            not (uid and record == uid),
-            str(metadata.get("creationTimestamp") or "~"),
-            uid or "~",
-            key[0],
-        )
+        quota = self._quotas[key]
+        return (not quota.holds_name_record, quota.created or "~", quota.uid or "~", key[0])
 
     def children(self, name: str) -> list[str]:
         return sorted(set(self._children.get(name, {}).values()) - {name})
@@ -137,7 +113,7 @@ class ClusterView:
 
     def __init__(
         self,
-        quotas: QuotaCatalog | Iterable[Mapping[str, Any]],
+        quotas: QuotaCatalog | Iterable[Quota | Mapping[str, Any]],
         pods: Iterable[PodInfo] = (),
         owner_of: Callable[[str], str | None] | None = None,
     ) -> None:
@@ -147,7 +123,7 @@ class ClusterView:
         self._pod_source = pods
         self._pods: tuple[PodInfo, ...] | None = None
         self._owner_of = owner_of
-        self._named: dict[str, QuotaFacts | None] = {}
+        self._named: dict[str, Quota | None] = {}
         self._children: dict[str, list[str]] = {}
         self._children_min: dict[str, tuple[ResourceList, Counter[str]]] = {}
         self._version = self._catalog.version
@@ -160,7 +136,7 @@ class ClusterView:
             self._children_min.clear()
             self._version = self._catalog.version
 
-    def quota(self, name: str) -> QuotaFacts | None:
+    def quota(self, name: str) -> Quota | None:
         """The quota of that name (any namespace): its owner, when several share it."""
         self._current()
         if name not in self._named:
@@ -169,12 +145,12 @@ class ClusterView:
             self._named[name] = None if key is None else self._catalog.quota_at(*key)
         return self._named[name]
 
-    def owns_name(self, quota: QuotaFacts) -> bool:
+    def owns_name(self, quota: Quota) -> bool:
         """Whether ``quota`` is the owner of its name (not a quota left out for sharing it)."""
         owner = self.quota(quota.name)
         return owner is None or owner.namespace == quota.namespace
 
-    def quota_at(self, namespace: str, name: str) -> QuotaFacts | None:
+    def quota_at(self, namespace: str, name: str) -> Quota | None:
         """The stored copy of exactly this object."""
         return self._catalog.quota_at(namespace, name)
 

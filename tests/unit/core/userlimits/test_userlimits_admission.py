@@ -20,7 +20,8 @@ from elasticquota.core.decisions.explain import explain
 from elasticquota.core.decisions.gating import gate_decisions
 from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.model.models import PodInfo, QuotaSpec
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits.ledger import OverUse
@@ -32,17 +33,17 @@ def quota(
     limits: str | None = None,
     is_parent: bool = False,
     cpu: int = 1_000_000,
-) -> QuotaSpec:
+) -> Quota:
     """A quota whose min and max are ``cpu``."""
     cpus = {"cpu": cpu}
     return limited_quota(name, parent, limits, is_parent, min=cpus, max=cpus)
 
 
-def solve(quotas: list[QuotaSpec], pods: list[PodInfo]) -> Snapshot:
+def solve(quotas: list[Quota], pods: list[PodInfo]) -> Snapshot:
     return QuotaEngine().load(quotas, pods, [NODE]).solve()
 
 
-def two_levels(root: str | None = None, leaf: str | None = None) -> list[QuotaSpec]:
+def two_levels(root: str | None = None, leaf: str | None = None) -> list[Quota]:
     return [quota("root", limits=root, is_parent=True), quota("leaf", "root", leaf)]
 
 
@@ -166,7 +167,7 @@ LIMITS = {
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[list[QuotaSpec], list[PodInfo]]:
+def scenarios(draw: st.DrawFn) -> tuple[list[Quota], list[PodInfo]]:
     texts = {name: draw(st.sampled_from(options)) for name, options in LIMITS.items()}
     quotas = [
         quota("root", limits=texts["root"], is_parent=True),
@@ -196,7 +197,7 @@ def bind_in_flight(engine: QuotaEngine) -> None:
             engine.upsert_pod(replace(item, node_name="n1", phase="Running"))
 
 
-def over_use(engine: QuotaEngine, quotas: list[QuotaSpec]) -> list[OverUse]:
+def over_use(engine: QuotaEngine, quotas: list[Quota]) -> list[OverUse]:
     """The tree's user limits broken now; a tree without any limit has no ledger at all."""
     ledger = engine.solve().user_limits.ledger("")
     limited = any(quota.user_limits and quota.user_limits.strip() for quota in quotas)
@@ -207,7 +208,7 @@ def over_use(engine: QuotaEngine, quotas: list[QuotaSpec]) -> list[OverUse]:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.integers(1, 4))
 def test_gating_never_lets_a_user_or_group_exceed_a_limit(
-    scenario: tuple[list[QuotaSpec], list[PodInfo]], rounds: int
+    scenario: tuple[list[Quota], list[PodInfo]], rounds: int
 ) -> None:
     quotas, pods = scenario
     engine = QuotaEngine().load(quotas, pods, [NODE])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from userlimits_builders import NODE, limited_quota, user_pod
 
 from elasticquota.core.keys import DEFAULT_QUOTA
-from elasticquota.core.model.models import QuotaSpec
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.rebuild import compute_rebuild
 from elasticquota.core.userlimits import LimitedPod, UserLimitLedger
@@ -23,11 +23,11 @@ quota = limited_quota
 pod = user_pod
 
 
-def _fields(spec: QuotaSpec) -> dict[str, Any]:
-    return {name: getattr(spec, name) for name in QuotaSpec.__dataclass_fields__}
+def _fields(spec: Quota) -> dict[str, Any]:
+    return {name: getattr(spec, name) for name in Quota.__dataclass_fields__}
 
 
-def tree(root_limits: str | None = None, leaf_limits: str | None = None) -> list[QuotaSpec]:
+def tree(root_limits: str | None = None, leaf_limits: str | None = None) -> list[Quota]:
     """root ─ leaf, root ─ other."""
     return [
         quota("root", limits=root_limits, is_parent=True),
@@ -256,10 +256,10 @@ def test_incremental_usage_equals_a_fresh_engine(steps: list[tuple[str, Any]]) -
             engine.delete_pod("ns", value)
         elif kind == "limits":
             name, text = value
-            specs[name] = QuotaSpec(**{**_fields(specs[name]), "user_limits": text})
+            specs[name] = Quota(**{**_fields(specs[name]), "user_limits": text})
             engine.upsert_quota(specs[name])
         elif kind == "move":
-            specs["leaf"] = QuotaSpec(**{**_fields(specs["leaf"]), "parent": value})
+            specs["leaf"] = Quota(**{**_fields(specs["leaf"]), "parent": value})
             engine.upsert_quota(specs["leaf"])
         elif pending is None:
             pending = engine.prepare_rebuild()

@@ -7,7 +7,8 @@ by ``sue`` unless told otherwise and is an application of its own unless given `
 from __future__ import annotations
 
 from elasticquota.core.keys import ADMISSION_GATE, ROOT_QUOTA
-from elasticquota.core.model.models import NodeInfo, PodInfo, QuotaSpec
+from elasticquota.core.model.models import NodeInfo, PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList
 
 BIG = {"cpu": 1_000_000, "memory": 10**15}
@@ -22,9 +23,9 @@ def limited_quota(
     *,
     min: ResourceList | None = None,
     max: ResourceList | None = None,
-) -> QuotaSpec:
+) -> Quota:
     """A quota with the user-limits annotation ``limits`` (max ``BIG`` unless given)."""
-    return QuotaSpec(
+    return Quota(
         name=name,
         namespace="ns",
         min=dict(min or {}),
