@@ -75,6 +75,8 @@ STREAM_CHUNK = 1 << 18
 #: Bytes of a list from the watch cache (as they came, gzipped) held ahead of its parse at most;
 #: past it the reading waits. 100,000 pods are ~185 MB of JSON, ~15 MB gzipped.
 STREAM_BACKLOG = 64 << 20
+#: How a list from the watch cache is asked for: gzipped, a tenth of the bytes to hold.
+STREAM_ENCODING = "gzip"
 #: Seconds given to TLS connections to finish closing when a reader stops.
 TLS_CLOSE_GRACE = 0.25
 #: Objects handed to the sink between two yields to the event loop.
@@ -235,7 +237,7 @@ class Reflector:
         progress = _StreamProgress(asyncio.get_running_loop())
         self._stream_progress = progress.say(stream)
         async with asyncio.timeout(self._request_timeout):
-            headers = {**await self._headers(), "Accept-Encoding": "gzip"}
+            headers = {**await self._headers(), "Accept-Encoding": STREAM_ENCODING}
             reply = await session.get(
                 self._url(), params=params, headers=headers, auto_decompress=False
             )
