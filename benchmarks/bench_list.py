@@ -15,8 +15,11 @@ Starts the local control plane, creates ``--pods`` pods (the shape of ``bench_sc
 Every variant feeds the same sink work as the operator (``parse_pod``, the records kept), through
 the reflector's slices that yield to the event loop, and runs in a process of its own, so that its
 peak RSS is its own. One line per variant: the median seconds to the end of the list, the API
-server's and etcd's CPU seconds during it (``/proc/<pid>/stat``), and the growth of the client's
-peak RSS over its RSS before the list. Progress goes to stderr.
+server's and etcd's CPU seconds during it (``/proc/<pid>/stat``), the growth of the client's
+peak RSS over its RSS before the list, and for ``cache-stream`` how many of its rounds fell back to
+the pages (the API server ends a list at its ``--request-timeout``, 60 s after the request
+arrived). ``--chunk-delay`` adds a pause after each chunk of the stream's parse: a consumer slower
+than the benchmark's (the operator's parse on a busy machine). Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -115,7 +118,19 @@ async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
     reader._sink.relisted(seen)
 
 
-async def measure(variant: str, kubeconfig: str) -> dict[str, Any]:
+def slowed(reader: Reflector, delay: float) -> None:
+    """A pause of ``delay`` seconds after each chunk of the reader's stream that held items."""
+    feed = reader._feed
+
+    async def slow_feed(items: list[dict[str, Any]], seen: set[tuple[str, str]]) -> None:
+        await feed(items, seen)
+        if items:
+            await asyncio.sleep(delay)
+
+    reader._feed = slow_feed  # type: ignore[method-assign]
+
+
+async def measure(variant: str, kubeconfig: str, delay: float) -> dict[str, Any]:
     configuration = client.Configuration()
     await config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
     sink = ParsedSink()
@@ -123,6 +138,8 @@ async def measure(variant: str, kubeconfig: str) -> dict[str, Any]:
         reader = Reflector(
             api, PODS, sink, request_timeout=300.0, list_from_cache=variant == "cache-stream"
         )
+        if delay and variant == "cache-stream":
+            slowed(reader, delay)
         baseline = memory_kb("VmRSS")
         started = time.monotonic()
         seen: set[tuple[str, str]] = set()
@@ -169,7 +186,9 @@ async def create_pods(cluster: LocalCluster, pods: int, concurrency: int) -> Non
         await kube.close()
 
 
-def run_variant(variant: str, cluster: LocalCluster, ijson_path: str) -> dict[str, Any]:
+def run_variant(
+    variant: str, cluster: LocalCluster, ijson_path: str, delay: float
+) -> dict[str, Any]:
     """One list in a child process; the servers' CPU seconds around it."""
     pids = cluster.pids
     environment = dict(os.environ)
@@ -177,7 +196,7 @@ def run_variant(variant: str, cluster: LocalCluster, ijson_path: str) -> dict[st
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [environment.get("PYTHONPATH", ""), ijson_path])
         )
-    command = [sys.executable, __file__, "--measure", variant, str(cluster.kubeconfig)]
+    command = [sys.executable, __file__, "--measure", variant, str(cluster.kubeconfig), str(delay)]
     before = {name: cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd")}
     output = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
     after = {name: cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd")}
@@ -209,11 +228,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--ijson-path", default="", help="a directory to import ijson from")
     parser.add_argument(
-        "--measure", nargs=2, metavar=("VARIANT", "KUBECONFIG"), help=argparse.SUPPRESS
+        "--chunk-delay", type=float, default=0.0, help="seconds of pause per parsed chunk"
+    )
+    parser.add_argument(
+        "--measure", nargs=3, metavar=("VARIANT", "KUBECONFIG", "DELAY"), help=argparse.SUPPRESS
     )
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(asyncio.run(measure(*args.measure))), flush=True)
+        variant, kubeconfig, delay = args.measure
+        print(json.dumps(asyncio.run(measure(variant, kubeconfig, float(delay)))), flush=True)
         return 0
     variants = [v for v in VARIANTS if v != "cache-ijson" or ijson_available(args.ijson_path)]
     results: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
@@ -222,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         time.sleep(2.0)  # let the servers settle after the creates
         for round_ in range(1, args.rounds + 1):
             for variant in variants:
-                result = run_variant(variant, cluster, args.ijson_path)
+                result = run_variant(variant, cluster, args.ijson_path, args.chunk_delay)
                 say(f"round {round_} {variant}: {result}")
                 if result["pods"] != args.pods:
                     raise RuntimeError(f"{variant} listed {result['pods']} of {args.pods} pods")
@@ -236,7 +259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"list {variant} pods={args.pods} rounds={len(runs)} seconds={median('seconds'):.2f} "
             f"apiserver_cpu_s={median('apiserver_cpu_s'):.2f} "
             f"etcd_cpu_s={median('etcd_cpu_s'):.2f} "
-            f"client_peak_rss_growth_mb={median('rss_growth_mb'):.0f}",
+            f"client_peak_rss_growth_mb={median('rss_growth_mb'):.0f}"
+            + (
+                f" fell_back_to_pages={sum(run['source'] == 'pages' for run in runs)}"
+                if variant == "cache-stream"
+                else ""
+            ),
             flush=True,
         )
     return 0

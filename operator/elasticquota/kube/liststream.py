@@ -16,10 +16,18 @@ start do not form one JSON value, ``orjson`` refuses them, and the next place is
 form one value from the item's ``{`` can only end at that ``{``'s own closing brace, so an accepted
 cut is always the item. What is not items (``kind``, ``metadata`` and its ``resourceVersion``;
 before the items for the built-in kinds, after them for custom resources) is parsed at the end.
+
+The answer is asked for gzipped and read off the connection as fast as it comes, its compressed
+bytes held until their turn (:class:`Inflater` expands them in bounded pieces for the cut): the
+API server (1.20) ends every list at its ``--request-timeout`` (60 s) counted from the request's
+arrival, whether or not the client is still reading, so an answer read at the pace of its parse
+is cut when the parse takes longer than the server's bound leaves (see ``kube.reflector``).
 """
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -34,6 +42,40 @@ _BLANK = b" \t\r\n"
 
 class ListStreamError(ValueError):
     """The bytes are not a complete list document."""
+
+
+class Inflater:
+    """The bytes of an answer as its ``Content-Encoding`` gave them (``gzip`` or none), expanded
+    in pieces of at most ``piece`` bytes, so that no one step of the parse grows with the list."""
+
+    def __init__(self, encoding: str, piece: int) -> None:
+        encoding = encoding.strip().lower()
+        if encoding not in ("", "identity", "gzip"):
+            raise ListStreamError(f"the list came in an unknown encoding {encoding!r}")
+        self._piece = piece
+        self._gzip = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+
+    def pieces(self, data: bytes) -> Iterator[bytes]:
+        """The expanded bytes of ``data``, in order."""
+        if self._gzip is None:
+            for start in range(0, len(data), self._piece):
+                yield data[start : start + self._piece]
+            return
+        try:
+            while True:
+                piece = self._gzip.decompress(data, self._piece)
+                if piece:
+                    yield piece
+                data = self._gzip.unconsumed_tail
+                if not data and len(piece) < self._piece:
+                    return
+        except zlib.error as error:
+            raise ListStreamError(f"the gzipped list is damaged ({error})") from None
+
+    def finish(self) -> None:
+        """ListStreamError if the compressed stream ended early."""
+        if self._gzip is not None and not self._gzip.eof:
+            raise ListStreamError("the gzipped list ends early")
 
 
 class ListStream:

@@ -43,6 +43,7 @@ import logging
 import random
 import ssl
 import time
+from collections import deque
 from collections.abc import Callable
 
 import aiohttp
@@ -51,7 +52,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.kube.client import keepalive_socket
-from elasticquota.kube.liststream import ListStream, ListStreamError
+from elasticquota.kube.liststream import Inflater, ListStream, ListStreamError
 from elasticquota.kube.readerparts import (
     Body,
     Kind,
@@ -69,8 +70,13 @@ logger = logging.getLogger(__name__)
 #: grows with the square of the object count over the page size. 2,000 pods (about 5 MB) parse in
 #: ~15 ms; 100,000 pods were listed in 31 s with pages of 500 and in 17 s with 2,000 (local 1.20).
 PAGE_SIZE = 2000
-#: Bytes read at a time from a list streamed from the watch cache (its items are cut as they come).
+#: Bytes of a list from the watch cache handed to its parse at a time (expanded, if gzipped).
 STREAM_CHUNK = 1 << 18
+#: Bytes of a list from the watch cache (as they came, gzipped) held ahead of its parse at most;
+#: past it the reading waits. 100,000 pods are ~185 MB of JSON, ~15 MB gzipped.
+STREAM_BACKLOG = 64 << 20
+#: How a list from the watch cache is asked for: gzipped, a tenth of the bytes to hold.
+STREAM_ENCODING = "gzip"
 #: Seconds given to TLS connections to finish closing when a reader stops.
 TLS_CLOSE_GRACE = 0.25
 #: Objects handed to the sink between two yields to the event loop.
@@ -215,29 +221,44 @@ class Reflector:
         return version
 
     async def _list_cached(self, seen: set[tuple[str, str]]) -> str:
-        """The whole list from the API server's watch cache, parsed as it streams in: every read
-        bounded by the request timeout. Raises on anything but a complete list."""
+        """The whole list from the API server's watch cache: its bytes drained off the connection
+        as fast as they come (``_drain``, every read bounded by the request timeout), parsed as a
+        stream behind them. Raises on anything but a complete list.
+
+        The API server (1.20) ends a list at its ``--request-timeout`` (60 s) from the request's
+        arrival, and the ``timeout`` query parameter can only shorten that (1.21+): an answer read
+        at the pace of its parse (100,000 pods: 185 MB) is cut when encoding it plus the parse take
+        longer. So the answer is asked for gzipped (a tenth of the bytes to hold) and drained at
+        once; the server is done with it seconds after it began to send, and the parse may take
+        its time."""
         params = {"resourceVersion": self._latest or "0"}
         stream = ListStream()
         session = self._http()
-        loop = asyncio.get_running_loop()
-        started, received = loop.time(), 0
-        self._stream_progress = "nothing received"
-        async with asyncio.timeout(self._request_timeout) as bound:
-            # Uncompressed: a gzipped answer read at the pace of its parse breaks off in aiohttp
-            # ("not enough data to satisfy transfer length header"), and gzip costs the server CPU.
-            headers = {**await self._headers(), "Accept-Encoding": "identity"}
-            async with session.get(self._url(), params=params, headers=headers) as reply:
-                await self._check(reply)
-                async for chunk in reply.content.iter_chunked(STREAM_CHUNK):
-                    received += len(chunk)
-                    self._stream_progress = (
-                        f"{stream.count} items, {received / 1e6:.1f} MB"
-                        f" in {loop.time() - started:.1f} s"
-                    )
-                    bound.reschedule(loop.time() + self._request_timeout)
-                    await self._feed(stream.feed(chunk), seen)
-                last, document = stream.finish()
+        progress = _StreamProgress(asyncio.get_running_loop())
+        self._stream_progress = progress.say(stream)
+        async with asyncio.timeout(self._request_timeout):
+            headers = {**await self._headers(), "Accept-Encoding": STREAM_ENCODING}
+            reply = await session.get(
+                self._url(), params=params, headers=headers, auto_decompress=False
+            )
+        try:
+            await self._check(reply)
+            inflater = Inflater(reply.headers.get("Content-Encoding", ""), STREAM_CHUNK)
+            spool = _Spool(STREAM_BACKLOG)
+            drain = asyncio.create_task(self._drain(reply.content, spool, progress))
+            try:
+                while (data := await spool.take()) is not None:
+                    for piece in inflater.pieces(data):
+                        progress.expanded += len(piece)
+                        await self._feed(stream.feed(piece), seen)
+                        self._stream_progress = progress.say(stream)
+            finally:
+                drain.cancel()
+                self._stream_progress = progress.say(stream)
+            inflater.finish()
+            last, document = stream.finish()
+        finally:
+            reply.close()
         await self._feed(last, seen)
         meta = document.get("metadata") or {}
         version = meta.get("resourceVersion")
@@ -247,6 +268,26 @@ class Reflector:
             raise ListStreamError("the cache answered one page, not the whole list")
         self.health.list_source = "cache"
         return str(version)
+
+    async def _drain(
+        self, content: aiohttp.StreamReader, spool: _Spool, progress: _StreamProgress
+    ) -> None:
+        """Move the answer's bytes into the spool as they arrive (each read bounded by the request
+        timeout; waiting while the spool is full), then close it; a failure goes to the spool."""
+        try:
+            while True:
+                async with asyncio.timeout(self._request_timeout):
+                    data = await content.readany()
+                if not data:
+                    break
+                progress.received(len(data))
+                await spool.put(data)
+            progress.drained()
+            spool.close()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            spool.close(error)
 
     async def _list_paged(self, seen: set[tuple[str, str]]) -> str:
         """Every object, page by page (from etcd). The list's version."""
@@ -356,6 +397,76 @@ class Reflector:
             raise VersionExpiredError(await reply.text())
         if reply.status != 200:
             raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
+
+
+class _Spool:
+    """Bytes handed from the task that reads them to the parse that takes them: a queue bounded
+    in bytes (``put`` waits while it holds ``limit``), closed at the end or with an error."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._chunks: deque[bytes] = deque()
+        self.held = 0
+        self._end = False
+        self._error: Exception | None = None
+        self._changed = asyncio.Event()
+
+    async def put(self, data: bytes) -> None:
+        while self.held >= self._limit:
+            self._changed.clear()
+            await self._changed.wait()
+        self._chunks.append(data)
+        self.held += len(data)
+        self._changed.set()
+
+    def close(self, error: Exception | None = None) -> None:
+        self._end, self._error = True, error
+        self._changed.set()
+
+    async def take(self) -> bytes | None:
+        """The next bytes; None at the end. Raises the error the spool was closed with (at once:
+        what was held before it is of no use, the list is incomplete)."""
+        while True:
+            if self._error is not None:
+                raise self._error
+            if self._chunks:
+                data = self._chunks.popleft()
+                self.held -= len(data)
+                self._changed.set()
+                return data
+            if self._end:
+                return None
+            self._changed.clear()
+            await self._changed.wait()
+
+
+class _StreamProgress:
+    """How far a list from the cache got, for the log of its failure."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._started = loop.time()
+        self.bytes = 0
+        self.expanded = 0
+        self.drained_after: float | None = None
+
+    def received(self, size: int) -> None:
+        self.bytes += size
+
+    def drained(self) -> None:
+        self.drained_after = self._loop.time() - self._started
+
+    def say(self, stream: ListStream) -> str:
+        drained = (
+            f"all received in {self.drained_after:.1f} s"
+            if self.drained_after is not None
+            else "still receiving"
+        )
+        return (
+            f"{stream.count} items, {self.expanded / 1e6:.1f} MB parsed of"
+            f" {self.bytes / 1e6:.1f} MB received ({drained})"
+            f" in {self._loop.time() - self._started:.1f} s"
+        )
 
 
 def _cause(error: Exception) -> str:

@@ -33,6 +33,7 @@ class ClusterSettings(BaseModel):
 
     list_from_cache: bool = True
     """List pods, quotas, profiles and nodes from the API server's watch cache (``resourceVersion``
-    set, as client-go does; one response read as a stream), falling back to a paged list from etcd
-    when that request fails. Off: always the paged list (``limit`` + ``continue``), which costs the
-    API server far more CPU at start-up and after every relist."""
+    set, as client-go does; one gzipped response, drained off the connection as it comes so that
+    the API server's request timeout does not cut it, parsed as a stream behind), falling back to
+    a paged list from etcd when that request fails. Off: always the paged list (``limit`` +
+    ``continue``), which costs the API server far more CPU at start-up and after every relist."""

@@ -8,13 +8,14 @@ key is not cut inside; bytes that end early are an error, never a shorter list.
 
 from __future__ import annotations
 
+import gzip
 import random
 from typing import Any
 
 import orjson
 import pytest
 
-from elasticquota.kube.liststream import COMPACT_AFTER, ListStream, ListStreamError
+from elasticquota.kube.liststream import COMPACT_AFTER, Inflater, ListStream, ListStreamError
 
 
 def pod(index: int) -> dict[str, Any]:
@@ -109,3 +110,41 @@ def test_a_status_answer_comes_out_as_the_document() -> None:
     stream = ListStream()
     assert stream.feed(orjson.dumps(status)) == []
     assert stream.finish() == ([], status)
+
+
+# -- the answer's encoding ------------------------------------------------------------------------
+
+
+def test_a_gzipped_list_comes_out_whole_in_pieces_no_larger_than_asked() -> None:
+    document = orjson.dumps({"kind": "PodList", "items": [pod(i) for i in range(2000)]})
+    packed = gzip.compress(document)
+    inflater = Inflater("gzip", 4096)
+    pieces = [
+        piece
+        for start in range(0, len(packed), 1000)
+        for piece in inflater.pieces(packed[start : start + 1000])
+    ]
+    inflater.finish()
+    assert b"".join(pieces) == document
+    assert max(len(piece) for piece in pieces) <= 4096
+
+
+def test_an_uncompressed_list_is_cut_into_pieces_too() -> None:
+    inflater = Inflater("", 3)
+    assert list(inflater.pieces(b"abcdefg")) == [b"abc", b"def", b"g"]
+    inflater.finish()
+
+
+def test_a_gzipped_list_that_ends_early_is_an_error() -> None:
+    packed = gzip.compress(orjson.dumps({"items": [pod(i) for i in range(50)]}))
+    inflater = Inflater("gzip", 1 << 16)
+    list(inflater.pieces(packed[: len(packed) // 2]))
+    with pytest.raises(ListStreamError, match="ends early"):
+        inflater.finish()
+
+
+def test_damaged_or_unknown_encodings_are_errors() -> None:
+    with pytest.raises(ListStreamError, match="damaged"):
+        list(Inflater("gzip", 1024).pieces(b"not gzip at all"))
+    with pytest.raises(ListStreamError, match="unknown encoding 'br'"):
+        Inflater("br", 1024)
