@@ -43,7 +43,6 @@ import logging
 import random
 import ssl
 import time
-from collections import deque
 from collections.abc import Callable
 
 import aiohttp
@@ -52,6 +51,7 @@ from kubernetes_asyncio import client
 
 from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.kube.client import keepalive_socket
+from elasticquota.kube.listspool import Spool, StreamProgress, drain_into
 from elasticquota.kube.liststream import Inflater, ListStream, ListStreamError
 from elasticquota.kube.readerparts import (
     Body,
@@ -222,8 +222,8 @@ class Reflector:
 
     async def _list_cached(self, seen: set[tuple[str, str]]) -> str:
         """The whole list from the API server's watch cache: its bytes drained off the connection
-        as fast as they come (``_drain``, every read bounded by the request timeout), parsed as a
-        stream behind them. Raises on anything but a complete list.
+        as fast as they come (``listspool.drain_into``, every read bounded by the request
+        timeout), parsed as a stream behind them. Raises on anything but a complete list.
 
         The API server (1.20) ends a list at its ``--request-timeout`` (60 s) from the request's
         arrival, and the ``timeout`` query parameter can only shorten that (1.21+): an answer read
@@ -234,7 +234,7 @@ class Reflector:
         params = {"resourceVersion": self._latest or "0"}
         stream = ListStream()
         session = self._http()
-        progress = _StreamProgress(asyncio.get_running_loop())
+        progress = StreamProgress(asyncio.get_running_loop())
         self._stream_progress = progress.say(stream)
         async with asyncio.timeout(self._request_timeout):
             headers = {**await self._headers(), "Accept-Encoding": STREAM_ENCODING}
@@ -244,8 +244,10 @@ class Reflector:
         try:
             await self._check(reply)
             inflater = Inflater(reply.headers.get("Content-Encoding", ""), STREAM_CHUNK)
-            spool = _Spool(STREAM_BACKLOG)
-            drain = asyncio.create_task(self._drain(reply.content, spool, progress))
+            spool = Spool(STREAM_BACKLOG)
+            drain = asyncio.create_task(
+                drain_into(reply.content, spool, progress, self._request_timeout)
+            )
             try:
                 while (data := await spool.take()) is not None:
                     for piece in inflater.pieces(data):
@@ -268,26 +270,6 @@ class Reflector:
             raise ListStreamError("the cache answered one page, not the whole list")
         self.health.list_source = "cache"
         return str(version)
-
-    async def _drain(
-        self, content: aiohttp.StreamReader, spool: _Spool, progress: _StreamProgress
-    ) -> None:
-        """Move the answer's bytes into the spool as they arrive (each read bounded by the request
-        timeout; waiting while the spool is full), then close it; a failure goes to the spool."""
-        try:
-            while True:
-                async with asyncio.timeout(self._request_timeout):
-                    data = await content.readany()
-                if not data:
-                    break
-                progress.received(len(data))
-                await spool.put(data)
-            progress.drained()
-            spool.close()
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            spool.close(error)
 
     async def _list_paged(self, seen: set[tuple[str, str]]) -> str:
         """Every object, page by page (from etcd). The list's version."""
@@ -397,76 +379,6 @@ class Reflector:
             raise VersionExpiredError(await reply.text())
         if reply.status != 200:
             raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
-
-
-class _Spool:
-    """Bytes handed from the task that reads them to the parse that takes them: a queue bounded
-    in bytes (``put`` waits while it holds ``limit``), closed at the end or with an error."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._chunks: deque[bytes] = deque()
-        self.held = 0
-        self._end = False
-        self._error: Exception | None = None
-        self._changed = asyncio.Event()
-
-    async def put(self, data: bytes) -> None:
-        while self.held >= self._limit:
-            self._changed.clear()
-            await self._changed.wait()
-        self._chunks.append(data)
-        self.held += len(data)
-        self._changed.set()
-
-    def close(self, error: Exception | None = None) -> None:
-        self._end, self._error = True, error
-        self._changed.set()
-
-    async def take(self) -> bytes | None:
-        """The next bytes; None at the end. Raises the error the spool was closed with (at once:
-        what was held before it is of no use, the list is incomplete)."""
-        while True:
-            if self._error is not None:
-                raise self._error
-            if self._chunks:
-                data = self._chunks.popleft()
-                self.held -= len(data)
-                self._changed.set()
-                return data
-            if self._end:
-                return None
-            self._changed.clear()
-            await self._changed.wait()
-
-
-class _StreamProgress:
-    """How far a list from the cache got, for the log of its failure."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._started = loop.time()
-        self.bytes = 0
-        self.expanded = 0
-        self.drained_after: float | None = None
-
-    def received(self, size: int) -> None:
-        self.bytes += size
-
-    def drained(self) -> None:
-        self.drained_after = self._loop.time() - self._started
-
-    def say(self, stream: ListStream) -> str:
-        drained = (
-            f"all received in {self.drained_after:.1f} s"
-            if self.drained_after is not None
-            else "still receiving"
-        )
-        return (
-            f"{stream.count} items, {self.expanded / 1e6:.1f} MB parsed of"
-            f" {self.bytes / 1e6:.1f} MB received ({drained})"
-            f" in {self._loop.time() - self._started:.1f} s"
-        )
 
 
 def _cause(error: Exception) -> str:
