@@ -161,11 +161,17 @@ class TreeLoop:
         results = await self._solved()
         self._writer.stats.solves += 1
         first, everything = await self._due(results)
-        written, waits = await self._write_due(results, first)
-        if everything:
-            rest = [name for name in results if name not in first]
-            more, later = await self._write_due(results, rest)
-            written, waits = written + more, waits + later
+        stages = [first, [name for name in results if name not in first]] if everything else [first]
+        written, waits = 0, []
+        for names in stages:
+            changes = await pending_writes_in_slices(
+                self._state, results, names, diff=self._writer.diff
+            )
+            now = asyncio.get_running_loop().time()
+            due, deferred = self._due_now(changes, now)
+            outcomes = await self._writer.write_all(due)
+            waits += deferred + self._note_written(due, outcomes, now)
+            written += sum(outcomes)
         self._retry_in = min(waits) if waits else None
         self._metrics.reconciled(time.monotonic() - started)
         if pod_event_at is not None:
@@ -213,20 +219,6 @@ class TreeLoop:
         self._everything, self._epoch = False, engine.topology_epoch
         moved = await moved_in_slices(changed, seen, results)
         return moved | objects | unwritten | out_of_line, everything
-
-    async def _write_due(
-        self, results: Mapping[str, QuotaResult], names: Iterable[str]
-    ) -> tuple[int, list[float]]:
-        """Diff ``names`` and send the writes due now: how many were written, and the delays
-        of those that wait (deferred or refused)."""
-        changes = await pending_writes_in_slices(
-            self._state, results, names, diff=self._writer.diff
-        )
-        now = asyncio.get_running_loop().time()
-        due, waits = self._due_now(changes, now)
-        outcomes = await self._writer.write_all(due)
-        waits += self._note_written(due, outcomes, now)
-        return sum(outcomes), waits
 
     def _due_now(
         self, changes: list[QuotaWrite], now: float
