@@ -323,9 +323,11 @@ async def test_the_takeover_writes_what_the_standby_found_out_of_line_then_diffs
     k8s: Bodies,
     diffed: DiffRecorder,
 ) -> None:
-    async with reconciling(context, diff=diffed):
-        await asyncio.sleep(5)  # every quota written while leading
-        leading.clear()  # the Lease lost: a standby from now on
+    async with reconciling(context):
+        await asyncio.sleep(5)  # the old leader wrote every quota
+    leading.clear()
+    async with reconciling(context, diff=diffed):  # a new replica, a standby
+        await asyncio.sleep(5)
         world.on_pod(k8s.pod("late", quota="leaf3", requests={"cpu": "2"}))
         await asyncio.sleep(5)
         behind = out_of_line(world, DEFAULT)
