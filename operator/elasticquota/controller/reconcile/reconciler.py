@@ -17,8 +17,15 @@ refused; every quota on its first pass, after a topology change and when the rep
 leader. It sends the non-empty writes (bounded concurrency, retried on conflicts, throttling and
 server errors), except for quotas written less than one interval ago, which wait until their
 interval has passed: at most one write per quota per interval, and no waiting for a quota that
-has been quiet. Nothing is written before the initial listing is in memory, nor by a standby
-replica.
+has been quiet. A pass over every quota diffs and writes the quotas it would diff anyway first
+(those that may need a write), then every other one. Nothing is written before the initial
+listing is in memory, nor by a standby replica.
+
+A standby replica's loops keep their trees solved: woken by the same events, they solve and diff
+what may have moved out of line, and never write (nor send anything else). When the replica takes
+the Lease over, a loop that stood by writes at once what it found out of line, and every loop's
+next pass diffs every quota of its tree without solving it from scratch: the new leader's first
+correct writes wait for neither a full solve nor a full diff.
 
 Each pass leaves the tree's results in ``ControllerState.results`` (the per-quota gauges read
 them) and is timed: the solve (when the tree was out of date), the whole pass, and the time from
@@ -91,6 +98,8 @@ class TreeLoop:
         #: The results of the last pass, and the engine's topology epoch then.
         self._seen: Mapping[str, QuotaResult] = {}
         self._epoch = -1
+        #: Quotas whose objects a standby's pass found out of line (diffed first as the leader).
+        self._out_of_line: set[str] = set()
 
     def note_objects(self, names: Iterable[str]) -> None:
         """These quotas' objects were seen (changed or echoed back): diff them at the next pass."""
@@ -101,18 +110,36 @@ class TreeLoop:
         self._everything = True
 
     async def run(self) -> None:
+        """Forever: a pass each time the loop is woken; a leader's pass while the replica leads,
+        a standby's pass otherwise (``stand_by_once``: solved, never written). A standby's loop
+        also makes a pass as soon as the replica leads: it writes what it found out of line."""
         while True:
-            await self.wake.wait()
-            await self._leading.wait()
+            await self._woken()
             self.wake.clear()
             try:
-                await self.reconcile_once()
+                if self._leading.is_set():
+                    await self.reconcile_once()
+                else:
+                    await self.stand_by_once()
             except Exception:  # a bug must not silence this tree for good: log, retry
                 logger.exception("reconciling tree %r failed; retrying", self.tree_id)
                 self._retry_in = self._interval
                 self._everything = True  # what that pass was to diff is not known any more
             self._on_pass()
             self._schedule_retry()
+
+    async def _woken(self) -> None:
+        """Until the loop is woken, or, on a standby, until the replica leads (its takeover)."""
+        if self._leading.is_set():
+            await self.wake.wait()
+            return
+        waits = [asyncio.ensure_future(self.wake.wait())]
+        waits.append(asyncio.ensure_future(self._leading.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def _schedule_retry(self) -> None:
         if self._timer is not None:
@@ -126,40 +153,72 @@ class TreeLoop:
 
         The tree is solved off the event loop when out of date (and then timed; events during the
         solve leave it dirty for the next pass), and its results are kept for the metrics. The
-        writer is called from here: a pod event's path to the API (docs/architecture.md)."""
+        writer is called from here: a pod event's path to the API (docs/architecture.md). A pass
+        over every quota diffs and writes the quotas noted since the last pass first (those a
+        standby found out of line among them), then every other one."""
         started = time.monotonic()
         pod_event_at = self._state.pod_event_at.pop(self.tree_id, None)
-        engine = self._state.engine
-        await solve_tree_off_loop(engine, self.tree_id, self._metrics)
-        results = self._state.results[self.tree_id] = engine.published(self.tree_id)
+        results = await self._solved()
         self._writer.stats.solves += 1
-        names = await self._due(results)
-        changes = await pending_writes_in_slices(
-            self._state, results, names, diff=self._writer.diff
-        )
-        now = asyncio.get_running_loop().time()
-        due, waits = self._due_now(changes, now)
-        outcomes = await self._writer.write_all(due)
-        waits += self._note_written(due, outcomes, now)
+        first, everything = await self._due(results)
+        stages = [first, [name for name in results if name not in first]] if everything else [first]
+        written, waits = 0, []
+        for names in stages:
+            changes = await pending_writes_in_slices(
+                self._state, results, names, diff=self._writer.diff
+            )
+            now = asyncio.get_running_loop().time()
+            due, deferred = self._due_now(changes, now)
+            outcomes = await self._writer.write_all(due)
+            waits += deferred + self._note_written(due, outcomes, now)
+            written += sum(outcomes)
         self._retry_in = min(waits) if waits else None
         self._metrics.reconciled(time.monotonic() - started)
         if pod_event_at is not None:
-            self._settle_pod_event(pod_event_at, sum(outcomes), bool(waits))
+            self._settle_pod_event(pod_event_at, written, bool(waits))
         return not waits
 
-    async def _due(self, results: Mapping[str, QuotaResult]) -> set[str] | None:
-        """The quotas this pass diffs (None: all of them), from what was noted since the last
-        pass: results that changed what they write, objects seen, writes left over. Every quota
-        after a topology change: the trees were built anew."""
+    async def stand_by_once(self) -> None:
+        """A standby's pass: the tree solved as the leader's pass would solve it, and the quotas
+        that may have moved out of line diffed, never written (nor timed: the pod event clocks
+        are dropped). The quotas found out of line are the first ones diffed and written after a
+        takeover, ahead of every other quota (``Reconciler`` makes every loop diff every quota
+        then), the tree already solved."""
+        self._state.pod_event_at.pop(self.tree_id, None)
+        results = await self._solved()
+        changed = self._state.engine.take_changed(self.tree_id)
+        moved = await moved_in_slices(changed, self._seen, results)
+        names = moved | self._objects | self._unwritten | self._out_of_line
+        self._objects, self._seen = set(), results
+        changes = await pending_writes_in_slices(
+            self._state, results, names, diff=self._writer.diff
+        )
+        self._out_of_line = {change.name for change in changes}
+        self._retry_in = None
+
+    async def _solved(self) -> Mapping[str, QuotaResult]:
+        """The tree's results, solved off the event loop if out of date, kept for the metrics."""
+        engine = self._state.engine
+        await solve_tree_off_loop(engine, self.tree_id, self._metrics)
+        results = self._state.results[self.tree_id] = engine.published(self.tree_id)
+        return results
+
+    async def _due(self, results: Mapping[str, QuotaResult]) -> tuple[set[str], bool]:
+        """The quotas this pass diffs first, and whether it then diffs every other one, from what
+        was noted since the last pass: results that changed what they write, objects seen,
+        writes left over, objects a standby found out of line. Every quota on the first pass,
+        after a failed one, as a new leader and after a topology change (the trees were built
+        anew)."""
         engine = self._state.engine
         changed = engine.take_changed(self.tree_id)
         objects, unwritten, seen = self._objects, self._unwritten, self._seen
+        out_of_line = self._out_of_line
         self._objects, self._unwritten, self._seen = set(), set(), results
-        if self._everything or self._epoch != engine.topology_epoch:
-            self._everything, self._epoch = False, engine.topology_epoch
-            return None
+        self._out_of_line = set()
+        everything = self._everything or self._epoch != engine.topology_epoch
+        self._everything, self._epoch = False, engine.topology_epoch
         moved = await moved_in_slices(changed, seen, results)
-        return moved | objects | unwritten
+        return moved | objects | unwritten | out_of_line, everything
 
     def _due_now(
         self, changes: list[QuotaWrite], now: float
