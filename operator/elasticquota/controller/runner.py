@@ -252,7 +252,7 @@ class Operator:
     async def _freeze_heap_when_synced(self) -> None:
         """The listed cluster lives as long as the process: no full collection should scan it.
         Then the survivors of each collection of the older generations are frozen too, and
-        everything is collected once the frozen objects grew by a quarter more than the cluster
+        everything is collected once the heap grew by a quarter more than the cluster
         did, when the watches are quiet (``controller.observability.heap``)."""
         await self.state.synced.wait()
         heap.freeze("after the initial listing")

@@ -113,8 +113,8 @@ async def run_briefly(task: asyncio.Task[None], seconds: float) -> None:
 
 
 async def test_a_thaw_waits_for_a_quiet_moment() -> None:
-    """Due at the first look (0.1 s: the frozen count grew); the watches are busy until 0.15 s;
-    quiet needs 0.02 s."""
+    """The first look (0.1 s) notes the heap; due at the second (0.2 s: the heap grew); the
+    watches are busy until 0.15 s; quiet needs 0.02 s."""
     thawed: list[float] = []
     quiet_from = time.monotonic() + 0.15
     counts = iter([100, 200, 100])
@@ -134,19 +134,20 @@ async def test_a_thaw_waits_for_a_quiet_moment() -> None:
     assert len(thawed) == 1 and thawed[0] >= quiet_from + 0.02
 
 
-async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter() -> None:
-    """Looks every 10 ms: 124 and 125 frozen objects after 100 are no reason; 126 is, and the
-    next thaw needs a quarter more than what the thaw left frozen (110: above 137)."""
+async def test_no_thaw_until_the_heap_grew_by_a_quarter() -> None:
+    """Looks every 10 ms, the first one noting the heap: 124 and 125 blocks after 100 are no
+    reason; 126 is, and the next thaw needs a quarter more than what the thaw left (110: above
+    137)."""
     thawed: list[int] = []
     counts = iter([100, 124, 125, 126, 110, 130, 137, 138, 90])
 
-    def frozen() -> int:
+    def blocks() -> int:
         return next(counts, 90)
 
     thawing = heap.thaw_when_grown(
         lambda: 0.0,
         lambda: 1000,
-        frozen,
+        blocks,
         check_every=0.01,
         quiet_for=0.0,
         collect=lambda: thawed.append(len(thawed)) or 0,
@@ -155,13 +156,13 @@ async def test_no_thaw_until_the_frozen_objects_grew_by_a_quarter() -> None:
     assert thawed == [0, 1]
 
 
-def test_a_cluster_that_grew_explains_its_frozen_objects() -> None:
-    """A burst adds half the pods and a third of the frozen objects: no thaw. Objects beyond a
+def test_a_cluster_that_grew_explains_its_heap() -> None:
+    """A burst adds half the pods and a third of the heap: no thaw. Blocks beyond a
     quarter more than the growth explains are (cycles lost): a thaw. A cluster that shrinks does
     not lower the bar below what the last thaw left."""
     rule = heap.ThawRule()
-    rule.note(frozen=450_000, population=111_000)
-    assert not rule.due(frozen=620_000, population=161_000)  # the burst: 1.38 x frozen, 1.45 x pods
-    assert rule.due(frozen=620_000, population=111_000)  # as many pods: cycles lost
-    assert not rule.due(frozen=560_000, population=50_000)  # fewer pods: the bar stays
-    assert rule.due(frozen=570_000, population=50_000)
+    rule.note(heap=450_000, population=111_000)
+    assert not rule.due(heap=620_000, population=161_000)  # the burst: 1.38 x heap, 1.45 x pods
+    assert rule.due(heap=620_000, population=111_000)  # as many pods: cycles lost
+    assert not rule.due(heap=560_000, population=50_000)  # fewer pods: the bar stays
+    assert rule.due(heap=570_000, population=50_000)
