@@ -6,6 +6,12 @@ thread is descheduled mid-slice, and a slice that takes 50 ms on an idle machine
 the cluster-scale benchmark's burst. A ``TimeSlice`` measures the stretch on the wall clock instead
 (what the loop's other tasks wait for), so callers yield as soon as it has run for its budget,
 whatever the item count. Pure: the caller does the awaiting.
+
+Several tasks slice at once (a reader taking in its list, a tree's pass over its quotas, the
+webhooks' catalog following them), and one turn of the event loop runs the next slice of each
+before the loop probe's timer fires: with 20-ms slices the start at 100,000 pods held the loop for
+0.10-0.13 s at a time, its thread running throughout. Slices of 5 ms keep a turn with four or
+five of them within the 100-ms budget; a yield costs some 20-50 µs, under 1 % of a slice.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-#: Seconds of synchronous work between two yields: well within the loop's 100-ms budget.
-SLICE_BUDGET = 0.02
+#: Seconds of synchronous work between two yields: a turn of the loop that runs one slice of each
+#: task that slices stays well within the loop's 100-ms budget.
+SLICE_BUDGET = 0.005
 
 
 class TimeSlice:
