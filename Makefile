@@ -56,7 +56,7 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/ruff check operator devtools tests benchmarks manifests/tools
 	$(BIN)/ruff format --check operator devtools tests benchmarks manifests/tools
 	$(BIN)/mypy
-	$(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
+	MYPYPATH=tests/helpers:tests/integration $(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
 	$(BIN)/lint-imports
 
 # `duplicates` (a command of the development machines, not a package: where it is not installed the

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import kmock
@@ -95,9 +95,11 @@ async def serving(
         )
     async with kmock.KubernetesEmulator() as cluster, kmock.Server(cluster) as server:
         for key, kind in discovered.items():
-            cluster.resources[key] = {"kind": kind, "namespaced": True, "verbs": ["get"]}
+            served = {"kind": kind, "namespaced": True, "verbs": ["get"]}
+            cluster.resources[key] = cast(kmock.ResourceDict, served)  # kmock fills the rest
         for key, kind in WEBHOOK_CONFIGURATIONS.items():
-            cluster.resources[key] = {"kind": kind, "namespaced": False, "verbs": VERBS}
+            configured = {"kind": kind, "namespaced": False, "verbs": VERBS}
+            cluster.resources[key] = cast(kmock.ResourceDict, configured)
         with _kubeconfig(str(server.url)):
             stop, ready = asyncio.Event(), asyncio.Event()
             operator = asyncio.create_task(
