@@ -74,7 +74,7 @@ class ParsedSink:
     def delete(self, body: dict[str, Any]) -> None:
         self.pods.pop(object_key(body), None)
 
-    def relisted(self, keys: set[tuple[str, str]]) -> None:
+    async def relisted(self, keys: set[tuple[str, str]]) -> None:
         for key in set(self.pods) - keys:
             del self.pods[key]
 
@@ -95,7 +95,7 @@ async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
         await reader._check(reply)
         document = orjson.loads(await reply.read())
     await reader._feed(document["items"], seen)
-    reader._sink.relisted(seen)
+    await reader._sink.relisted(seen)
 
 
 async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
@@ -115,7 +115,7 @@ async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
             count += 1
             if count % SLICE == 0:
                 await asyncio.sleep(0)
-    reader._sink.relisted(seen)
+    await reader._sink.relisted(seen)
 
 
 def slowed(reader: Reflector, delay: float) -> None:

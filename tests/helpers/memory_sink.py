@@ -27,7 +27,7 @@ class MemorySink:
     def delete(self, body: dict[str, Any]) -> None:
         self.objects.pop(object_key(body), None)
 
-    def relisted(self, keys: set[Key]) -> None:
+    async def relisted(self, keys: set[Key]) -> None:
         self.relists.append(set(keys))
         for key in set(self.objects) - keys:
             del self.objects[key]

@@ -49,9 +49,9 @@ class CountingSink:
     def delete(self, body: dict[str, Any]) -> None:
         self._sink.delete(body)
 
-    def relisted(self, keys: set[ObjectKey]) -> None:
+    async def relisted(self, keys: set[ObjectKey]) -> None:
         self._counts.relists += 1
-        self._sink.relisted(keys)
+        await self._sink.relisted(keys)
 
 
 async def create_pods(api: client.ApiClient, namespace: str, count: int) -> None:

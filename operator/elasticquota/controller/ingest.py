@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,7 @@ class StateSink:
 
     upsert: Callable[[Body], None]
     delete: Callable[[Body], None]
-    relisted: Callable[[set[ObjectKey]], None]
+    relisted: Callable[[set[ObjectKey]], Coroutine[Any, Any, None]]
 
 
 def sinks(state: ControllerState) -> dict[Kind, StateSink]:

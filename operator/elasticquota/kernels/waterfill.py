@@ -7,7 +7,9 @@ to exactly. Everything stays in signed int64: products and sums that may not fit
 wide helpers of ``int128``.
 
 Public entry points: ``solve_tree`` (the whole tree), ``water_fill`` (one level, one resource) and
-``largest_remainder_split`` (one round of sharing, implemented in ``shares``).
+``largest_remainder_split`` (one round of sharing, implemented in ``shares``). The kernels they
+call release the GIL (``nogil``): a solve runs in a worker thread, and the event loop's thread must
+not wait for it to get the interpreter back.
 """
 
 from __future__ import annotations
@@ -263,7 +265,7 @@ _CHILD_REQUEST, _REQUEST, _LIMITED_REQUEST, _USED, _NP_REQUEST, _NP_USED = 0, 1,
 _EFFECTIVE_MIN, _RUNTIME, _INT_OUTPUTS = 6, 7, 8
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_tree_kernel(
     child_start: Int64Array,
     self_request: Int64Array,
@@ -335,7 +337,7 @@ def solve_tree(tree: TreeArrays, scale_min: bool) -> SolveResult:
     return SolveResult._make([*out, runtime_present])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _water_fill_kernel(
     total: int, request: Int64Array, floor: Int64Array, weight: Int64Array
 ) -> Int64Array:
@@ -359,7 +361,7 @@ def water_fill(
     return _water_fill_kernel(int(total), _column(request), _column(floor), _column(weight))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _split_kernel(pool: int, weight: Int64Array) -> Int64Array:
     members = weight.shape[0]
     work = new_work(members)

@@ -21,8 +21,9 @@ class Sink(Protocol):
     def delete(self, body: Body) -> None:
         """An object that is gone."""
 
-    def relisted(self, keys: set[tuple[str, str]]) -> None:
-        """A complete list returned exactly these (namespace, name): forget every other one."""
+    async def relisted(self, keys: set[tuple[str, str]]) -> None:
+        """A complete list returned exactly these (namespace, name): forget every other one
+        (awaited, so that a large kind's comparison can yield to the event loop)."""
 
 
 class VersionExpiredError(Exception):

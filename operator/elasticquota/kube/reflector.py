@@ -207,7 +207,7 @@ class Reflector:
                 seen = set()
         if version is None:
             version = await self._list_paged(seen)
-        self._sink.relisted(seen)
+        await self._sink.relisted(seen)
         self._latest = version
         self.health.relists += 1
         self.health.listed.set()
