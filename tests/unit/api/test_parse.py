@@ -185,24 +185,18 @@ def test_a_spec_that_is_not_a_mapping_is_an_invalid_object() -> None:
 # -- ElasticQuota: labels ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("labels", "parent"),
-    [
-        pytest.param({keys.LABEL_PARENT: "eng"}, "eng", id="the-parent-label"),
-        pytest.param(
-            {f"{keys.PREFIX}/parent-quota-name": "eng"}, "eng", id="its-older-parent-quota-name"
-        ),
-        pytest.param(
-            {keys.LABEL_PARENT: "eng", f"{keys.PREFIX}/parent-quota-name": "old"},
-            "eng",
-            id="the-parent-label-over-its-alias",
-        ),
-    ],
-)
-def test_the_parent_label_or_its_older_alias_names_the_parent(
-    labels: dict[str, str], parent: str
-) -> None:
-    assert clean_quota(quota_raw(labels=labels)).parent == parent
+def test_the_parent_label_names_the_parent() -> None:
+    assert clean_quota(quota_raw(labels={keys.LABEL_PARENT: "eng"})).parent == "eng"
+
+
+def test_the_older_parent_quota_name_label_is_an_alias() -> None:
+    raw = quota_raw(labels={f"{keys.PREFIX}/parent-quota-name": "eng"})
+    assert clean_quota(raw).parent == "eng"
+
+
+def test_the_parent_label_wins_over_its_alias() -> None:
+    raw = quota_raw(labels={keys.LABEL_PARENT: "eng", f"{keys.PREFIX}/parent-quota-name": "old"})
+    assert clean_quota(raw).parent == "eng"
 
 
 @pytest.mark.parametrize("labels", [{}, {keys.LABEL_PARENT: ""}])
@@ -369,22 +363,18 @@ def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label(
     assert not pod.is_assigned
 
 
-@pytest.mark.parametrize(
-    ("labels", "quota"),
-    [
-        pytest.param({keys.POD_LABEL_QUOTA: "team"}, "team", id="the-pod-quota-label"),
-        pytest.param({f"{keys.PREFIX}/quota-name": "team"}, "team", id="its-older-quota-name"),
-        pytest.param(
-            {keys.POD_LABEL_QUOTA: "new", f"{keys.PREFIX}/quota-name": "old"},
-            "new",
-            id="the-pod-quota-label-over-its-alias",
-        ),
-    ],
-)
-def test_the_pod_quota_label_or_its_older_alias_names_its_quota(
-    labels: dict[str, str], quota: str
-) -> None:
-    assert clean_pod(raw_pod(labels=labels)).quota_label == quota
+def test_the_pod_quota_label_names_its_quota() -> None:
+    assert clean_pod(raw_pod(labels={keys.POD_LABEL_QUOTA: "team"})).quota_label == "team"
+
+
+def test_the_older_quota_name_pod_label_is_an_alias() -> None:
+    raw = raw_pod(labels={f"{keys.PREFIX}/quota-name": "team"})
+    assert clean_pod(raw).quota_label == "team"
+
+
+def test_the_pod_name_label_wins_over_its_alias() -> None:
+    raw = raw_pod(labels={keys.POD_LABEL_QUOTA: "new", f"{keys.PREFIX}/quota-name": "old"})
+    assert clean_pod(raw).quota_label == "new"
 
 
 @pytest.mark.parametrize(
