@@ -26,9 +26,9 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from ports import free_port
+from quota_bodies import quota_body
 
 from elasticquota.cli.cluster_objects import cluster_manifests
-from elasticquota.core import keys
 from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.apply import apply_manifest, apply_order
 from elasticquota.kube.quotas import (
@@ -281,22 +281,17 @@ def quota_manifest(
     is_parent: bool = False,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    labels = {}
-    if parent:
-        labels[keys.LABEL_PARENT] = parent
-    if is_parent:
-        labels[keys.LABEL_IS_PARENT] = "true"
-    return {
-        "apiVersion": f"{QUOTA_GROUP}/{QUOTA_VERSION}",
-        "kind": "ElasticQuota",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": annotations or {},
-        },
-        "spec": {"min": minimum, "max": maximum},
-    }
+    """A quota to apply (no uid: the API server gives it one); an empty ``parent`` is none."""
+    return quota_body(
+        name,
+        namespace,
+        min=minimum,
+        max=maximum,
+        parent=parent or None,
+        is_parent=is_parent,
+        annotations=annotations,
+        uid=None,
+    )
 
 
 def node_manifest(

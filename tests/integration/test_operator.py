@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import harness
 import pytest
 from kubernetes_asyncio import client
+from profile_bodies import profile_body
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.cli.cluster import ClusterTarget
@@ -149,13 +150,7 @@ async def test_profile_tree_follows_its_nodes(
         api, harness.node_manifest(harness.unique("gpu"), "16", "64Gi", {"pool": pool})
     )
     await apply_manifest(
-        api,
-        {
-            "apiVersion": "quota.koordinator.sh/v1alpha1",
-            "kind": "ElasticQuotaProfile",
-            "metadata": {"name": "profile", "namespace": namespace},
-            "spec": {"quotaName": "pool-root", "nodeSelector": {"matchLabels": {"pool": pool}}},
-        },
+        api, profile_body("profile", namespace, quota_name="pool-root", match_labels={"pool": pool})
     )
     await operator.wait_ready()
 

@@ -22,6 +22,7 @@ import uuid
 import harness
 import pytest
 from kubernetes_asyncio import client
+from profile_bodies import profile_body
 from prometheus_client.parser import text_string_to_metric_families
 
 from elasticquota.core import keys
@@ -42,16 +43,13 @@ async def pool_tree(api: client.ApiClient, prefix: str) -> tuple[str, str, str]:
     await apply_manifest(api, harness.node_manifest(node, "10", "40Gi", {"pool": pool}))
     await apply_manifest(
         api,
-        {
-            "apiVersion": "quota.koordinator.sh/v1alpha1",
-            "kind": "ElasticQuotaProfile",
-            "metadata": {"name": "pool", "namespace": namespace},
-            "spec": {
-                "quotaName": f"root-{pool}",
-                "quotaLabels": {keys.LABEL_IS_PARENT: "true"},
-                "nodeSelector": {"matchLabels": {"pool": pool}},
-            },
-        },
+        profile_body(
+            "pool",
+            namespace,
+            quota_name=f"root-{pool}",
+            match_labels={"pool": pool},
+            quota_labels={keys.LABEL_IS_PARENT: "true"},
+        ),
     )
     for name in ("lender", "borrower"):
         await apply_manifest(

@@ -123,17 +123,27 @@ def streamed(parts: list[bytes], then: str) -> Handler:
     return handler
 
 
-async def relist(server: FakeServer, **options: Any) -> tuple[Reflector, MemorySink]:
-    sink = MemorySink()
-    sink.objects[("ns", "ghost")] = pod("ghost")  # held from before: gone from the cluster
+async def list_once(
+    server: FakeServer, sink: MemorySink, *, within: float = 10, **options: Any
+) -> Reflector:
+    """A reader into ``sink``, made with ``options``, after one list from ``server``, which must
+    end within ``within`` seconds at the list's version, 10."""
     async with serving(server) as api:
-        reader = Reflector(api, PODS, sink, request_timeout=1.0, **options)
+        reader = Reflector(api, PODS, sink, **options)
         try:
-            version = await asyncio.wait_for(reader._relist(), timeout=10)
+            version = await asyncio.wait_for(reader._relist(), timeout=within)
         finally:
             if reader._session is not None:
                 await reader._session.close()
     assert version == "10"
+    return reader
+
+
+async def relist(server: FakeServer, **options: Any) -> tuple[Reflector, MemorySink]:
+    """One list from ``server`` into memory that holds a pod, its requests bounded at 1 s."""
+    sink = MemorySink()
+    sink.objects[("ns", "ghost")] = pod("ghost")  # held from before: gone from the cluster
+    reader = await list_once(server, sink, request_timeout=1.0, **options)
     return reader, sink
 
 
@@ -264,14 +274,7 @@ async def test_a_list_parsed_slower_than_the_servers_bound_still_comes_from_the_
     body = orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items})
     server = FakeServer(ended_at_the_request_timeout(body, bound=1.0))
     sink = SlowSink(seconds=0.00025)
-    async with serving(server) as api:
-        reader = Reflector(api, PODS, sink, request_timeout=5.0)
-        try:
-            version = await asyncio.wait_for(reader._relist(), timeout=30)
-        finally:
-            if reader._session is not None:
-                await reader._session.close()
-    assert version == "10"
+    reader = await list_once(server, sink, within=30, request_timeout=5.0)
     assert server.kinds() == ["cache"]
     assert reader.health.list_source == "cache"
     assert sink.names("ns") == set(names)

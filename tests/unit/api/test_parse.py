@@ -7,6 +7,8 @@ import time
 from typing import Any
 
 import pytest
+from profile_bodies import profile_body
+from quota_bodies import quota_body
 from raw_objects import raw_pod
 
 from elasticquota.api.parse import (
@@ -33,21 +35,19 @@ def quota_raw(
     max: dict[str, Any] | None = None,
     **metadata: Any,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "ElasticQuota",
-        "metadata": {
-            "name": "team",
-            "namespace": "team",
-            "labels": labels or {},
-            "annotations": annotations or {},
-            **metadata,
-        },
-        "spec": {
-            "min": min if min is not None else {"cpu": "1", "memory": "1Gi"},
-            "max": max if max is not None else {"cpu": "4", "memory": "4Gi"},
-        },
-    }
+    """Quota ``team/team`` without a uid, its min 1 cpu and 1Gi and its max 4 cpu and 4Gi unless
+    given; ``metadata`` keys are added to its metadata."""
+    raw = quota_body(
+        "team",
+        "team",
+        min={"cpu": "1", "memory": "1Gi"} if min is None else min,
+        max={"cpu": "4", "memory": "4Gi"} if max is None else max,
+        labels=labels,
+        annotations=annotations,
+        uid=None,
+    )
+    raw["metadata"] |= metadata
+    return raw
 
 
 def quota_of(raw: dict[str, Any]) -> tuple[Quota, list[Problem]]:
@@ -541,27 +541,24 @@ def profile_raw(
     labels: dict[str, Any] | None = None,
     spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "quota.koordinator.sh/v1alpha1",
-        "kind": "ElasticQuotaProfile",
-        "metadata": {
-            "name": "gpu-pool",
-            "namespace": "gpu",
-            "labels": labels or {},
-            "annotations": annotations or {},
-        },
-        "spec": spec
-        if spec is not None
-        else {
-            "quotaName": "gpu-root",
-            "quotaLabels": {keys.LABEL_IS_PARENT: "true"},
-            "resourceRatio": "0.9",
-            "nodeSelector": {
-                "matchLabels": {"pool": "gpu"},
-                "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}],
-            },
-        },
-    }
+    """Profile ``gpu/gpu-pool`` of a parent root quota, with a resource ratio and a match
+    expression besides its match labels; ``spec`` replaces its spec."""
+    raw = profile_body(
+        "gpu-pool",
+        "gpu",
+        quota_name="gpu-root",
+        match_labels={"pool": "gpu"},
+        quota_labels={keys.LABEL_IS_PARENT: "true"},
+        labels=labels,
+        annotations=annotations,
+    )
+    raw["spec"]["resourceRatio"] = "0.9"
+    raw["spec"]["nodeSelector"]["matchExpressions"] = [
+        {"key": "zone", "operator": "In", "values": ["a", "b"]}
+    ]
+    if spec is not None:
+        raw["spec"] = spec
+    return raw
 
 
 def test_a_profile_is_read_with_its_selector_labels_and_ratio() -> None:

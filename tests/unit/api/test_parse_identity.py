@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from quota_bodies import quota_body
 
 from elasticquota.api.parse import parse_pod, parse_pod_validated, parse_quota
 from elasticquota.api.podfast import read_pod
@@ -85,12 +86,7 @@ def test_an_unusable_user_info_is_a_problem_and_the_pod_counts_as_the_default_us
 def test_a_quota_carries_its_user_limits_text() -> None:
     text = '- users: ["*"]\n  maxapplications: 2'
     spec, problems = parse_quota(
-        {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-            "kind": "ElasticQuota",
-            "metadata": {"name": "q", "namespace": "ns", "annotations": {ANNO_USER_LIMITS: text}},
-            "spec": {"max": {"cpu": "4"}},
-        }
+        quota_body("q", "ns", max={"cpu": "4"}, annotations={ANNO_USER_LIMITS: text})
     )
     assert problems == [] and spec is not None
     assert spec.user_limits == text

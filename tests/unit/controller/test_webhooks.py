@@ -702,12 +702,12 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     """The quota changes before each pod made the topology stale: the webhook waits for its
     rebuild in a worker thread (every rebuild installed ran there), never rebuilds on the loop."""
     epoch = synced.engine.topology_epoch
-    profile = {
-        "apiVersion": "quota.koordinator.sh/v1alpha1",
-        "kind": "ElasticQuotaProfile",
-        "metadata": {"name": "gpu-pool", "namespace": "team", "labels": {keys.LABEL_TREE_ID: "t1"}},
-        "spec": {"quotaName": "gpu-root", "nodeSelector": {"matchLabels": {"pool": "gpu"}}},
-    }
+    profile = k8s.profile(
+        "gpu-pool",
+        quota_name="gpu-root",
+        match_labels={"pool": "gpu"},
+        labels={keys.LABEL_TREE_ID: "t1"},
+    )
     synced.on_profile(profile)
     synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
     synced.on_quota(k8s.quota("trainers", parent="gpu-root"))  # inherits tree t1
