@@ -42,8 +42,10 @@ def quota(
     ignore_default_tree: bool = False,
     total: ResourceList | None = None,
     created: str = "",
+    user_limits: str | None = None,
 ) -> Quota:
-    """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource."""
+    """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource,
+    ``user_limits`` the user-limits annotation."""
     return Quota(
         name=name,
         namespace=namespace,
@@ -61,6 +63,7 @@ def quota(
         lending_limit=lending_limit,
         borrowing_limit=borrowing_limit,
         created=created,
+        user_limits=user_limits,
     )
 
 
@@ -73,9 +76,14 @@ def pod(
     phase: str | None = None,
     preemptible: bool = True,
     priority: int = 0,
+    gates: tuple[str, ...] = (),
+    user: str = "",
+    groups: tuple[str, ...] = (),
+    application: str = "",
     **requests: int,
 ) -> PodInfo:
-    """One pod labelled with ``quota`` (if given); bound to ``node`` means Running by default."""
+    """One pod labelled with ``quota`` (if given); bound to ``node`` means Running by default;
+    ``gates`` its scheduling gates; ``user``, ``groups`` and ``application`` who runs it."""
     return PodInfo(
         namespace=namespace,
         name=name,
@@ -85,6 +93,10 @@ def pod(
         priority=priority,
         phase=phase or ("Running" if node else "Pending"),
         node_name=node,
+        scheduling_gates=gates,
+        user=user,
+        groups=groups,
+        application=application,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_quota
@@ -46,19 +47,35 @@ def test_design_document_example_gives_5_20_35_40(solve: SolveFunction) -> None:
     assert snapshot.problems == []
 
 
-def test_borrower_capped_at_request_returns_excess_to_other_borrowers(
-    solve: SolveFunction,
+@pytest.mark.parametrize(
+    ("min_and_ask", "expected"),
+    [
+        # Equal shares of 40 each: a reaches its request 20 and the 30 it does not need go to b.
+        pytest.param(
+            {"a": (10, 20), "b": (10, 200)},
+            {"a": 20, "b": 80},
+            id="borrower-capped-at-request-returns-excess-to-other-borrowers",
+        ),
+        pytest.param(
+            {"small": (40, 15), "busy": (10, 500)},
+            {"small": 15, "busy": 85},
+            id="lending-quota-below-min-gets-exactly-its-request",
+        ),
+    ],
+)
+def test_two_quotas_with_a_min_and_a_pod_each_share_100(
+    solve: SolveFunction, min_and_ask: dict[str, tuple[int, int]], expected: dict[str, int]
 ) -> None:
-    """Equal shares of 40 each: a reaches its request 20 and the 30 it does not need go to b."""
+    """Two quotas (max ``BIG``), each with its min and one pod asking, on a node of 100 cpu."""
     quotas = [
-        quota("a", min={"cpu": 10}, max={"cpu": BIG}),
-        quota("b", min={"cpu": 10}, max={"cpu": BIG}),
+        quota(name, min={"cpu": minimum}, max={"cpu": BIG})
+        for name, (minimum, _) in min_and_ask.items()
     ]
-    pods = [pod("pa", "a", cpu=20), pod("pb", "b", cpu=200)]
+    pods = [pod(f"p-{name}", name, cpu=ask) for name, (_, ask) in min_and_ask.items()]
 
     snapshot = solve(quotas, pods, [node("n", cpu=100)])
 
-    assert runtimes(snapshot, "cpu", "a", "b") == {"a": 20, "b": 80}
+    assert runtimes(snapshot, "cpu", *expected) == expected
 
 
 def test_borrower_capped_at_limited_request_leaves_pool_unallocated(solve: SolveFunction) -> None:
@@ -117,18 +134,6 @@ def test_idle_lending_quota_has_runtime_zero_not_min(solve: SolveFunction) -> No
     assert snapshot.quotas["idle"].runtime == {"cpu": 0}
     assert snapshot.quotas["idle"].effective_min == {"cpu": 40}
     assert runtimes(snapshot, "cpu", "busy") == {"busy": 100}
-
-
-def test_lending_quota_below_min_gets_exactly_its_request(solve: SolveFunction) -> None:
-    quotas = [
-        quota("small", min={"cpu": 40}, max={"cpu": BIG}),
-        quota("busy", min={"cpu": 10}, max={"cpu": BIG}),
-    ]
-    pods = [pod("p1", "small", cpu=15), pod("p2", "busy", cpu=500)]
-
-    snapshot = solve(quotas, pods, [node("n", cpu=100)])
-
-    assert runtimes(snapshot, "cpu", "small", "busy") == {"small": 15, "busy": 85}
 
 
 def test_idle_non_lending_quota_keeps_its_whole_min(solve: SolveFunction) -> None:

@@ -1,10 +1,13 @@
-"""Quotas and pods for the tests of user limits in the engine and in admission.
+"""Quotas and pods for the tests of user limits in the engine and in admission, made with the
+engine tests' ``quota`` and ``pod``.
 
 Everything in namespace ``ns``, on one node ``n1`` big enough never to be the limit; a pod is run
 by ``sue`` unless told otherwise and is an application of its own unless given ``app``.
 """
 
 from __future__ import annotations
+
+from engine_factories import pod, quota
 
 from elasticquota.core.keys import ADMISSION_GATE, ROOT_QUOTA
 from elasticquota.core.model.models import NodeInfo, PodInfo
@@ -25,12 +28,12 @@ def limited_quota(
     max: ResourceList | None = None,
 ) -> Quota:
     """A quota with the user-limits annotation ``limits`` (max ``BIG`` unless given)."""
-    return Quota(
-        name=name,
-        namespace="ns",
-        min=dict(min or {}),
-        max=dict(BIG if max is None else max),
+    return quota(
+        name,
+        min=min,
+        max=BIG if max is None else max,
         parent=parent,
+        namespace="ns",
         is_parent=is_parent,
         user_limits=limits,
     )
@@ -51,16 +54,16 @@ def user_pod(
     """A pod of ``user`` in ``quota_name``. ``state``: running (bound to ``n1``, in ``phase``),
     gated (held by our gate), released (no gate, not bound)."""
     running = state == "running"
-    return PodInfo(
+    return pod(
+        name,
+        quota_name,
         namespace="ns",
-        name=name,
-        requests={"cpu": cpu},
-        quota_label=quota_name,
-        node_name="n1" if running else "",
+        node="n1" if running else "",
         phase=phase if running else "Pending",
-        scheduling_gates=(ADMISSION_GATE,) if state == "gated" else (),
+        gates=(ADMISSION_GATE,) if state == "gated" else (),
         user=user,
         groups=groups,
         application=app or f"ns/pod:{name}",
         priority=priority,
+        cpu=cpu,
     )
