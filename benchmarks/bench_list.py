@@ -186,16 +186,22 @@ async def create_pods(cluster: LocalCluster, pods: int, concurrency: int) -> Non
         await kube.close()
 
 
-def run_variant(
-    variant: str, cluster: LocalCluster, ijson_path: str, delay: float
-) -> dict[str, Any]:
-    """One list in a child process; the servers' CPU seconds around it."""
-    pids = cluster.pids
+def child_environment(ijson_path: str) -> dict[str, str]:
+    """This process's environment, with ``ijson_path`` (if any) added to a child's PYTHONPATH."""
     environment = dict(os.environ)
     if ijson_path:
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [environment.get("PYTHONPATH", ""), ijson_path])
         )
+    return environment
+
+
+def run_variant(
+    variant: str, cluster: LocalCluster, ijson_path: str, delay: float
+) -> dict[str, Any]:
+    """One list in a child process; the servers' CPU seconds around it."""
+    pids = cluster.pids
+    environment = child_environment(ijson_path)
     command = [sys.executable, __file__, "--measure", variant, str(cluster.kubeconfig), str(delay)]
     before = {name: cpu_seconds(pids[name]) for name in ("kube-apiserver", "etcd")}
     output = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
@@ -210,11 +216,7 @@ def run_variant(
 
 def ijson_available(ijson_path: str) -> bool:
     command = [sys.executable, "-c", "import ijson; print(ijson.backend)"]
-    environment = dict(os.environ)
-    if ijson_path:
-        environment["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [environment.get("PYTHONPATH", ""), ijson_path])
-        )
+    environment = child_environment(ijson_path)
     found = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
     if found.returncode == 0:
         say(f"ijson backend: {found.stdout.strip()}")

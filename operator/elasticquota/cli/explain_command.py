@@ -6,17 +6,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from elasticquota.cli.cluster import add_cluster_options, target
-from elasticquota.cli.errors import InputError, NotFoundError
+from elasticquota.cli.errors import NotFoundError
+from elasticquota.cli.inputs import add_files_option, read_files_or_cluster
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.decisions.explain import Explanation, explain
 from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.plan.compute import compute_plan
-from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
 
 
 def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,27 +27,13 @@ def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "cluster of the kubeconfig, or manifests with -f.",
     )
     command.add_argument("pod", help="NAMESPACE/NAME, or NAME in the namespace of -n")
-    command.add_argument(
-        "-f", "--filename", dest="paths", action="append", metavar="PATH",
-        help="read manifests instead of a cluster (repeatable)",
-    )  # fmt: skip
+    add_files_option(command)
     command.add_argument(
         "--check-parent-quota", action="store_true", help="also check every ancestor quota"
     )
     add_cluster_options(command, lists=False)
     add_output_option(command)
     command.set_defaults(handler=run_explain)
-
-
-def _manifests(args: argparse.Namespace) -> Manifests:
-    if args.paths:
-        try:
-            return load_paths(args.paths)
-        except UnreadableInputError as error:
-            raise InputError(str(error)) from error
-    from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
-
-    return asyncio.run(read_cluster(target(args)))
 
 
 def _pod_key(args: argparse.Namespace) -> str:
@@ -86,7 +71,7 @@ def explanation_document(found: Explanation) -> dict[str, Any]:
 
 def run_explain(args: argparse.Namespace) -> int:
     key = _pod_key(args)
-    manifests = _manifests(args)
+    manifests, _ = read_files_or_cluster(args)
     snapshot = compute_plan(manifests, check_ancestors=args.check_parent_quota).snapshot
     if key not in snapshot.pods:
         raise NotFoundError(f"pod {key} not found (or not parseable: see `plan` problems)")

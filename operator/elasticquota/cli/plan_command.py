@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elasticquota.cli.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, InputError
+from elasticquota.cli.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from elasticquota.cli.inputs import read_files
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.model.models import Problem
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.findings import ERROR, failing, severity_of
-from elasticquota.plan.loader import UnreadableInputError, load_paths
 from elasticquota.plan.report import plan_report
 from elasticquota.plan.table import render_plan, render_users
 
@@ -74,10 +74,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    try:
-        manifests = load_paths(args.paths)
-    except UnreadableInputError as error:
-        raise InputError(str(error)) from error  # one line, exit EXIT_UNREADABLE (cli.errors)
+    manifests = read_files(args.paths)  # unreadable: one line, exit EXIT_UNREADABLE
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
     plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota, judge=True)
     for note in plan.skipped:

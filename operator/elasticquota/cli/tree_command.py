@@ -20,10 +20,9 @@ from elasticquota.cli.cluster import ClusterTarget, add_cluster_options, read, t
 from elasticquota.cli.errors import NotFoundError
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.keys import ROOT_QUOTA
-from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.live import live_snapshot
-from elasticquota.plan.report import quota_entry
+from elasticquota.plan.report import quotas_section, trees_section
 from elasticquota.plan.table import cell, render_trees
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
@@ -93,16 +92,8 @@ def tree_document(snapshot: Snapshot, namespace: str | None) -> dict[str, Any]:
         "QuotaTree",
         {
             "namespace": namespace,
-            "trees": {
-                tree: {
-                    "total": format_resource_list(total),
-                    "profile": snapshot.tree_profiles.get(tree, ""),
-                }
-                for tree, total in sorted(snapshot.totals.items())
-            },
-            "quotas": {
-                name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)
-            },
+            "trees": trees_section(snapshot),
+            "quotas": quotas_section(snapshot),
         },
     )
 

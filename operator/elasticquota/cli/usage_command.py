@@ -13,20 +13,20 @@ cluster; the rows shown are those of the quotas of the namespace (``-n``, else t
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Set
 from dataclasses import replace
 from typing import Any, cast
 
-from elasticquota.cli.cluster import add_cluster_options, target
-from elasticquota.cli.errors import InputError, NotFoundError
+from elasticquota.cli.cluster import add_cluster_options
+from elasticquota.cli.errors import NotFoundError
+from elasticquota.cli.inputs import add_files_option, read_files_or_cluster
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits import SubjectUsage
 from elasticquota.core.userlimits.tracker import UserLimitsView
 from elasticquota.plan.compute import compute_plan
-from elasticquota.plan.loader import Manifests, UnreadableInputError, load_paths
+from elasticquota.plan.loader import Manifests
 from elasticquota.plan.usage import UnknownSubjectError, render_usage, usage_section
 
 KINDS = {"users": "UserUsage", "groups": "GroupUsage"}
@@ -43,10 +43,7 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     command.add_argument("section", choices=("users", "groups"))
     command.add_argument("name", nargs="?", help="only this user (group)")
-    command.add_argument(
-        "-f", "--filename", dest="paths", action="append", metavar="PATH",
-        help="read manifests instead of a cluster (repeatable)",
-    )  # fmt: skip
+    add_files_option(command)
     command.add_argument("--resources", metavar="NAMES", help="comma-separated resources to show")
     add_cluster_options(command, lists=True)
     add_output_option(command)
@@ -55,16 +52,10 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 def _manifests(args: argparse.Namespace) -> tuple[Manifests, str | None]:
     """The objects and the namespace whose quotas are shown (None: every one)."""
-    if args.paths:
-        try:
-            manifests = load_paths(args.paths)
-        except UnreadableInputError as error:
-            raise InputError(str(error)) from error
-        return manifests, None if args.all_namespaces else args.namespace
-    from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
-
-    where = target(args)
-    return asyncio.run(read_cluster(where)), where.namespace
+    manifests, where = read_files_or_cluster(args)
+    if where is not None:
+        return manifests, where.namespace
+    return manifests, None if args.all_namespaces else args.namespace
 
 
 class _QuotasOf:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from elasticquota.core.quantities.resources import format_resource_list
-from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.findings import problem_entry
 
@@ -39,18 +39,28 @@ def quota_entry(result: QuotaResult) -> dict[str, Any]:
     }
 
 
+def quotas_section(snapshot: Snapshot) -> dict[str, Any]:
+    """``quotas``: every quota's entry, by name (``tree -o json`` shows the same)."""
+    return {name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)}
+
+
+def trees_section(snapshot: Snapshot) -> dict[str, Any]:
+    """``trees``: each tree's total and profile, by tree (``tree -o json`` shows the same)."""
+    return {
+        tree: {
+            "total": format_resource_list(total),
+            "profile": snapshot.tree_profiles.get(tree, ""),
+        }
+        for tree, total in sorted(snapshot.totals.items())
+    }
+
+
 def plan_report(plan: Plan) -> dict[str, Any]:
     """The whole JSON document."""
     snapshot = plan.snapshot
     return {
-        "quotas": {name: quota_entry(snapshot.quotas[name]) for name in sorted(snapshot.quotas)},
-        "trees": {
-            tree: {
-                "total": format_resource_list(total),
-                "profile": snapshot.tree_profiles.get(tree, ""),
-            }
-            for tree, total in sorted(snapshot.totals.items())
-        },
+        "quotas": quotas_section(snapshot),
+        "trees": trees_section(snapshot),
         "revocations": [
             {"quota": quota, "pods": [pod.key for pod in victims]}
             for quota, victims in plan.revocations

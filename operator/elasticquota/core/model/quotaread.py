@@ -20,7 +20,11 @@ from typing import Any
 from elasticquota.core import keys
 from elasticquota.core.model.quota import DEFAULT_API_VERSION, Quota
 from elasticquota.core.quantities.quantity import QuantityError, parse_units
-from elasticquota.core.quantities.resources import ResourceList, parse_resource_list_json
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    negative_keys,
+    parse_resource_list_json,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +171,7 @@ class _Annotations:
         values: ResourceList | None = self.read(key, parse_resource_list_json, consequence)
         if values is None:
             return None
-        below = sorted(name for name, value in values.items() if value < 0)
+        below = negative_keys(values)
         if not below:
             return values
         error, instead = negative or (f"negative value in {below}", consequence)

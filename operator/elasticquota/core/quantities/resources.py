@@ -83,6 +83,11 @@ def exceeding(amount: Mapping[str, int], limit: Mapping[str, int]) -> list[str]:
     return sorted(name for name, value in amount.items() if name in limit and value > limit[name])
 
 
+def negative_keys(resources: Mapping[str, int]) -> list[str]:
+    """Names, sorted, of the keys whose value is below zero."""
+    return sorted(name for name, value in resources.items() if value < 0)
+
+
 def drop_zeros(resources: Mapping[str, int]) -> ResourceList:
     """The entries that are not zero: the zero-insensitive view used when comparing annotations."""
     return {name: value for name, value in resources.items() if value != 0}

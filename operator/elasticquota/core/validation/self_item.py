@@ -8,7 +8,11 @@ from typing import Any
 from elasticquota.core import keys
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
-from elasticquota.core.quantities.resources import ResourceList, parse_resource_list_json
+from elasticquota.core.quantities.resources import (
+    ResourceList,
+    negative_keys,
+    parse_resource_list_json,
+)
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     Violation,
@@ -18,7 +22,7 @@ from elasticquota.core.validation.messages import amounts_text, go_list, written
 
 def _negatives(quota: Quota, where: str, label: str) -> list[Violation]:
     values: ResourceList = getattr(quota, where)
-    negative = sorted(name for name, value in values.items() if value < 0)
+    negative = negative_keys(values)
     if not negative:
         return []
     written = ", ".join(f"{name}={written_text(quota, where, name)}" for name in negative)
@@ -88,7 +92,7 @@ def _shared_weight(quota: Quota) -> list[Violation]:
     weight, found = _annotation_list(quota, key, "shared-weight", reference_wording=True, text=text)
     if weight is None:
         return found
-    negative = sorted(name for name, value in weight.items() if value < 0)
+    negative = negative_keys(weight)
     if negative:
         found.append(
             Violation(
@@ -170,7 +174,7 @@ def _limits(quota: Quota) -> list[Violation]:
         found += problems
         if values is None:
             continue
-        negative = sorted(name for name, value in values.items() if value < 0)
+        negative = negative_keys(values)
         if negative:
             found.append(
                 Violation(
