@@ -132,6 +132,7 @@ class Options:
     webhook_rate: float
     timeout: float
     lease_duration: float | None
+    trace_memory: bool = False
 
     @property
     def webhooks(self) -> bool:
@@ -170,6 +171,13 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         default=None,
         help="ELASTIC_QUOTA_LEASE_DURATION of the operators (default: theirs, 15 s)",
     )
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="run the operators under tracemalloc (benchmarks/memtrace.py) and print where the "
+        "Python memory of each start went once it is correct (the figures of such a run are "
+        "not the operator's own)",
+    )
     args = parser.parse_args(argv)
     sizes = sorted(int(size) for size in args.sizes.split(",") if size.strip())
     phases = frozenset(phase.strip() for phase in args.phases.split(",") if phase.strip())
@@ -190,6 +198,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
         webhook_rate=args.webhook_rate,
         timeout=args.timeout,
         lease_duration=args.lease_duration,
+        trace_memory=args.trace_memory,
     )
 
 
@@ -206,6 +215,7 @@ class OperatorProcess:
         self.kubeconfig = kubeconfig
         self.log = log_dir / f"operator-{identity}.log"
         self.lease_duration = options.lease_duration
+        self.trace_memory = options.trace_memory
         self.metrics_port, self.webhook_port = free_ports(2)
         self.webhooks = webhooks
         self.process: subprocess.Popen[bytes] | None = None
@@ -217,8 +227,11 @@ class OperatorProcess:
         env["ELASTIC_QUOTA_LOOP_STALL_REPORT_AFTER"] = str(LOOP_BUDGET)
         if self.lease_duration is not None:
             env["ELASTIC_QUOTA_LEASE_DURATION"] = str(self.lease_duration)
+        entry = [str(Path(__file__).with_name("memtrace.py"))] if self.trace_memory else []
+        if self.trace_memory:
+            env["EQ_MEMTRACE_OUT"] = str(self.memory_report_path)
         command = [
-            sys.executable, "-m", "elasticquota", "run",
+            sys.executable, *(entry or ["-m", "elasticquota"]), "run",
             "--metrics-port", str(self.metrics_port),
             "--identity", self.identity,
         ]  # fmt: skip
@@ -252,10 +265,34 @@ class OperatorProcess:
         return log_tail(self.log, lines)
 
     def peak_rss_mb(self) -> float:
+        return self._status_mb("VmHWM:")
+
+    def rss_mb(self) -> float:
+        """The resident memory now (``peak_rss_mb``: the most it ever was)."""
+        return self._status_mb("VmRSS:")
+
+    def _status_mb(self, field: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    @property
+    def memory_report_path(self) -> Path:
+        return self.log.with_suffix(".memory.txt")
+
+    async def memory_report(self, timeout: float = 300.0) -> str:
+        """With ``--trace-memory``: where the operator's Python memory is now (SIGUSR1 to
+        ``memtrace.py``, which writes the report)."""
+        target = self.memory_report_path
+        target.unlink(missing_ok=True)
+        os.kill(self.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while not target.exists():
+            if time.monotonic() > deadline:
+                raise BenchmarkError(f"no memory report from {self.identity} in {timeout:.0f} s")
+            await asyncio.sleep(0.5)
+        return target.read_text()
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.metrics_port}{path}"
@@ -725,15 +762,20 @@ class ScaleBench:
         operator = self.start_active(f"scale-{pods}")
         cpu = self.cpu_watch(operator)
         synced = await self.wait_synced(operator, active=True)
+        rss_synced = operator.rss_mb()
         say(f"synced and active after {synced - operator.started:.1f} s")
         correct = await self.converge(expected, f"start at {pods} pods")
         print(
             f"scale start pods={pods} quotas={self.options.quotas} "
             f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
-            f"peak_rss_mb={operator.peak_rss_mb():.0f} "
+            f"peak_rss_mb={operator.peak_rss_mb():.0f} rss_synced_mb={rss_synced:.0f} "
+            f"rss_correct_mb={operator.rss_mb():.0f} "
             f"writes={self.mirror.modified - modified_before} {cpu.fields()}",
             flush=True,
         )
+        if self.options.trace_memory:
+            for line in (await operator.memory_report()).splitlines():
+                print(f"scale memory pods={pods} {line}", flush=True)
         self.timed(f"start at {pods} pods", started)
 
     async def restart(self, pods: int) -> None:
@@ -747,13 +789,15 @@ class ScaleBench:
         modified_before = self.mirror.modified
         operator = self.start_active(f"restart-{pods}")
         synced = await self.wait_synced(operator, active=True)
+        rss_synced = operator.rss_mb()
         correct = await self.converge(expected, f"restart at {pods} pods")
         await asyncio.sleep(WRITES_DRAIN)
         print(
             f"scale restart pods={pods} quotas={self.options.quotas} "
             f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
             f"writes={self.mirror.modified - modified_before} "
-            f"peak_rss_mb={operator.peak_rss_mb():.0f}",
+            f"peak_rss_mb={operator.peak_rss_mb():.0f} rss_synced_mb={rss_synced:.0f} "
+            f"rss_correct_mb={operator.rss_mb():.0f}",
             flush=True,
         )
         self.timed("restart", started)

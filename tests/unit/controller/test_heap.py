@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Iterator
@@ -67,10 +69,10 @@ class Node:
 
 
 @pytest.fixture
-def refreezing() -> Iterator[None]:
-    heap.refreeze_after_collections()
-    yield
-    gc.callbacks.remove(heap._refreeze)
+def refreezing() -> Iterator[heap.Refreezer]:
+    refreezer = heap.refreeze_after_collections()
+    yield refreezer
+    gc.callbacks.remove(refreezer)
 
 
 @pytest.mark.usefixtures("refreezing")
@@ -166,3 +168,20 @@ def test_a_cluster_that_grew_explains_its_heap() -> None:
     assert rule.due(heap=620_000, population=111_000)  # as many pods: cycles lost
     assert not rule.due(heap=560_000, population=50_000)  # fewer pods: the bar stays
     assert rule.due(heap=570_000, population=50_000)
+
+
+def test_a_slow_collection_is_logged_with_its_thread(
+    refreezing: heap.Refreezer, caplog: pytest.LogCaptureFixture
+) -> None:
+    refreezing.slow_after = 0.0
+    caplog.set_level(logging.INFO, logger=heap.__name__)
+    worker = threading.Thread(target=gc.collect, name="solve-worker")
+    worker.start()
+    worker.join()
+    assert "garbage collection of generation 2 took" in caplog.text
+    assert "in thread solve-worker" in caplog.text
+
+
+def test_the_collector_callback_is_installed_once(refreezing: heap.Refreezer) -> None:
+    assert heap.refreeze_after_collections() is refreezing
+    assert sum(isinstance(callback, heap.Refreezer) for callback in gc.callbacks) == 1

@@ -15,7 +15,8 @@ A burst adds tens of thousands of pods and results that are not frozen: in a rep
 the growing cluster too, half a second each at 100,000 pods) freezes what survives each collection
 of the two older generations (all of it was reachable a moment ago): objects that would have been
 promoted to the oldest generation go to the permanent one instead, so a full collection finds
-next to nothing to scan. Freezing the survivors of full collections only brought the longest one
+next to nothing to scan. A collection of 50 ms or more is logged with the thread it ran in (the
+collector holds the GIL: one in a solve's worker thread stalls the event loop as well). Freezing the survivors of full collections only brought the longest one
 of that replay to 32 ms, but at the cluster-scale benchmark's burst a full collection still came
 every few thousand pods and scanned all of them (0.5 s on a busy machine).
 The price: an object frozen while alive that later dies in a reference cycle is not collected.
@@ -48,6 +49,7 @@ import ctypes.util
 import gc
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,15 +81,46 @@ QUIET_FOR = 5.0
 QUIET_PATIENCE = 600.0
 
 
-def _refreeze(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and info.get("generation", 0) >= 1:
-        gc.freeze()  # what survived the collection was all reachable
+#: A collection that takes this long is logged with its thread: the collector holds the GIL
+#: throughout, so one in a worker thread stalls the event loop's thread all the same.
+SLOW_COLLECTION = 0.05
 
 
-def refreeze_after_collections() -> None:
-    """From now on, freeze the survivors of every collection of generation 1 or 2 (idempotent)."""
-    if _refreeze not in gc.callbacks:
-        gc.callbacks.append(_refreeze)
+class Refreezer:
+    """The collector's callback: freeze what survived a collection of generation 1 or 2 (all of
+    it was reachable), and log a collection that took ``slow_after`` seconds or more."""
+
+    def __init__(self, slow_after: float = SLOW_COLLECTION) -> None:
+        self.slow_after = slow_after
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info.get("generation", 0)
+        if generation >= 1:
+            gc.freeze()
+        took = time.perf_counter() - self._started
+        if took >= self.slow_after:
+            logger.info(
+                "garbage collection of generation %d took %.3f s in thread %s (%d unreachable)",
+                generation,
+                took,
+                threading.current_thread().name,
+                info.get("collected", 0),
+            )
+
+
+def refreeze_after_collections(slow_after: float = SLOW_COLLECTION) -> Refreezer:
+    """From now on, freeze the survivors of every collection of generation 1 or 2, and log the
+    slow collections (idempotent: the callback already installed is returned)."""
+    for callback in gc.callbacks:
+        if isinstance(callback, Refreezer):
+            return callback
+    refreezer = Refreezer(slow_after)
+    gc.callbacks.append(refreezer)
+    return refreezer
 
 
 def thaw() -> int:
