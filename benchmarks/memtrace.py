@@ -1,6 +1,7 @@
 """Run the operator (``python -m elasticquota ...``) with ``tracemalloc`` on, for ``bench_scale
 --trace-memory``: SIGUSR1 writes where the live Python memory was allocated to the file named by
-``EQ_MEMTRACE_OUT`` (the largest source lines and files), then renames it into place.
+``EQ_MEMTRACE_OUT`` (the largest source lines and files; with ``EQ_MEMTRACE_FRAMES`` above 1, the
+largest call stacks too), then renames it into place.
 
 Tracing costs time and memory of its own (a trace per live block), so the figures of a traced run
 are not the operator's: only the shares are. Memory outside Python's allocators (shared libraries,
@@ -19,6 +20,7 @@ from types import FrameType
 
 TOP_LINES = 40
 TOP_FILES = 25
+TOP_TRACEBACKS = 15
 
 
 def report() -> str:
@@ -30,6 +32,10 @@ def report() -> str:
         f"line {stat.size / 2**20:7.1f} MiB {stat.count:9d} {stat.traceback}"
         for stat in lines[:TOP_LINES]
     ]
+    if tracemalloc.get_traceback_limit() > 1:
+        for stat in snapshot.statistics("traceback")[:TOP_TRACEBACKS]:
+            out.append(f"traceback {stat.size / 2**20:7.1f} MiB {stat.count:9d}")
+            out += [f"traceback   {line}" for line in stat.traceback.format(most_recent_first=True)]
     files = snapshot.statistics("filename")
     out += [
         f"file {stat.size / 2**20:7.1f} MiB {stat.count:9d} {stat.traceback}"
@@ -46,7 +52,7 @@ def on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 if __name__ == "__main__":
-    tracemalloc.start()
+    tracemalloc.start(int(os.environ.get("EQ_MEMTRACE_FRAMES", "1")))
     signal.signal(signal.SIGUSR1, on_signal)
     sys.argv = ["elasticquota", *sys.argv[1:]]
     runpy.run_module("elasticquota", run_name="__main__", alter_sys=True)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
+from collections.abc import Coroutine
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from elasticquota.cli.cluster import ClusterTarget, add_cluster_options, read, target
 from elasticquota.cli.errors import NotFoundError
@@ -24,6 +26,8 @@ from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.live import live_snapshot
 from elasticquota.plan.report import quotas_section, trees_section
 from elasticquota.plan.table import cell, render_trees
+
+T = TypeVar("T")
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
@@ -177,15 +181,36 @@ def _nothing_shown(text: str, args: argparse.Namespace, where: ClusterTarget) ->
 
 
 async def watch(args: argparse.Namespace, where: ClusterTarget, resources: set[str] | None) -> None:
+    """Redraw every ``args.interval`` seconds until Ctrl-C (``KeyboardInterrupt``).
+
+    Ctrl-C sets an event the watch waits on beside each draw and pause, rather than cancelling
+    the task as ``asyncio.run`` would: on Python 3.11 a cancellation that meets a request's
+    ``wait_for`` as it completes is lost, and the watch went on drawing after Ctrl-C."""
+    interrupted = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted.set)
     while True:
-        text = await draw(where, resources, args.quota, args.output)
+        text = await unless_interrupted(
+            interrupted, draw(where, resources, args.quota, args.output)
+        )
         if args.output in ("table", "wide"):
             text = CLEAR_SCREEN + text
         elif args.output == "yaml":
             text = "---\n" + text
         sys.stdout.write(text)
         sys.stdout.flush()
-        await asyncio.sleep(args.interval)
+        await unless_interrupted(interrupted, asyncio.sleep(args.interval))
+
+
+async def unless_interrupted(interrupted: asyncio.Event, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, or ``KeyboardInterrupt`` as soon as ``interrupted`` is set."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(interrupted.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if interrupted.is_set():
+        task.cancel()
+        raise KeyboardInterrupt
+    waiter.cancel()
+    return task.result()
 
 
 def run_tree(args: argparse.Namespace) -> int:

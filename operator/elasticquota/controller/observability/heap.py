@@ -15,10 +15,11 @@ A burst adds tens of thousands of pods and results that are not frozen: in a rep
 the growing cluster too, half a second each at 100,000 pods) freezes what survives each collection
 of the two older generations (all of it was reachable a moment ago): objects that would have been
 promoted to the oldest generation go to the permanent one instead, so a full collection finds
-next to nothing to scan. A collection of 50 ms or more is logged with the thread it ran in (the
-collector holds the GIL: one in a solve's worker thread stalls the event loop as well). Freezing the survivors of full collections only brought the longest one
+next to nothing to scan. Freezing the survivors of full collections only brought the longest one
 of that replay to 32 ms, but at the cluster-scale benchmark's burst a full collection still came
-every few thousand pods and scanned all of them (0.5 s on a busy machine).
+every few thousand pods and scanned all of them (0.5 s on a busy machine). A collection of 50 ms
+or more is logged with the thread it ran in (the collector holds the GIL: one in a solve's
+worker thread stalls the event loop's thread as well).
 The price: an object frozen while alive that later dies in a reference cycle is not collected.
 To bound that, ``thaw`` unfreezes everything and makes one full collection (the survivors are
 frozen again), at a quiet moment. A thaw is a pause that grows with the heap (1.2-1.6 s at 100,000
