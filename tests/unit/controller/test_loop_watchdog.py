@@ -94,3 +94,24 @@ async def test_a_stall_the_loop_ran_through_is_told_from_one_it_waited_through(
     # Shares, not amounts: on a busy machine a thread that spins gets only part of a CPU.
     assert ran_loop > ran_others
     assert others > waited_loop
+
+
+async def test_a_stall_a_worker_ran_through_shows_the_workers_code(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool_idle = threading.Event()
+
+    def wait_while_a_worker_spins() -> None:
+        worker = threading.Thread(target=spin_for, args=(0.4,), name="solve worker")
+        idle = threading.Thread(target=pool_idle.wait, name="idle worker", daemon=True)
+        idle.start()
+        worker.start()
+        worker.join()
+
+    try:
+        report = await _report_of(wait_while_a_worker_spins, caplog)
+    finally:
+        pool_idle.set()
+    assert "and thread solve worker in:" in report
+    assert "in spin_for" in report
+    assert "idle worker" not in report  # waiting for work: not what holds the loop

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+from types import FrameType
 
 from elasticquota.controller.metrics import Metrics
 
@@ -97,10 +98,11 @@ class StallWatchdog:
                 self._reported = True
                 self.reports += 1
                 logger.warning(
-                    "the event loop has been held for %.2f s%s, in:\n%s",
+                    "the event loop has been held for %.2f s%s, in:\n%s%s",
                     held,
                     self._cpu_note(),
                     self._where(),
+                    self._busy_others(),
                 )
 
     def _where(self) -> str:
@@ -108,6 +110,31 @@ class StallWatchdog:
         if frame is None:
             return "(the event loop's thread is gone)"
         return "".join(traceback.format_stack(frame, limit=STACK_FRAMES)).rstrip()
+
+    def _busy_others(self) -> str:
+        """The innermost frames of the process's other threads that are not waiting for work:
+        one of them held the interpreter when the loop's thread ran little of the stall."""
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
+        watchdog = self._thread.ident
+        busy = []
+        for ident, frame in sys._current_frames().items():
+            if ident in (self._loop_thread, watchdog) or _idle(frame):
+                continue
+            stack = "".join(traceback.format_stack(frame, limit=-OTHER_FRAMES)).rstrip()
+            busy.append(f"\nand thread {names.get(ident, ident)} in:\n{stack}")
+        return "".join(busy)
+
+
+#: Where a thread waits for work (a pool's queue, a lock or condition): not running Python code.
+IDLE_FUNCTIONS = frozenset(
+    {"wait", "get", "_worker", "acquire", "select", "poll", "_wait_for_tstate_lock"}
+)
+#: How many of a busy other thread's innermost frames a report shows.
+OTHER_FRAMES = 6
+
+
+def _idle(frame: FrameType) -> bool:
+    return frame.f_code.co_name in IDLE_FUNCTIONS
 
 
 def _thread_cpu_clock(thread: int) -> int | None:
