@@ -101,8 +101,15 @@ async def test_a_stall_a_worker_ran_through_shows_the_workers_code(
 ) -> None:
     pool_idle = threading.Event()
 
+    def deep_in_a_call_stack(depth: int) -> None:
+        """The spin under more frames than a report shows: the innermost ones must be shown."""
+        if depth:
+            deep_in_a_call_stack(depth - 1)
+        else:
+            spin_for(0.4)
+
     def wait_while_a_worker_spins() -> None:
-        worker = threading.Thread(target=spin_for, args=(0.4,), name="solve worker")
+        worker = threading.Thread(target=deep_in_a_call_stack, args=(12,), name="solve worker")
         idle = threading.Thread(target=pool_idle.wait, name="idle worker", daemon=True)
         idle.start()
         worker.start()

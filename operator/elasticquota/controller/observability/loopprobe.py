@@ -120,7 +120,7 @@ class StallWatchdog:
         for ident, frame in sys._current_frames().items():
             if ident in (self._loop_thread, watchdog) or _idle(frame):
                 continue
-            stack = "".join(traceback.format_stack(frame, limit=-OTHER_FRAMES)).rstrip()
+            stack = "".join(traceback.format_stack(frame, limit=OTHER_FRAMES)).rstrip()
             busy.append(f"\nand thread {names.get(ident, ident)} in:\n{stack}")
         return "".join(busy)
 
