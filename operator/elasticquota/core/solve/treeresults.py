@@ -3,6 +3,12 @@
 Which keys each list carries matters where the reference makes it matter: ``runtime`` has exactly
 the keys the parent's level distributes (a missing key is not limited at admission); the computed
 sums carry the quota's max keys plus any other non-zero entry; ``effectiveMin`` has the min's keys.
+
+Equal lists are one object: a solve of a 10,000-quota tree makes some 70,000 figure lists, of
+which a few hundred differ (most rows are zeros, or a quota's max again), and results are never
+changed in place. Each solve keeps a memo of the lists it built, keyed by the row's values and
+the keys it keeps (``_Lists``): a row seen before costs a lookup, not a new dict (at 100,000
+pods the results were 35 MiB of the operator's live memory, and the collector scanned them all).
 """
 
 from __future__ import annotations
@@ -54,15 +60,57 @@ def tree_results(
     rows = changed_rows(output, previous)
     columns = {name: np.asarray(array)[rows].tolist() for name, array in output._asdict().items()}
     published = published or {}
+    lists = _Lists(layout.keys)
     results = {}
     for at, position in enumerate(rows):
         if position == 0:
-            results[ROOT_QUOTA] = _root_result(layout, columns, at)
+            results[ROOT_QUOTA] = _root_result(layout, columns, at, lists)
         else:
             name = layout.names[position]
             spec = topology.quotas[name]
-            results[name] = _quota_result(layout, spec, columns, at, published.get(name))
+            results[name] = _quota_result(layout, spec, columns, at, published.get(name), lists)
     return results
+
+
+class _Lists:
+    """One solve's memo of the resource lists it built: equal rows kept under equal keys give
+    the same dict (never changed afterwards: results are read-only)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self._built: dict[tuple[object, ...], ResourceList] = {}
+
+    def sums(self, row: list[int], tracked: frozenset[str]) -> ResourceList:
+        """The ``tracked`` keys, plus any other key with a non-zero value."""
+        memo = ("sums", tracked, *row)
+        built = self._built.get(memo)
+        if built is None:
+            built = self._built[memo] = {
+                key: value
+                for key, value in zip(self.keys, row, strict=True)
+                if key in tracked or value
+            }
+        return built
+
+    def kept(self, row: list[int], kept: frozenset[str]) -> ResourceList:
+        """The ``kept`` keys only."""
+        memo = ("kept", kept, *row)
+        built = self._built.get(memo)
+        if built is None:
+            built = self._built[memo] = {
+                key: value for key, value in zip(self.keys, row, strict=True) if key in kept
+            }
+        return built
+
+    def present(self, row: list[int], present: list[int]) -> ResourceList:
+        """The keys whose ``present`` flag is set."""
+        memo = ("present", *row, *present)
+        built = self._built.get(memo)
+        if built is None:
+            built = self._built[memo] = {
+                key: value for key, value, has in zip(self.keys, row, present, strict=True) if has
+            }
+        return built
 
 
 def _quota_result(
@@ -71,10 +119,10 @@ def _quota_result(
     columns: Mapping[str, list[list[int]]],
     at: int,
     last: QuotaResult | None,
+    lists: _Lists,
 ) -> QuotaResult:
     """One quota's result from its row (``at`` in ``columns``); the spec's lists are copied once
     per topology (``last``: the result built from the same spec before)."""
-    keys = layout.keys
     return QuotaResult(
         name=spec.name,
         namespace=spec.namespace,
@@ -83,13 +131,9 @@ def _quota_result(
         is_parent=spec.is_parent,
         min=last.min if last is not None else dict(spec.min),
         max=last.max if last is not None else dict(spec.max),
-        effective_min={
-            key: value
-            for key, value in zip(keys, columns["effective_min"][at], strict=True)
-            if key in spec.min
-        },
+        effective_min=lists.kept(columns["effective_min"][at], frozenset(spec.min)),
         shared_weight=last.shared_weight if last is not None else spec.effective_weight,
-        **_figures(keys, columns, at, set(spec.max)),
+        **_figures(columns, at, frozenset(spec.max), lists),
     )
 
 
@@ -106,43 +150,33 @@ class _Figures(TypedDict):
 
 
 def _figures(
-    keys: list[str], columns: Mapping[str, list[list[int]]], at: int, tracked: set[str]
+    columns: Mapping[str, list[list[int]]], at: int, tracked: frozenset[str], lists: _Lists
 ) -> _Figures:
     """Row ``at``'s sums (the ``tracked`` keys, plus any other key with a non-zero value) and its
     runtime (the keys it is present for)."""
 
     def sums(column: str) -> ResourceList:
-        return _keyed(keys, columns[column][at], tracked)
+        return lists.sums(columns[column][at], tracked)
 
-    present = columns["runtime_present"][at]
     return _Figures(
         request=sums("request"),
         child_request=sums("child_request"),
         limited_request=sums("limited_request"),
         used=sums("used"),
-        runtime={
-            key: value
-            for key, value, has in zip(keys, columns["runtime"][at], present, strict=True)
-            if has
-        },
+        runtime=lists.present(columns["runtime"][at], columns["runtime_present"][at]),
         non_preemptible_request=sums("np_request"),
         non_preemptible_used=sums("np_used"),
     )
 
 
-def _keyed(keys: list[str], row: list[int], tracked: set[str]) -> ResourceList:
-    """The tracked keys, plus any other key with a non-zero value."""
-    return {key: value for key, value in zip(keys, row, strict=True) if key in tracked or value}
-
-
 def _root_result(
-    layout: TreeLayout, columns: Mapping[str, list[list[int]]], at: int
+    layout: TreeLayout, columns: Mapping[str, list[list[int]]], at: int, lists: _Lists
 ) -> QuotaResult:
     """The virtual root's result from row 0 (``at`` in ``columns``)."""
     keys = layout.keys
-    distributed = {
+    distributed = frozenset(
         key for key, has in zip(keys, layout.distributes[0].tolist(), strict=True) if has
-    }
+    )
     return QuotaResult(
         name=ROOT_QUOTA,
         namespace="",
@@ -153,7 +187,7 @@ def _root_result(
         max={},
         effective_min={},
         shared_weight={},
-        **_figures(keys, columns, at, distributed),
+        **_figures(columns, at, distributed, lists),
         reserved=True,
     )
 
