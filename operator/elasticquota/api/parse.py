@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from elasticquota.api.fields import pod_identity, timestamp
-from elasticquota.api.podfast import read_pod
+from elasticquota.api.podfast import SHARED_REQUESTS, read_pod
 from elasticquota.api.schema import (
     ContainerView,
     ElasticQuotaView,
@@ -227,7 +227,7 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     pod = PodInfo(
         namespace=intern(meta.namespace),
         name=meta.name,
-        requests=requests,
+        requests=SHARED_REQUESTS.share(requests),
         quota_label=intern(first_label(meta.labels, keys.POD_LABEL_QUOTA_ALIASES)),
         preemptible=meta.labels.get(keys.POD_LABEL_PREEMPTIBLE) != "false",
         priority=view.spec.priority or 0,

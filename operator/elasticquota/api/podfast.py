@@ -30,7 +30,7 @@ from elasticquota.core import keys
 from elasticquota.core.keys import first_label
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import CPU, parse_quantity
-from elasticquota.core.quantities.resources import ResourceList
+from elasticquota.core.quantities.resources import ResourceList, SharedLists
 
 Nanos = dict[str, int]
 """Resource name to an exact quantity in nano units (10**-9 of the Kubernetes value)."""
@@ -79,7 +79,7 @@ def read_pod(raw: object) -> PodInfo | None:
     return PodInfo(
         namespace=intern(namespace),
         name=meta["name"],
-        requests=requests,
+        requests=SHARED_REQUESTS.share(requests),
         quota_label=intern(first_label(labels, keys.POD_LABEL_QUOTA_ALIASES)),
         preemptible=labels.get(keys.POD_LABEL_PREEMPTIBLE) != "false",
         priority=spec.get("priority") or 0,
@@ -303,6 +303,9 @@ def _nanos(value: str | int | float) -> int | None:
     # parse_quantity raises every non-zero magnitude below one nano to one nano.
     return exact.numerator if exact.denominator == 1 else None
 
+
+#: Pods' requests, one dict for equal ones (both readers: the validated path uses it too).
+SHARED_REQUESTS: Final = SharedLists()
 
 #: The memo of quantity texts. Only texts: as keys True == 1 == 1.0, yet they parse apart.
 _text_nanos: Final = lru_cache(maxsize=4096)(_nanos)

@@ -492,3 +492,20 @@ good_bodies = st.fixed_dictionaries(
 @given(good_bodies)
 def test_well_formed_generated_bodies_are_read_fast_and_the_same(raw: Raw) -> None:
     assert_fast(raw)
+
+
+def container_asking(**requests: str) -> dict[str, Any]:
+    return {"containers": [{"name": "main", "resources": {"requests": requests}}]}
+
+
+@pytest.mark.parametrize("parser", [parse_pod, parse_pod_validated], ids=["fast", "validated"])
+def test_pods_asking_the_same_share_one_requests_list(parser: Callable[[Any], Parsed]) -> None:
+    """Pods of one workload hold one dict of requests between them (the engine's memory at
+    100,000 pods); a pod asking otherwise has its own."""
+    first, _ = parser(raw_pod(spec=container_asking(cpu="250m", memory="1Gi")))
+    second, _ = parser(raw_pod(spec=container_asking(cpu="250m", memory="1Gi")))
+    other, _ = parser(raw_pod(spec=container_asking(cpu="500m", memory="1Gi")))
+    assert first is not None and second is not None and other is not None
+    assert first.requests is second.requests
+    assert other.requests == {"cpu": 500, "memory": 2**30}
+    assert first.requests == {"cpu": 250, "memory": 2**30}

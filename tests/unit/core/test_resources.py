@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from elasticquota.core.quantities.quantity import QuantityError
 from elasticquota.core.quantities.resources import (
+    SharedLists,
     add,
     drop_zeros,
     exceeding,
@@ -138,3 +139,13 @@ def test_exceeding_lists_names_sorted() -> None:
 
 def test_drop_zeros_is_the_zero_insensitive_view() -> None:
     assert drop_zeros({"cpu": 0, "memory": 3}) == {"memory": 3}
+
+
+def test_shared_lists_give_one_dict_for_equal_items_in_the_same_order() -> None:
+    shared = SharedLists(limit=2)
+    first = shared.share({"cpu": 1, "memory": 2})
+    assert shared.share({"cpu": 1, "memory": 2}) is first
+    assert shared.share({"memory": 2, "cpu": 1}) is not first  # another order: another list
+    assert shared.share({"cpu": 2}) == {"cpu": 2}  # past the limit the memo starts again...
+    again = shared.share({"cpu": 1, "memory": 2})
+    assert again == first and again is not first  # ...and the lists given out stay as they were
