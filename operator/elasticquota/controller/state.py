@@ -247,16 +247,18 @@ class ControllerState:
             self.on_quota_deleted({"metadata": {"namespace": namespace, "name": name}})
 
     async def forget_pods_except(self, listed: set[ObjectKey]) -> None:
-        """The pods held that ``listed`` lacks, found a slice at a time (no watch event of pods
-        comes in between: their reader is the one awaiting this), then deleted."""
+        """The pods held that ``listed`` lacks, found and then deleted a slice at a time (no watch
+        event of pods comes in between: their reader is the one awaiting this)."""
         held, gone = list(self.engine.pods), list[str]()
         for start in range(0, len(held), FORGET_CHUNK):
             chunk = held[start : start + FORGET_CHUNK]
             gone.extend(key for key in chunk if tuple(key.split("/", 1)) not in listed)
             await asyncio.sleep(0)
-        for key in gone:
-            namespace, name = key.split("/", 1)
-            self.on_pod_deleted({"metadata": {"namespace": namespace, "name": name}})
+        for start in range(0, len(gone), FORGET_CHUNK):  # a relist after a mass deletion
+            for key in gone[start : start + FORGET_CHUNK]:
+                namespace, name = key.split("/", 1)
+                self.on_pod_deleted({"metadata": {"namespace": namespace, "name": name}})
+            await asyncio.sleep(0)
         self._forget_problems("Pod ", listed)
 
     async def forget_nodes_except(self, listed: set[ObjectKey]) -> None:

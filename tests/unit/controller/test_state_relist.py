@@ -57,3 +57,25 @@ async def test_the_pods_comparison_with_a_relist_yields_to_the_event_loop(
 
     assert turns - before >= 3
     assert len(state.engine.pods) == 3 * FORGET_CHUNK - 1
+
+
+async def test_the_deletions_a_relist_finds_yield_to_the_event_loop_too(
+    state: ControllerState, k8s: Bodies
+) -> None:
+    """A relist after a mass deletion (a namespace gone while the watch was down) deletes tens
+    of thousands of pods: a slice at a time as well, so other tasks see it half done."""
+    held_pods(state, k8s, 3 * FORGET_CHUNK)
+    seen: set[int] = set()
+
+    async def other_task() -> None:
+        while True:
+            seen.add(len(state.engine.pods))
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    await state.forget_pods_except(set())
+    ticking.cancel()
+
+    assert len(state.engine.pods) == 0
+    assert {FORGET_CHUNK, 2 * FORGET_CHUNK} <= seen
