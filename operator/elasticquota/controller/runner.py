@@ -39,6 +39,7 @@ from elasticquota.controller.reconcile.problems import ProblemReporter
 from elasticquota.controller.reconcile.profiles import ProfileController
 from elasticquota.controller.reconcile.reconciler import Reconciler
 from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas
+from elasticquota.controller.solving import use_one_solver_thread
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
 from elasticquota.controller.webhooks.certrotation import WebhookCertificates
@@ -358,9 +359,11 @@ async def run_operator(settings: Settings, extra_loops: Sequence[ExtraLoop] = ()
     lease_api = await make_api_client(
         settings.kubeconfig, metrics.api_error, settings.effective_lease_renew_deadline
     )
+    solver = use_one_solver_thread()  # and a short switch interval: the loop waits less
     try:
         await Operator(settings, api, metrics, lease_api, fence, extra_loops).run()
     finally:
         for each in (api, lease_api):
             with contextlib.suppress(Exception):
                 await each.close()
+        solver.shutdown(wait=False, cancel_futures=True)

@@ -5,7 +5,10 @@ pod events during a rebuild count."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -13,22 +16,26 @@ import pytest
 
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import (
+    SWITCH_INTERVAL,
     published_snapshot,
     rebuild_off_loop,
     solve_tree_off_loop,
     solved_snapshot,
+    use_one_solver_thread,
 )
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import DEFAULT_TREE, RESERVED_QUOTAS
-from elasticquota.core.solve.engine import EngineSettings
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import QuotaResult
+from elasticquota.core.solve.solvejob import Solver
+from elasticquota.kernels import SolveResult, TreeArrays, solve_tree
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads
 
 
-def world(k8s: Bodies) -> ControllerState:
-    state = ControllerState.create(EngineSettings())
+def world(k8s: Bodies, engine: QuotaEngine | None = None) -> ControllerState:
+    state = ControllerState(engine=engine or QuotaEngine(EngineSettings()))
     state.on_node(k8s.node("n1", allocatable={"cpu": "8"}))
     state.on_quota(k8s.quota("a", min={"cpu": "2"}, max={"cpu": "4"}))
     state.on_pod(k8s.pod("p", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
@@ -177,3 +184,47 @@ async def test_the_published_snapshot_rebuilds_off_the_loop_when_a_quota_changed
     assert state.engine.topology_epoch - epoch == worker.names("compute_rebuild") - rebuilds == 1
     state.on_pod(k8s.pod("q", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
     assert (await published_snapshot(state.engine)).quotas["a"].used == {"cpu": 1000}  # last solve
+
+
+@pytest.fixture
+def switch_interval() -> Iterator[None]:
+    """``use_one_solver_thread`` changes the process's switch interval: put it back."""
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("switch_interval")
+async def test_with_one_solver_thread_solves_and_rebuilds_run_there_one_at_a_time(
+    k8s: Bodies,
+) -> None:
+    """Two solves at once finish no sooner than one after the other (one interpreter), and each
+    Python thread beside the loop's is one more the loop waits for."""
+    running, most, threads = 0, 0, set[str]()
+    guard = threading.Lock()
+
+    def watched(solver: Solver) -> Solver:
+        def solve(arrays: TreeArrays, scale: bool) -> SolveResult:
+            nonlocal running, most
+            with guard:
+                running += 1
+                most = max(most, running)
+                threads.add(threading.current_thread().name)
+            time.sleep(0.02)  # long enough for a second thread, were there one, to start
+            with guard:
+                running -= 1
+            return solver(arrays, scale)
+
+        return solve
+
+    engines = [QuotaEngine(EngineSettings(), solver=watched(solve_tree)) for _ in range(4)]
+    for engine in engines:
+        world(k8s, engine)
+    executor = use_one_solver_thread()
+    try:
+        assert all(await asyncio.gather(*(solve_tree_off_loop(e, "") for e in engines)))
+    finally:
+        executor.shutdown()
+    assert most == 1
+    assert {name.split("_")[0] for name in threads} == {"solver"}
+    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
