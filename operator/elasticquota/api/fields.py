@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from elasticquota.core.model.models import own_application
 from elasticquota.core.userlimits.identity import application_id, read_identity
 
 
@@ -44,5 +45,7 @@ def pod_identity(
     annotations = metadata.get("annotations")
     reading = read_identity(annotations if isinstance(annotations, Mapping) else {}, "")
     application = application_id(namespace, name, labels, metadata.get("ownerReferences"))
+    if application == own_application(namespace, name):
+        application = ""  # ``PodInfo.application_key`` builds it again when asked
     identity = reading.identity
     return PodIdentity(identity.user, identity.groups, application, reading.problem)

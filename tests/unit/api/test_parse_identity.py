@@ -64,7 +64,11 @@ def test_identity_and_application_are_read_the_same_both_ways(
     validated, problems = parse_pod_validated(raw)
     assert problems == []
     assert fast == validated
-    assert (validated.user, validated.groups, validated.application) == (user, groups, application)
+    assert (validated.user, validated.groups, validated.application_key) == (
+        user,
+        groups,
+        application,
+    )
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,11 @@ class Problem:
     """The object is left out (of its tree, or entirely): a structural problem, not a note."""
 
 
+def own_application(namespace: str, name: str) -> str:
+    """The application key of a pod that is an application of its own (``PodInfo``)."""
+    return f"{namespace}/pod:{name}"
+
+
 @dataclass(frozen=True, slots=True)
 class PodInfo:
     """One Pod: where it belongs, what it asks for and whether it holds resources."""
@@ -51,7 +56,9 @@ class PodInfo:
     #: user) and that user's groups, for the user and group limits (``core.userlimits``).
     user: str = ""
     groups: tuple[str, ...] = ()
-    #: The pod's application key (``userlimits.application_id``: ``<namespace>/<id>``).
+    #: The pod's application key (``userlimits.application_id``: ``<namespace>/<id>``); "" when
+    #: the pod is an application of its own (most pods: the key is then built when asked for,
+    #: ``application_key``, not held for each of 100,000 pods).
     application: str = ""
 
     @property
@@ -61,6 +68,11 @@ class PodInfo:
     @property
     def ref(self) -> str:
         return f"Pod {self.key}"
+
+    @property
+    def application_key(self) -> str:
+        """The application key, the pod's own (``<namespace>/pod:<name>``) when it names none."""
+        return self.application or own_application(self.namespace, self.name)
 
     @property
     def is_terminal(self) -> bool:

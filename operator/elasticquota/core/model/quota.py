@@ -86,8 +86,8 @@ class Quota:
         """Shared weight as the reference uses it: the annotation, or max when absent or all
         zero."""
         if self.shared_weight is None or not any(self.shared_weight.values()):
-            return dict(self.max)
-        return dict(self.shared_weight)
+            return self.max
+        return self.shared_weight
 
     def written(self, where: str) -> Mapping[str, Any]:
         """The quantities of ``min``, ``max`` or ``used`` as written (``"-1"``, not -1000

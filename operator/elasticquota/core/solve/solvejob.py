@@ -66,7 +66,7 @@ class SolveOutcome:
 def compute(job: SolveJob, solver: Solver) -> SolveOutcome:
     """The kernel and the results: reads the job only, safe in any thread."""
     output = solver(job.arrays, job.scale_min_quota)
-    fresh = tree_results(job.layout, job.topology, output, job.previous, job.published)
+    fresh = tree_results(job.layout, job.topology, output, job.previous)
     kernel_root = fresh[ROOT_QUOTA] if job.tree_id == DEFAULT_TREE else None
     if kernel_root is not None and ROOT_QUOTA in job.published:
         del fresh[ROOT_QUOTA]  # (the first time it stays: it sets the results' order, root first)

@@ -48,18 +48,13 @@ def tree_results(
     topology: Topology,
     output: SolveResult,
     previous: SolveResult | None = None,
-    published: Mapping[str, QuotaResult] | None = None,
 ) -> dict[str, QuotaResult]:
     """The results of the rows whose outputs differ from ``previous`` (the tree's last output):
     one per quota of the tree and one for its virtual root when there is none. A row whose
     outputs did not change would give a result equal to its last one; it is not built again.
-
-    ``published``: the tree's last results (same layout), whose copies of the spec's lists the
-    new results share (equal by construction, and cheaper to compare).
     """
     rows = changed_rows(output, previous)
     columns = {name: np.asarray(array)[rows].tolist() for name, array in output._asdict().items()}
-    published = published or {}
     lists = _Lists(layout.keys)
     results = {}
     for at, position in enumerate(rows):
@@ -68,7 +63,7 @@ def tree_results(
         else:
             name = layout.names[position]
             spec = topology.quotas[name]
-            results[name] = _quota_result(layout, spec, columns, at, published.get(name), lists)
+            results[name] = _quota_result(layout, spec, columns, at, lists)
     return results
 
 
@@ -118,21 +113,20 @@ def _quota_result(
     spec: Quota,
     columns: Mapping[str, list[list[int]]],
     at: int,
-    last: QuotaResult | None,
     lists: _Lists,
 ) -> QuotaResult:
-    """One quota's result from its row (``at`` in ``columns``); the spec's lists are copied once
-    per topology (``last``: the result built from the same spec before)."""
+    """One quota's result from its row (``at`` in ``columns``); its min, max and weight are the
+    spec's own lists (neither is ever changed in place)."""
     return QuotaResult(
         name=spec.name,
         namespace=spec.namespace,
         tree=layout.tree_id,
         parent=spec.parent,
         is_parent=spec.is_parent,
-        min=last.min if last is not None else dict(spec.min),
-        max=last.max if last is not None else dict(spec.max),
+        min=spec.min,
+        max=spec.max,
         effective_min=lists.kept(columns["effective_min"][at], frozenset(spec.min)),
-        shared_weight=last.shared_weight if last is not None else spec.effective_weight,
+        shared_weight=spec.effective_weight,
         **_figures(columns, at, frozenset(spec.max), lists),
     )
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from elasticquota.core.keys import ANNO_USER_INFO_ALIASES
 from elasticquota.core.keys import POD_LABEL_APPLICATION_ALIASES as APPLICATION_LABELS
+from elasticquota.core.model.models import own_application
 
 #: YuniKorn's anonymous user.
 DEFAULT_USER: Final = "nobody"
@@ -122,7 +123,7 @@ def application_id(
     for owner in owner_references if isinstance(owner_references, list | tuple) else ():
         if isinstance(owner, Mapping) and owner.get("controller") is True and owner.get("uid"):
             return f"{namespace}/uid:{owner['uid']}"
-    return f"{namespace}/pod:{name}"
+    return own_application(namespace, name)
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:

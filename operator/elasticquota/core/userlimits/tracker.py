@@ -119,7 +119,7 @@ def limited_pod(
         path=path,
         user=pod.user or default_user,
         groups=pod.groups,
-        application=pod.application,
+        application=pod.application_key,
         request=pod.requests,
     )
 
