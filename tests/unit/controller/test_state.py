@@ -11,6 +11,7 @@ deleted; ``synced`` is set once, by ``mark_synced``; pods of ignored namespaces 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -487,3 +488,19 @@ def test_problems_include_the_engines_structural_ones(state: ControllerState, k8
     state.on_quota(k8s.quota("orphan", max={CPU: "4"}, labels={keys.LABEL_TREE_ID: "7"}))
     assert state.parse_problems == {}
     assert any("has no root quota" in p.message for p in state.problems())
+
+
+def test_the_texts_of_written_quotas_are_shared_between_them(
+    state: ControllerState, k8s: Bodies
+) -> None:
+    """10,000 written quotas have a thousand distinct figure lists between them: the JSON texts
+    their echoes bring are kept once, not once per quota."""
+    for name in ("a", "b"):
+        state.on_quota(k8s.quota(name, max={CPU: "4"}))
+        body = k8s.quota(name, max={CPU: "4"}, annotations={keys.ANNO_REQUEST: '{"cpu":"1"}'})
+        body["status"] = {"used": {CPU: "1500m"}}
+        state.keep_written(json.loads(json.dumps(body)))  # texts of their own, as parsed
+    a, b = state.quotas[("team", "a")], state.quotas[("team", "b")]
+    assert a.annotations[keys.ANNO_REQUEST] == '{"cpu":"1"}'
+    assert a.annotations[keys.ANNO_REQUEST] is b.annotations[keys.ANNO_REQUEST]
+    assert a.status["used"][CPU] is b.status["used"][CPU]
