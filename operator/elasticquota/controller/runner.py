@@ -164,7 +164,7 @@ class Operator:
         """Until Kopf stops (SIGINT/SIGTERM or ``stop_flag``)."""
         health = None
         if self.settings.metrics_port:
-            app = health_app(self.state, self.leader.leading, self.metrics.registry)
+            app = health_app(self.state, self.leader.leading, self.metrics)
             health = await serve(app, self.settings.metrics_port, self.settings.metrics_address)
         registry, admission = build_registry(self.state, self.settings, self.metrics)
         loops: list[tuple[str, Awaitable[None]]] = [

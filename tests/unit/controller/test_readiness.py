@@ -76,7 +76,7 @@ async def test_the_watch_series_show_each_kind(
     state.mark_synced()
     state.readers = {"pods": down_for(30), "nodes": connected()}
     state.readers["pods"].relists = 3
-    async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
+    async with TestClient(TestServer(health_app(state, leading, metrics))) as client:
         text = await (await client.get("/metrics")).text()
     assert 'elastic_quota_watch_connected{kind="nodes"} 1.0' in text
     assert 'elastic_quota_watch_connected{kind="pods"} 0.0' in text
@@ -125,7 +125,7 @@ async def test_the_watch_series_and_statusz_count_a_frozen_watch_as_down(
 ) -> None:
     state.mark_synced()
     state.readers = {"pods": frozen(20, overdue_by=1)}
-    async with TestClient(TestServer(health_app(state, leading, metrics.registry))) as client:
+    async with TestClient(TestServer(health_app(state, leading, metrics))) as client:
         text = await (await client.get("/metrics")).text()
         assert (await client.get("/readyz")).status == 503
         status = await (await client.get("/statusz")).json()

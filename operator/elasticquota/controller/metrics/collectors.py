@@ -103,10 +103,15 @@ def display_value(resource: str, units: int) -> float | None:
     return units / 1000 if resource == CPU else float(units)
 
 
+def figure_help(name: str) -> str:
+    """The help text of the per-quota family ``name``."""
+    return f"{QUOTA_FIGURES[name][1]}, per quota and resource"
+
+
 def _quota_families() -> dict[str, GaugeMetricFamily]:
     return {
-        name: GaugeMetricFamily(name, f"{text}, per quota and resource", labels=QUOTA_LABELS)
-        for name, (_, text) in QUOTA_FIGURES.items()
+        name: GaugeMetricFamily(name, figure_help(name), labels=QUOTA_LABELS)
+        for name in QUOTA_FIGURES
     }
 
 
@@ -118,8 +123,20 @@ def _add_figures(family: GaugeMetricFamily, result: QuotaResult, values: Mapping
             family.add_metric([*labels, resource_unit(resource)], value)
 
 
+def _existing_results(state: ControllerState, view: ScrapeView) -> Iterator[QuotaResult]:
+    """The results of quotas that exist as objects, tree by tree (none on a standby)."""
+    if not view.leading:
+        return
+    quotas = state.quotas  # membership tests only: safe beside the loop's changes
+    for _, results in view.results:
+        for result in results.values():
+            if (result.namespace, result.name) in quotas:
+                yield result
+
+
 class QuotaCollector:
-    """The per-quota gauges of the active replica, from the latest solved results."""
+    """The per-quota gauges of the active replica, from the latest solved results (``/metrics``
+    writes them with ``exposition.figures_text``; ``collect`` is prometheus_client's way)."""
 
     def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
         self._state = state
@@ -127,32 +144,39 @@ class QuotaCollector:
 
     def describe(self) -> Iterator[Metric]:
         yield from _quota_families().values()
-        yield _tree_info_family()
 
     def collect(self) -> Iterator[Metric]:
         families = _quota_families()
-        names: dict[str, str] = {}
-        view = scrape_view(self._state, self._leading)
-        if view.leading:
-            for result in self._existing_results(view):
-                for name, (field, _) in QUOTA_FIGURES.items():
-                    _add_figures(families[name], result, getattr(result, field))
-                names.setdefault(result.tree, DEFAULT_TREE_NAME if not result.tree else "")
-                if not names[result.tree]:
-                    names[result.tree] = self._tree_name(result) or ""
+        for result in self.shown_results():
+            for name, (field, _) in QUOTA_FIGURES.items():
+                _add_figures(families[name], result, getattr(result, field))
         yield from families.values()
+
+    def shown_results(self) -> Iterator[QuotaResult]:
+        """The results this scrape shows: quotas that exist as objects, on the active replica."""
+        return _existing_results(self._state, scrape_view(self._state, self._leading))
+
+
+class TreeInfoCollector:
+    """``elastic_quota_tree_info``: one series per tree shown, with its name."""
+
+    def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
+        self._state = state
+        self._leading = leading
+
+    def describe(self) -> Iterator[Metric]:
+        yield _tree_info_family()
+
+    def collect(self) -> Iterator[Metric]:
+        names: dict[str, str] = {}
+        for result in _existing_results(self._state, scrape_view(self._state, self._leading)):
+            names.setdefault(result.tree, DEFAULT_TREE_NAME if not result.tree else "")
+            if not names[result.tree]:
+                names[result.tree] = self._tree_name(result) or ""
         info = _tree_info_family()
         for tree, name in sorted(names.items()):
             info.add_metric([tree, name or tree], 1)
         yield info
-
-    def _existing_results(self, view: ScrapeView) -> Iterator[QuotaResult]:
-        """Results of quotas that exist as objects, tree by tree."""
-        quotas = self._state.quotas  # membership tests only: safe beside the loop's changes
-        for _, results in view.results:
-            for result in results.values():
-                if (result.namespace, result.name) in quotas:
-                    yield result
 
     def _tree_name(self, result: QuotaResult) -> str | None:
         """The tree's name if ``result`` is its root quota: the profile that made it (label

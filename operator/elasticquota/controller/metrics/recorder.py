@@ -12,9 +12,15 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import choose_encoder
 
 from elasticquota import __version__
-from elasticquota.controller.metrics.collectors import QuotaCollector, StateCollector
+from elasticquota.controller.metrics.collectors import (
+    QuotaCollector,
+    StateCollector,
+    TreeInfoCollector,
+)
+from elasticquota.controller.metrics.exposition import exposition
 from elasticquota.controller.metrics.names import (
     ADMISSION_WAIT_BUCKETS,
     ADMISSION_WAIT_SECONDS,
@@ -45,11 +51,19 @@ if TYPE_CHECKING:
 
 
 class Metrics:
-    """Counters and histograms of one operator, and the registry ``/metrics`` serves."""
+    """Counters and histograms of one operator, and what ``/metrics`` serves.
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = CollectorRegistry() if registry is None else registry
-        on = self.registry
+    ``registry`` holds every family (``generate_latest`` of it is the whole exposition); the
+    ``/metrics`` handler encodes the families of ``served`` (all but the per-quota figures) with
+    prometheus_client and writes the figures itself (``exposition``: 10,000 quotas' figures are
+    too many series for prometheus_client's per-sample encoding)."""
+
+    def __init__(self) -> None:
+        self.served = CollectorRegistry()
+        self.registry = CollectorRegistry()
+        self.registry.register(self.served)
+        self._figures: QuotaCollector | None = None
+        on = self.served
         self._evictions = Counter(
             EVICTIONS, "Pod evictions per quota, by what decided them (over-use: revocation; "
             "preemption: in-quota preemption) and outcome", ["quota", "reason", "result"],
@@ -110,10 +124,20 @@ class Metrics:
     ) -> None:
         """Serve the gauges read from ``state`` at scrape time (per quota, per user and group,
         leader, ready, ...); ``users_per_quota``: the user metrics' cardinality guard."""
-        self.registry.register(QuotaCollector(state, leading))
-        self.registry.register(UserLimitCollector(state, leading, users_per_quota))
-        self.registry.register(StateCollector(state, leading))
-        self.registry.register(ReaderCollector(state))
+        self._figures = QuotaCollector(state, leading)
+        self.registry.register(self._figures)
+        self.served.register(TreeInfoCollector(state, leading))
+        self.served.register(UserLimitCollector(state, leading, users_per_quota))
+        self.served.register(StateCollector(state, leading))
+        self.served.register(ReaderCollector(state))
+
+    def exposition(self, accept: str) -> tuple[bytes, str]:
+        """The ``/metrics`` body for a scraper that sent the ``Accept`` header ``accept``, and its
+        content type (run it off the event loop: see ``collectors``)."""
+        if self._figures is None:
+            encode, content_type = choose_encoder(accept)
+            return encode(self.served), content_type
+        return exposition(self.served, self._figures, accept)
 
     # -- what the loops report ------------------------------------------------------------------
 

@@ -16,40 +16,69 @@ hold the loop for most of a second.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.collectors import SCRAPE_VIEW, capture_view
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import READY_GRACE, ControllerState
 
 
 def metrics_handler(
-    registry: CollectorRegistry, state: ControllerState, leading: asyncio.Event
+    metrics: Metrics, state: ControllerState, leading: asyncio.Event
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     """``/metrics``: the registry in the text format the scraper accepts, encoded off the loop."""
 
-    async def metrics(request: web.Request) -> web.Response:
-        encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+    async def handle(request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        gzipped = accepts_gzip(request.headers.get("Accept-Encoding", ""))
         await rebuild_off_loop(state.engine)  # the view reads the user limits' topology
         SCRAPE_VIEW.set(capture_view(state, leading))  # to_thread runs in a copy of this context
-        body = await asyncio.to_thread(encode, registry)
-        return web.Response(body=body, headers={"Content-Type": content_type})
+        body, headers = await asyncio.to_thread(_encoded, metrics, accept, gzipped)
+        return web.Response(body=body, headers=headers)
 
-    return metrics
+    return handle
+
+
+def _encoded(metrics: Metrics, accept: str, gzipped: bool) -> tuple[bytes, dict[str, str]]:
+    """The exposition and its headers, gzipped when the scraper takes it (as Prometheus does):
+    10,000 quotas' figures are 26.6 MB of text, 1.5 MB gzipped, and the event loop's thread
+    writes the body to the socket."""
+    body, content_type = metrics.exposition(accept)
+    if not gzipped:
+        return body, {"Content-Type": content_type}
+    headers = {"Content-Type": content_type, "Content-Encoding": "gzip"}
+    return gzip.compress(body, compresslevel=GZIP_LEVEL), headers
+
+
+#: zlib's fastest level: 26.6 MB of exposition in about a tenth of a second.
+GZIP_LEVEL = 1
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` header takes gzip (``gzip`` or ``*``, not at ``q=0``)."""
+    for item in accept_encoding.split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip().lower() in ("gzip", "*"):
+            quality = params.strip().removeprefix("q=").strip() if params else "1"
+            try:
+                return float(quality or "1") > 0
+            except ValueError:
+                return False
+    return False
 
 
 def health_app(
     state: ControllerState,
     leading: asyncio.Event,
-    registry: CollectorRegistry | None = None,
+    metrics: Metrics | None = None,
     grace: float = READY_GRACE,
 ) -> web.Application:
-    """The probe endpoints, and ``/metrics`` when given a registry."""
+    """The probe endpoints, and ``/metrics`` when given the operator's metrics."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"live": True, "active": leading.is_set()})
@@ -94,8 +123,8 @@ def health_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/statusz", statusz)
-    if registry is not None:
-        app.router.add_get("/metrics", metrics_handler(registry, state, leading))
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics_handler(metrics, state, leading))
     return app
 
 
