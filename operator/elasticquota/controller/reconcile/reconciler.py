@@ -186,7 +186,7 @@ class TreeLoop:
         then), the tree already solved."""
         self._state.pod_event_at.pop(self.tree_id, None)
         results = await self._solved()
-        changed = self._state.engine.take_changed(self.tree_id)
+        changed = self._state.engine.take_moved(self.tree_id)
         moved = await moved_in_slices(changed, self._seen, results)
         names = moved | self._objects | self._unwritten | self._out_of_line
         self._objects, self._seen = set(), results
@@ -210,7 +210,7 @@ class TreeLoop:
         after a failed one, as a new leader and after a topology change (the trees were built
         anew)."""
         engine = self._state.engine
-        changed = engine.take_changed(self.tree_id)
+        changed = engine.take_moved(self.tree_id)
         objects, unwritten, seen = self._objects, self._unwritten, self._seen
         out_of_line = self._out_of_line
         self._objects, self._unwritten, self._seen = set(), set(), results

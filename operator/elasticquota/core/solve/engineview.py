@@ -103,6 +103,12 @@ class EngineView(ABC):
         state = self._trees.get(tree_id)
         return state.take_changed() if state is not None else set()
 
+    def take_moved(self, tree_id: str) -> set[str]:
+        """``take_changed`` without its comparison: a superset (results that moved and moved back
+        are in it), for a caller that compares them with what it saw itself, in slices."""
+        state = self._trees.get(tree_id)
+        return state.take_moved() if state is not None else set()
+
     def published(self, tree_id: str) -> Mapping[str, QuotaResult]:
         """The tree's results as last published, without solving (empty for an unknown tree)."""
         state = self._trees.get(tree_id)
