@@ -131,12 +131,12 @@ class Metrics:
         self.served.register(StateCollector(state, leading))
         self.served.register(ReaderCollector(state))
 
-    def exposition(self, accept: str) -> tuple[bytes, str]:
-        """The ``/metrics`` body for a scraper that sent the ``Accept`` header ``accept``, and its
-        content type (run it off the event loop: see ``collectors``)."""
+    def exposition(self, accept: str) -> tuple[list[bytes], str]:
+        """The ``/metrics`` body for a scraper that sent the ``Accept`` header ``accept``, in
+        chunks, and its content type (run it off the event loop: see ``collectors``)."""
         if self._figures is None:
             encode, content_type = choose_encoder(accept)
-            return encode(self.served), content_type
+            return [encode(self.served)], content_type
         return exposition(self.served, self._figures, accept)
 
     # -- what the loops report ------------------------------------------------------------------
