@@ -1,8 +1,8 @@
-"""The operator's instruments on one registry: counters and histograms the loops feed.
+"""The operator's instruments: counters and histograms the loops feed, and what ``/metrics`` serves.
 
-Nothing is registered at import: ``Metrics()`` makes its instruments on a registry of its own (a
-fresh ``CollectorRegistry`` unless one is given; never the process-wide default), and ``watch``
-adds the collectors that read the memory at scrape time. Controllers built without one (tests,
+Nothing is registered at import: ``Metrics()`` makes its instruments on registries of its own
+(never the process-wide default), and ``watch`` adds the collectors that read the memory at scrape
+time. Controllers built without one (tests,
 the CLI) get a private, unscraped registry, so they never need to check for "no metrics".
 """
 
