@@ -38,6 +38,9 @@ first mismatches. The operator runs with its defaults (reconcile interval 1 s, r
 cluster is sized so that nothing is over-used), with the webhooks served on loopback but not
 registered with the API server (``--webhook-configuration ''``: the pods are not sent through it).
 The kube-controller-manager is not started (nothing here needs it; it would watch every pod).
+The operators share the machine's cores with the API server, etcd and the benchmark;
+``--operator-nice -10`` gives them more CPU weight than those (as a pod with CPU of its own on a
+node of its own would have), to tell the stalls the others' CPU causes from the operator's own.
 """
 
 from __future__ import annotations
