@@ -14,18 +14,8 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.controller.webhooks import certrotation
+from elasticquota.controller.webhooks import certrotation, certs
 from elasticquota.controller.webhooks.certrotation import WebhookCertificates, may_write
-from elasticquota.controller.webhooks.certs import (
-    CA_CERT,
-    CA_KEY,
-    TLS_CERT,
-    TLS_KEY,
-    authority_usable,
-    make_authority,
-    make_serving,
-    renewal_reason,
-)
 from elasticquota.kube.certificates import StoredCertificate, bundle_patch
 from elasticquota.settings import Settings
 
@@ -35,8 +25,8 @@ WINDOW = datetime.timedelta(days=30)
 
 
 def stored(days: int = 365, ca_days: int = 3650, names: list[str] = NAMES) -> dict[str, bytes]:
-    authority = make_authority("eq-ca", ca_days, START)
-    return {**make_serving(authority, names, days, START), **authority}
+    authority = certs.make_authority("eq-ca", ca_days, START)
+    return {**certs.make_serving(authority, names, days, START), **authority}
 
 
 #: Another CA and certificate, for mixing with the first.
@@ -44,12 +34,16 @@ OTHER = stored()
 
 
 def test_a_fresh_certificate_is_not_due() -> None:
-    assert renewal_reason(stored(), NAMES, WINDOW, START) is None
-    assert renewal_reason(stored(), NAMES, WINDOW, START + datetime.timedelta(days=334)) is None
+    assert certs.renewal_reason(stored(), NAMES, WINDOW, START) is None
+    assert (
+        certs.renewal_reason(stored(), NAMES, WINDOW, START + datetime.timedelta(days=334)) is None
+    )
 
 
 def test_due_within_the_renewal_window_before_its_end() -> None:
-    reason = renewal_reason(stored(), NAMES, WINDOW, START + datetime.timedelta(days=335, hours=1))
+    reason = certs.renewal_reason(
+        stored(), NAMES, WINDOW, START + datetime.timedelta(days=335, hours=1)
+    )
     assert reason is not None and reason.startswith(
         "the serving certificate expires at 2031-01-01T00:00:00Z"
     )
@@ -59,31 +53,40 @@ def test_due_within_the_renewal_window_before_its_end() -> None:
 def test_due_when_the_ca_nears_its_end_and_then_the_ca_is_not_reused() -> None:
     data = stored(days=365, ca_days=100)  # the leaf is cut at the CA's end
     moment = START + datetime.timedelta(days=75)
-    reason = renewal_reason(data, NAMES, WINDOW, moment)
+    reason = certs.renewal_reason(data, NAMES, WINDOW, moment)
     assert reason is not None and reason.startswith("the CA expires"), reason
-    assert not authority_usable(data, WINDOW, moment)
-    assert authority_usable(data, WINDOW, START)
+    assert not certs.authority_usable(data, WINDOW, moment)
+    assert certs.authority_usable(data, WINDOW, START)
 
 
 def test_due_when_the_names_changed() -> None:
-    reason = renewal_reason(stored(), [*NAMES, "eq.other.svc"], WINDOW, START)
+    reason = certs.renewal_reason(stored(), [*NAMES, "eq.other.svc"], WINDOW, START)
     assert reason is not None and "are not" in reason
 
 
 @pytest.mark.parametrize(
     ("change", "words"),
     [
-        (lambda d: d.pop(TLS_KEY), "unusable: no tls.key"),
-        (lambda d: d.update({TLS_CERT: b"garbage"}), "unusable: unreadable PEM"),
-        (lambda d: d.update({TLS_KEY: stored()[TLS_KEY]}), "unusable: tls.key is not the key"),
-        (lambda d: d.update({CA_KEY: stored()[CA_KEY]}), "unusable: ca.key is not the key"),
-        (lambda d: d.update({k: OTHER[k] for k in (CA_CERT, CA_KEY)}), "unusable: tls.crt is not"),
+        (lambda d: d.pop(certs.TLS_KEY), "unusable: no tls.key"),
+        (lambda d: d.update({certs.TLS_CERT: b"garbage"}), "unusable: unreadable PEM"),
+        (
+            lambda d: d.update({certs.TLS_KEY: stored()[certs.TLS_KEY]}),
+            "unusable: tls.key is not the key",
+        ),
+        (
+            lambda d: d.update({certs.CA_KEY: stored()[certs.CA_KEY]}),
+            "unusable: ca.key is not the key",
+        ),
+        (
+            lambda d: d.update({k: OTHER[k] for k in (certs.CA_CERT, certs.CA_KEY)}),
+            "unusable: tls.crt is not",
+        ),
     ],
 )
 def test_an_unusable_secret_is_due_at_once(change: object, words: str) -> None:
     data = stored()
     change(data)  # type: ignore[operator]
-    reason = renewal_reason(data, NAMES, WINDOW, START)
+    reason = certs.renewal_reason(data, NAMES, WINDOW, START)
     assert reason is not None and reason.startswith(words), reason
 
 
@@ -96,14 +99,17 @@ def test_planned_renewals_are_the_leaders_unusable_ones_anyones() -> None:
 
 def test_a_renewed_leaf_keeps_the_ca_and_is_served_by_python_ssl() -> None:
     data = stored()
-    authority = {CA_CERT: data[CA_CERT], CA_KEY: data[CA_KEY]}
+    authority = {certs.CA_CERT: data[certs.CA_CERT], certs.CA_KEY: data[certs.CA_KEY]}
     later = START + datetime.timedelta(days=340)
-    renewed = {**make_serving(authority, NAMES, 365, later), **authority}
-    assert renewal_reason(renewed, NAMES, WINDOW, later) is None
-    assert renewed[TLS_CERT] != data[TLS_CERT] and renewed[CA_CERT] == data[CA_CERT]
+    renewed = {**certs.make_serving(authority, NAMES, 365, later), **authority}
+    assert certs.renewal_reason(renewed, NAMES, WINDOW, later) is None
+    assert (
+        renewed[certs.TLS_CERT] != data[certs.TLS_CERT]
+        and renewed[certs.CA_CERT] == data[certs.CA_CERT]
+    )
     with tempfile.TemporaryDirectory() as directory:
         pem = Path(directory) / "tls.pem"  # the one file the server loads: certificate + key
-        pem.write_bytes(renewed[TLS_CERT] + renewed[TLS_KEY])
+        pem.write_bytes(renewed[certs.TLS_CERT] + renewed[certs.TLS_KEY])
         ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(pem, pem)
 
 
@@ -199,7 +205,7 @@ async def test_the_first_replica_creates_the_other_serves_its_certificate(tmp_pa
     assert shared.writes == ["create"]
     assert first.serving == second.serving == shared.stored.data  # type: ignore[union-attr]
     pem = (tmp_path / "b" / "tls.pem").read_bytes()
-    assert pem == shared.stored.data[TLS_CERT] + shared.stored.data[TLS_KEY]  # type: ignore[union-attr]
+    assert pem == shared.stored.data[certs.TLS_CERT] + shared.stored.data[certs.TLS_KEY]  # type: ignore[union-attr]
     assert first.server_settings().webhook_cert_file == str(tmp_path / "a" / "tls.pem")
 
 
@@ -234,7 +240,10 @@ async def test_a_due_renewal_is_the_leaders_and_keeps_the_ca(tmp_path: Path) -> 
     await leader.round()
     assert shared.writes == ["create", "replace"]
     after = shared.stored.data  # type: ignore[union-attr]
-    assert after[TLS_CERT] != before[TLS_CERT] and after[CA_CERT] == before[CA_CERT]
+    assert (
+        after[certs.TLS_CERT] != before[certs.TLS_CERT]
+        and after[certs.CA_CERT] == before[certs.CA_CERT]
+    )
     await standby.round()  # it picks the renewal up
     assert standby.serving == after and leader.serving == after
 
@@ -244,11 +253,11 @@ async def test_an_unusable_secret_is_replaced_by_any_replica(tmp_path: Path) -> 
     standby = replica(shared, tmp_path, "a", clock)
     await standby.prepare()
     broken = dict(shared.stored.data)  # type: ignore[union-attr]
-    broken.pop(CA_KEY)
+    broken.pop(certs.CA_KEY)
     shared.stored = StoredCertificate(broken, "99")
     await standby.round()
     assert shared.writes == ["create", "replace"]
-    assert renewal_reason(shared.stored.data, NAMES, WINDOW, START) is None  # type: ignore[union-attr]
+    assert certs.renewal_reason(shared.stored.data, NAMES, WINDOW, START) is None  # type: ignore[union-attr]
 
 
 async def test_refusals_are_retried_and_never_end_the_loop(
