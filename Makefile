@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 KERNEL_HASH := $(shell cat operator/elasticquota/kernels/*.py | sha1sum | cut -c1-12)
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.venv/numba-cache/$(KERNEL_HASH)
 # The development tooling (devtools/eqdev: the local control plane, the node simulation, the demo)
-# is not installed with the package: every target finds it on the path (pytest: pyproject's
-# pythonpath).
-export PYTHONPATH := $(CURDIR)/devtools$(if $(PYTHONPATH),:$(PYTHONPATH))
+# and the benchmarks' parts (benchmarks/scalebench) are not installed with the package: every target
+# finds them on the path (pytest: pyproject's pythonpath).
+export PYTHONPATH := $(CURDIR)/devtools:$(CURDIR)/benchmarks$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 # Deployment artifacts: the Helm chart, the plain manifests rendered from it, the image.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)

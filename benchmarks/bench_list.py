@@ -1,7 +1,7 @@
 """How the reflector's initial list should be read: paged from etcd, or from the watch cache.
 
 Starts the local control plane, creates ``--pods`` pods (the shape of ``bench_scale``, made by
-``scale_cluster.Kube``), then lists them all, alternating the variants, ``--rounds`` times each:
+``scalebench.kube.Kube``), then lists them all, alternating the variants, ``--rounds`` times each:
 
 * ``paged``: the reflector's paged list (``limit`` = its page size, ``continue``), which the API
   server (1.20) serves from etcd, page after page;
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import statistics
@@ -43,15 +44,9 @@ from elasticquota.api.parse import parse_pod
 from elasticquota.kube.readerparts import Kind, object_key
 from elasticquota.kube.reflector import Reflector
 from eqdev.cluster import LocalCluster
-from scale_cluster import (
-    NAMESPACE,
-    Kube,
-    build_shape,
-    pod_plan,
-    priority_class_manifests,
-    run_pool,
-    say,
-)
+from scalebench.kube import Kube, run_pool
+from scalebench.output import say
+from scalebench.shape import NAMESPACE, build_shape, pod_plan, priority_class_manifests
 
 VARIANTS = ("paged", "cache-whole", "cache-stream", "cache-ijson")
 PODS = Kind("pods", "/api/v1/pods")
@@ -101,7 +96,7 @@ async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
 async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
     """``resourceVersion=0``, parsed item by item by ijson (its C backend when it has one);
     uncompressed, as the reflector asks for it."""
-    import ijson  # optional: only this variant needs it
+    ijson = importlib.import_module("ijson")  # optional: only this variant needs it
 
     headers = {**await reader._headers(), "Accept-Encoding": "identity"}
     async with reader._http().get(
@@ -255,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for variant, runs in results.items():
 
         def median(key: str, runs: list[dict[str, Any]] = runs) -> float:
-            return statistics.median(run[key] for run in runs)
+            return float(statistics.median(run[key] for run in runs))
 
         print(
             f"list {variant} pods={args.pods} rounds={len(runs)} seconds={median('seconds'):.2f} "
