@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from elasticquota.core.model.models import own_application
-from elasticquota.core.userlimits.identity import application_id, read_identity
+from elasticquota.core.userlimits.identity import read_identity, shared_application
 
 
 def timestamp(text: str | None) -> float | None:
@@ -44,8 +43,7 @@ def pod_identity(
     shape of ``ownerReferences`` is tolerated: a broken one just names no controller."""
     annotations = metadata.get("annotations")
     reading = read_identity(annotations if isinstance(annotations, Mapping) else {}, "")
-    application = application_id(namespace, name, labels, metadata.get("ownerReferences"))
-    if application == own_application(namespace, name):
-        application = ""  # ``PodInfo.application_key`` builds it again when asked
+    # An application of its own is held as "": ``PodInfo.application_key`` builds it when asked.
+    application = shared_application(namespace, labels, metadata.get("ownerReferences")) or ""
     identity = reading.identity
     return PodIdentity(identity.user, identity.groups, application, reading.problem)

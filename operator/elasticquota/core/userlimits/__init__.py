@@ -88,6 +88,7 @@ from elasticquota.core.userlimits.identity import (
     identity_from_user_info,
     parse_user_info,
     read_identity,
+    shared_application,
 )
 from elasticquota.core.userlimits.ledger import (
     APPLICATIONS,
@@ -135,4 +136,5 @@ __all__ = [
     "parse_quota_limits",
     "parse_user_info",
     "read_identity",
+    "shared_application",
 ]

@@ -116,6 +116,17 @@ def application_id(
 
     ``<id>`` is the first non-empty application label, else ``uid:<controller uid>``, else
     ``pod:<pod name>`` (an application of its own)."""
+    shared = shared_application(namespace, labels, owner_references)
+    return own_application(namespace, name) if shared is None else shared
+
+
+def shared_application(
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    owner_references: Sequence[Any] | None = None,
+) -> str | None:
+    """The application key a pod can share with others (``application_id`` by its label or its
+    controller), or None when the pod is an application of its own."""
     for key in APPLICATION_LABELS:
         value = (labels or {}).get(key)
         if value:
@@ -123,7 +134,7 @@ def application_id(
     for owner in owner_references if isinstance(owner_references, list | tuple) else ():
         if isinstance(owner, Mapping) and owner.get("controller") is True and owner.get("uid"):
             return f"{namespace}/uid:{owner['uid']}"
-    return own_application(namespace, name)
+    return None
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from elasticquota.core.userlimits import (
     identity_from_user_info,
     parse_user_info,
     read_identity,
+    shared_application,
 )
 
 OURS = "elasticquota.dev/user-info"
@@ -89,6 +90,13 @@ def test_application_from_the_controller_then_the_pod_itself() -> None:
     ]
     assert application_id("ns", "p", {}, owners) == "ns/uid:rs-1"
     assert application_id("ns", "p", {"applicationId": ""}, [{"uid": "x"}]) == "ns/pod:p"
+
+
+def test_only_a_label_or_a_controller_makes_an_application_pods_share() -> None:
+    owners = [{"kind": "Job", "uid": "j-1", "controller": True}]
+    assert shared_application("ns", {"applicationId": "spark-1"}) == "ns/spark-1"
+    assert shared_application("ns", {}, owners) == "ns/uid:j-1"
+    assert shared_application("ns", {"applicationId": ""}, [{"uid": "x"}]) is None
 
 
 def test_the_same_label_in_two_namespaces_is_two_applications() -> None:
