@@ -127,6 +127,16 @@ def test_a_standby_writes_the_families_without_series(
     assert "elastic_quota_runtime{" not in text
 
 
+@pytest.mark.parametrize("accept", ["", OPENMETRICS_ACCEPT])
+def test_metrics_that_watch_no_state_serve_their_own_families_only(accept: str) -> None:
+    body, content_type = served(Metrics(), accept)
+    parse = parse_openmetrics if accept else parse_text
+    names = set(families(parse(body.decode())))
+    assert "elastic_quota_event_loop_lag_seconds" in names
+    assert not names & set(QUOTA_FIGURES)
+    assert content_type.startswith("application/openmetrics-text" if accept else "text/plain")
+
+
 class _Family(Collector):
     def __init__(self, family: Metric) -> None:
         self.family = family

@@ -134,12 +134,15 @@ def figures_chunks(collector: QuotaCollector, encode: Encoder) -> Iterator[bytes
         yield from in_chunks(_sample_lines(name, field, quotas, values))
 
 
-def exposition(served: Collector, figures: QuotaCollector, accept: str) -> tuple[list[bytes], str]:
+def exposition(
+    served: Collector, figures: QuotaCollector | None, accept: str
+) -> tuple[list[bytes], str]:
     """The ``/metrics`` body for a scraper that sent ``accept``, in chunks, and its content type:
     ``served`` (every family but the per-quota figures) encoded by prometheus_client, then
-    ``figures``."""
+    ``figures`` (none before the metrics watch a state)."""
     encode, content_type = choose_encoder(accept)
     body = encode(served)
+    quotas = [] if figures is None else figures_chunks(figures, encode)
     if not content_type.startswith(OPENMETRICS_TYPE):
-        return [body, *figures_chunks(figures, encode)], content_type
-    return [body.removesuffix(EOF), *figures_chunks(figures, encode), EOF], content_type
+        return [body, *quotas], content_type
+    return [body.removesuffix(EOF), *quotas, EOF], content_type

@@ -12,7 +12,6 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import choose_encoder
 
 from elasticquota import __version__
 from elasticquota.controller.metrics.collectors import (
@@ -134,9 +133,6 @@ class Metrics:
     def exposition(self, accept: str) -> tuple[list[bytes], str]:
         """The ``/metrics`` body for a scraper that sent the ``Accept`` header ``accept``, in
         chunks, and its content type (run it off the event loop: see ``collectors``)."""
-        if self._figures is None:
-            encode, content_type = choose_encoder(accept)
-            return [encode(self.served)], content_type
         return exposition(self.served, self._figures, accept)
 
     # -- what the loops report ------------------------------------------------------------------
