@@ -99,7 +99,7 @@ async def test_crds_are_established(api: client.ApiClient) -> None:
         assert conditions.get("Established") == "True", (name, conditions)
 
 
-# -- ElasticQuota: schema, merge patch, status subresource
+# -- ElasticQuota: schema, merge patch, status in the object (no status subresource)
 
 
 def _elastic_quota(name: str, cpu_min: str = "1") -> dict[str, Any]:
@@ -124,18 +124,22 @@ async def test_elastic_quota_patch_and_status(api: client.ApiClient) -> None:
         assert patched["metadata"]["annotations"] == annotation
         assert patched["spec"]["max"] == {"cpu": "4", "memory": "4Gi"}
 
+        # As in Koordinator's CRD: one merge patch of the object carries annotations and status.
         used = {"cpu": "500m", "memory": "256Mi"}
-        status = await objects.patch_namespaced_custom_object_status(
-            *target, {"status": {"used": used}}, _content_type=MERGE_PATCH
+        both = {"metadata": {"annotations": {"k": "v"}}, "status": {"used": used}}
+        patched = await objects.patch_namespaced_custom_object(
+            *target, both, _content_type=MERGE_PATCH
         )
-        assert status["status"]["used"] == used
-
-        # With a status subresource, the main resource ignores status changes.
-        await objects.patch_namespaced_custom_object(
-            *target, {"status": {"used": {"cpu": "9"}}}, _content_type=MERGE_PATCH
-        )
+        assert patched["status"]["used"] == used
+        assert patched["metadata"]["annotations"] == {**annotation, "k": "v"}
         current = await objects.get_namespaced_custom_object(*target)
         assert current["status"]["used"] == used
+
+        with pytest.raises(ApiException) as no_subresource:
+            await objects.patch_namespaced_custom_object_status(
+                *target, {"status": {"used": {"cpu": "9"}}}, _content_type=MERGE_PATCH
+            )
+        assert no_subresource.value.status == 404
     finally:
         await objects.delete_namespaced_custom_object(*target)
 

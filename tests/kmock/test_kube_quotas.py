@@ -24,13 +24,13 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.cluster import KubeCluster
+from elasticquota.kube.quotafigures import QuotaFigures
 from elasticquota.kube.quotas import (
     MERGE_PATCH,
     create_quota,
     list_quotas,
     patch_profile,
     patch_quota,
-    patch_quota_status,
 )
 from elasticquota.settings import Settings
 
@@ -80,7 +80,7 @@ async def test_a_quota_patch_is_a_merge_patch_of_exactly_the_given_body(
 async def test_a_status_patch_goes_to_the_status_subresource(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, quota: dict[str, Any]
 ) -> None:
-    returned = await patch_quota_status(api, "team", "a", {"used": {"cpu": "2"}})
+    returned = await QuotaFigures(api, through_status=True).write("team", "a", {}, {"cpu": "2"})
 
     request = only_request(kmock, kmock.method.PATCH, f"{QUOTA_URL}/status")
     assert request.subresource == "status"
@@ -162,7 +162,7 @@ async def test_a_transient_refusal_of_a_status_patch_is_retried(
     k8s_status: StatusBody,
 ) -> None:
     kmock["patch"][:1] << code << k8s_status(code, REASONS[code])
-    returned = await patch_quota_status(api, "team", "a", {"used": {"cpu": "1"}})
+    returned = await QuotaFigures(api, through_status=True).write("team", "a", {}, {"cpu": "1"})
     assert len(kmock) == 2
     assert returned["status"] == {"used": {"cpu": "1"}}
 
@@ -280,7 +280,7 @@ async def test_the_writers_patches_converge_on_a_merge_patch_server(
     for change in pending_writes(state, state.engine.solve_tree("")):
         assert await writer.write(change)
 
-    assert [r.headers["Content-Type"] for r in kmock] == [MERGE_PATCH] * 2
+    assert [r.headers["Content-Type"] for r in kmock] == [MERGE_PATCH]  # one patch: both
     stored = kmock.objects[QUOTAS, "team", "a"].raw
     assert stored["status"]["used"] == {"cpu": "0"}
     assert stored["metadata"]["annotations"][keys.ANNO_REQUEST] == '{"cpu":"0"}'

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Protocol
 
 from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.quotafigures import Changes, figures_patch
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +39,12 @@ class Cluster(Protocol):
     async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
         """Merge-patch an ElasticQuota (metadata and spec): the object after the write."""
 
-    async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
-        """Merge-patch an ElasticQuota's status subresource: the object after the write."""
+    async def write_quota(
+        self, namespace: str, name: str, annotations: Changes, used: Changes | None
+    ) -> Body | None:
+        """Write an ElasticQuota's computed figures: its ``annotations`` and its ``status.used``
+        (None: unchanged), the way its CRD takes them (``kube.quotafigures``); the object after
+        the write."""
 
     async def create_quota(self, body: Body) -> Body | None:
         """Create an ElasticQuota: the created object; None when it exists already."""
@@ -91,9 +96,11 @@ class DryRunCluster:
         self._would("patch_quota", namespace, name, patch, f"write {namespace}/{name}: {patch}")
         return None
 
-    async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
-        what = f"write the status of {namespace}/{name}: {status}"
-        self._would("patch_quota_status", namespace, name, status, what)
+    async def write_quota(
+        self, namespace: str, name: str, annotations: Changes, used: Changes | None
+    ) -> Body | None:
+        patch = figures_patch(annotations, used)
+        self._would("write_quota", namespace, name, patch, f"write {namespace}/{name}: {patch}")
         return None
 
     async def create_quota(self, body: Body) -> Body | None:

@@ -3,9 +3,9 @@
 Each write goes through the module that knows its request (``kube.quotas``, ``kube.events``,
 ``kube.evictions``, ``kube.pods``) on the client it is given: the writers' client, fenced by the
 Lease and bounded in time (``kube.client``), so no write leaves a replica that is not leading.
-The quota writer's two patches are sent here with their retries (``kube.errors.with_retries``) from
-the requests ``kube.quotas`` builds: a quota write passes one call of ours between the port and
-the library (docs/architecture.md, "A pod event's path to an annotation").
+The quota writer's figures go through ``kube.quotafigures`` (one merge patch of the object, or the
+annotations and then the status subresource where the CRD has one), with their retries
+(``kube.errors.with_retries``), from the requests ``kube.quotas`` builds.
 One ``Evictor`` per adapter remembers which Eviction version the API server speaks.
 """
 
@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from elasticquota.kube import events, pods, quotas
 from elasticquota.kube.errors import with_retries
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.quotafigures import Changes, QuotaFigures
 
 Body = dict[str, Any]
 
@@ -28,12 +29,15 @@ class KubeCluster:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
         self._evictor = Evictor(api)
+        self._figures = QuotaFigures(api)
 
     async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
         return await with_retries(*quotas.quota_patch(self.api, namespace, name, patch))
 
-    async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
-        return await with_retries(*quotas.quota_status_patch(self.api, namespace, name, status))
+    async def write_quota(
+        self, namespace: str, name: str, annotations: Changes, used: Changes | None
+    ) -> Body | None:
+        return await self._figures.write(namespace, name, annotations, used)
 
     async def create_quota(self, body: Body) -> Body | None:
         return await quotas.create_quota(self.api, body)

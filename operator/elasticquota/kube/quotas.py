@@ -79,15 +79,9 @@ def quota_status_patch(
 async def patch_quota(
     api: client.ApiClient, namespace: str, name: str, patch: dict[str, Any]
 ) -> dict[str, Any]:
-    """Merge-patch the quota object (metadata and spec)."""
+    """Merge-patch the quota object (metadata and spec; its status too where the CRD has no status
+    subresource), with retries."""
     return await with_retries(*quota_patch(api, namespace, name, patch))
-
-
-async def patch_quota_status(
-    api: client.ApiClient, namespace: str, name: str, status: dict[str, Any]
-) -> dict[str, Any]:
-    """Merge-patch the quota's status subresource."""
-    return await with_retries(*quota_status_patch(api, namespace, name, status))
 
 
 async def create_quota(api: client.ApiClient, body: dict[str, Any]) -> dict[str, Any] | None:

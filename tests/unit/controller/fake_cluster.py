@@ -20,6 +20,7 @@ from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.quotafigures import Changes, figures_patch
 
 Body = dict[str, Any]
 
@@ -113,9 +114,13 @@ class FakeCluster:
         await self._call("patch_quota", namespace, name, patch)
         return self._patched(self.quotas, (namespace, name), patch)
 
-    async def patch_quota_status(self, namespace: str, name: str, status: Body) -> Body | None:
-        await self._call("patch_quota_status", namespace, name, status)
-        return self._patched(self.quotas, (namespace, name), {"status": status})
+    async def write_quota(
+        self, namespace: str, name: str, annotations: Changes, used: Changes | None
+    ) -> Body | None:
+        """The figures as one merge patch of the object (a CRD without a status subresource)."""
+        patch = figures_patch(annotations, used)
+        await self._call("write_quota", namespace, name, patch)
+        return self._patched(self.quotas, (namespace, name), patch)
 
     async def create_quota(self, body: Body) -> Body | None:
         meta = body["metadata"]

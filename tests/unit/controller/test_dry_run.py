@@ -52,12 +52,13 @@ async def test_each_would_be_write_is_said_once_and_answers_nothing_sent(
     with caplog.at_level(logging.INFO, logger="elasticquota.controller.cluster"):
         for _ in range(2):
             assert await dry_run.patch_quota("team", "a", {"metadata": {"labels": {}}}) is None
-            assert await dry_run.patch_quota_status("team", "a", {"used": {}}) is None
+            assert await dry_run.write_quota("team", "a", {"k": "v"}, {"cpu": None}) is None
             assert await dry_run.evict("team", "p") is EvictionOutcome.NOT_SENT
             assert await dry_run.set_scheduling_gates("team", "p", []) is False
     assert [record.getMessage() for record in caplog.records] == [
         "dry-run: would write team/a: {'metadata': {'labels': {}}}",
-        "dry-run: would write the status of team/a: {'used': {}}",
+        "dry-run: would write team/a: "
+        "{'metadata': {'annotations': {'k': 'v'}}, 'status': {'used': {'cpu': None}}}",
         "dry-run: would evict Pod team/p",
         "dry-run: would set the scheduling gates of Pod team/p to []",
     ]

@@ -128,7 +128,7 @@ async def test_dry_run_posts_nothing(
     dry_run = DryRunCluster()
     await reporter_of(state, dry_run).report()
     assert cluster.calls == []
-    assert {verb for verb, *_ in dry_run.calls} == {"patch_quota", "post_event"}
+    assert {verb for verb, *_ in dry_run.calls} == {"write_quota", "post_event"}
 
 
 COMPUTED = {
@@ -165,10 +165,9 @@ async def test_a_quota_left_out_loses_its_figures_and_is_marked_once(
     }
     assert bad["status"] == {"used": {}}
     assert cluster.quotas[("team", "good")]["metadata"]["annotations"] == COMPUTED  # valid: kept
-    writes = [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    writes = [call for call in cluster.calls if call[0] == "write_quota"]
     assert [(verb, name) for verb, _, name, _ in writes] == [
-        ("patch_quota", "bad"),
-        ("patch_quota_status", "bad"),
+        ("write_quota", "bad"),
     ]  # once: the second report found the object marked already
 
 
@@ -196,7 +195,7 @@ async def test_a_refused_mark_is_retried_and_does_not_stop_the_others(
             state,
             k8s.quota(name, min={"cpu": "8"}, max={"cpu": "4"}, annotations=COMPUTED),
         )
-    cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable"))
+    cluster.fail("write_quota", ApiException(status=422, reason="Unprocessable"))
     reporter = reporter_of(state, cluster)
 
     await reporter.report()
@@ -235,7 +234,7 @@ async def test_a_broken_reserved_quota_written_by_its_tree_is_not_marked(
     state.results[keys.DEFAULT_TREE] = state.engine.solve_tree(keys.DEFAULT_TREE)
     await reporter.report()
 
-    assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert not [call for call in cluster.calls if call[0] in ("write_quota", "patch_quota")]
     assert any("greater than" in message for message in messages(cluster))  # still reported
 
 
@@ -271,5 +270,5 @@ async def test_a_broken_user_limit_is_posted_on_its_quota_which_is_not_marked(
     assert event["involvedObject"] == state.quotas[("team", "team")].involved()
     assert "interns" in event["message"] and "empty user and group lists" in event["message"]
     assert keys.ANNO_INVALID not in cluster.quotas[("team", "team")]["metadata"]["annotations"]
-    assert not [call for call in cluster.calls if call[0].startswith("patch_quota")]
+    assert not [call for call in cluster.calls if call[0] in ("write_quota", "patch_quota")]
     assert state.engine.tree_of_result("team") is not None  # still computed

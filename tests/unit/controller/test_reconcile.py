@@ -136,7 +136,7 @@ async def write_pending(world: ControllerState, writer: Writer) -> None:
         await writer.write(change)
 
 
-async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
+async def test_a_write_sends_the_annotations_and_the_status_in_one_call(
     world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
@@ -144,10 +144,8 @@ async def test_a_write_is_a_patch_of_the_annotations_then_one_of_the_status(
 
     assert await writer.write(change)
 
-    assert cluster.calls == [
-        ("patch_quota", "team", change.name, {"metadata": {"annotations": change.annotations}}),
-        ("patch_quota_status", "team", change.name, {"used": change.used}),
-    ]
+    patch = {"metadata": {"annotations": change.annotations}, "status": {"used": change.used}}
+    assert cluster.calls == [("write_quota", "team", change.name, patch)]
     assert (writer.stats.writes, writer.stats.failures) == (1, 0)
 
 
@@ -193,11 +191,12 @@ async def test_only_what_changed_is_sent(
     # A pending pod changes requests, not used: annotations only.
     world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
     await write_pending(world, writer)
-    assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("patch_quota", "b")]
+    assert [(verb, name) for verb, _, name, _ in cluster.calls] == [("write_quota", "b")]
+    assert "status" not in cluster.calls[0][3]
     assert pending_writes(world, world.engine.solve_tree(DEFAULT)) == []  # the reply was kept
 
 
-async def test_a_status_only_change_sends_no_annotation_patch(
+async def test_a_status_only_change_sends_no_annotations(
     world: ControllerState, cluster: FakeCluster, writer: Writer
 ) -> None:
     await write_pending(world, writer)
@@ -206,7 +205,7 @@ async def test_a_status_only_change_sends_no_annotation_patch(
     world.on_quota(cluster.quotas[("team", "a")])  # someone edited status.used by hand
 
     await write_pending(world, writer)
-    assert cluster.calls == [("patch_quota_status", "team", "a", {"used": {"cpu": "1"}})]
+    assert cluster.calls == [("write_quota", "team", "a", {"status": {"used": {"cpu": "1"}}})]
 
 
 async def test_dry_run_writes_nothing(
@@ -226,7 +225,7 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
     make_settings: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    cluster.fail("patch_quota", TimeoutError(), ApiException(status=503), TimeoutError())
+    cluster.fail("write_quota", TimeoutError(), ApiException(status=503), TimeoutError())
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
     writer = Writer(cluster, world, make_settings())
 
@@ -243,13 +242,13 @@ async def test_an_outage_of_writes_is_logged_once_and_its_end_once(
 async def test_a_refused_write_is_counted_and_reported(
     world: ControllerState, cluster: FakeCluster, make_settings: Any
 ) -> None:
-    cluster.fail("patch_quota", ApiException(status=422, reason="Unprocessable Entity"))
+    cluster.fail("write_quota", ApiException(status=422, reason="Unprocessable Entity"))
     change = next(c for c in pending_writes(world, world.engine.solve_tree(DEFAULT)))
     writer = Writer(cluster, world, make_settings())
 
     assert not await writer.write(change)
 
-    assert cluster.verbs() == ["patch_quota"]  # the status is not patched after a refusal
+    assert cluster.verbs() == ["write_quota"]
     assert (writer.stats.writes, writer.stats.failures) == (0, 1)
     assert world.quotas[("team", change.name)].annotations == {}
 
@@ -273,7 +272,7 @@ async def test_at_most_write_concurrency_writes_are_in_flight(
     assert cluster.max_in_flight == 3
 
 
-async def test_a_quotas_status_follows_its_annotations_ahead_of_the_next_quota(
+async def test_the_changes_are_written_in_order_and_each_answer_is_kept(
     state: ControllerState, cluster: FakeCluster, make_settings: Any, k8s: Bodies
 ) -> None:
     for name in ("a", "b"):
@@ -285,10 +284,8 @@ async def test_a_quotas_status_follows_its_annotations_ahead_of_the_next_quota(
     assert await writer.write_all(changes) == [True, True]
 
     assert [(verb, name) for verb, _, name, _ in cluster.calls] == [
-        ("patch_quota", "a"),
-        ("patch_quota_status", "a"),
-        ("patch_quota", "b"),
-        ("patch_quota_status", "b"),
+        ("write_quota", "a"),
+        ("write_quota", "b"),
     ]
     assert state.quotas[("team", "b")].annotations == {"k": "b"}  # each answer kept
     assert state.quotas[("team", "b")].status == {"used": {"cpu": "1"}}
@@ -343,11 +340,11 @@ async def test_one_pass_reports_whether_every_write_succeeded(
     world: ControllerState, cluster: FakeCluster, context: LoopContext
 ) -> None:
     loop = tree_loop(context)
-    cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
+    cluster.fail("write_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
     assert await loop.reconcile_once()  # the one refused is written now
     assert await loop.reconcile_once()  # nothing left to write
-    assert sorted(written_names(cluster)) == ["a", "a", "a", "b", "b"]
+    assert sorted(written_names(cluster)) == ["a", "a", "b"]  # a refused, a, b
 
 
 @pytest.mark.looptime
@@ -385,7 +382,7 @@ async def test_a_quota_is_written_at_most_once_per_interval(
 
     class TimedCalls(list[Any]):
         def append(self, call: Any) -> None:
-            if call[0] == "patch_quota" and call[2] == "b":
+            if call[0] == "write_quota" and call[2] == "b":
                 write_times.append(float(looptime))
             super().append(call)
 
@@ -419,7 +416,7 @@ async def test_a_quiet_quota_is_written_without_waiting(
         world.on_pod(k8s.pod("late", quota="b", requests={"cpu": "10m"}))
         loop.wake.set()
         await asyncio.sleep(0.01)
-        assert [c[2] for c in cluster.calls if c[0] == "patch_quota"] == ["b"]
+        assert [c[2] for c in cluster.calls if c[0] == "write_quota"] == ["b"]
 
 
 @pytest.mark.looptime
@@ -430,7 +427,7 @@ async def test_a_refused_write_is_retried_one_interval_later(
     make_settings: SettingsFactory,
     looptime: Any,
 ) -> None:
-    cluster.fail("patch_quota", ApiException(status=409, reason="Conflict"))
+    cluster.fail("write_quota", ApiException(status=409, reason="Conflict"))
     passes: list[float] = []
     loop = tree_loop(paced(context, make_settings, 3.0), passes)
     start = float(looptime)
@@ -470,7 +467,7 @@ async def test_writes_happen_only_on_change(
     async with reconciling(context) as reconciler:
         await asyncio.sleep(5)
         first = len(cluster.calls)
-        assert first == 4  # a and b: annotations and status each
+        assert first == 2  # a and b: annotations and status in one write each
 
         for _ in range(10):  # echoes of our own writes, relists: nothing to write
             world.on_quota(cluster.quotas[("team", "a")])
@@ -480,7 +477,7 @@ async def test_writes_happen_only_on_change(
 
         world.on_pod(k8s.pod("p2", quota="b", requests={"cpu": "1"}))
         await asyncio.sleep(5)
-        assert [(v, n) for v, _, n, _ in cluster.calls[first:]] == [("patch_quota", "b")]
+        assert [(v, n) for v, _, n, _ in cluster.calls[first:]] == [("write_quota", "b")]
 
 
 @pytest.mark.looptime
@@ -516,7 +513,7 @@ async def test_each_tree_has_its_own_loop_and_a_vanished_tree_loses_it(
     async with reconciling(context):
         await asyncio.sleep(2)
         assert tree_tasks() == {"tree ''", "tree '7'"}
-        assert sorted(written_names(cluster)) == ["a", "a", "pool", "pool"]
+        assert sorted(written_names(cluster)) == ["a", "pool"]
 
         state.on_quota_deleted(pool)
         await asyncio.sleep(2)
@@ -540,6 +537,6 @@ async def test_many_writes_keep_at_most_write_concurrency_requests_in_flight_in_
     tasks_before = len(asyncio.all_tasks())
     outcomes = await writer.write_all(changes)
     assert outcomes == [index != 5 for index in range(10)]
-    assert cluster.named("patch_quota") == [f"q{index}" for index in range(10)]
+    assert cluster.named("write_quota") == [f"q{index}" for index in range(10)]
     assert cluster.max_in_flight == 3
     assert len(asyncio.all_tasks()) == tasks_before

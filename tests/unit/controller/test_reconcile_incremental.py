@@ -27,6 +27,7 @@ from elasticquota.controller.reconcile.writer import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
+from elasticquota.kube.quotafigures import figures_patch
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads
@@ -127,14 +128,8 @@ async def test_a_pass_after_one_pod_change_diffs_only_the_quotas_whose_writes_ch
     assert sorted(diffed) == sorted(changed)
     assert "leaf3" in changed and len(changed) < len(after) / 2
     assert expected and writes_of(cluster, start) == sorted(
-        call
+        ("write_quota", change.name, figures_patch(change.annotations, change.used))
         for change in expected
-        for call in (
-            [("patch_quota", change.name, {"metadata": {"annotations": change.annotations}})]
-            if change.annotations
-            else []
-        )
-        + ([("patch_quota_status", change.name, {"used": change.used})] if change.used else [])
     )
 
 
@@ -156,7 +151,7 @@ async def test_the_echo_of_a_write_is_diffed_once_more_and_an_edit_by_hand_is_un
 
     assert diffed == ["leaf5"]
     assert [(verb, name) for verb, name, _ in writes_of(cluster, start)] == [
-        ("patch_quota", "leaf5")
+        ("write_quota", "leaf5")
     ]
     diffed.clear()
     route_echoes(world, loop, cluster)  # the reply of that write
@@ -175,7 +170,7 @@ async def test_a_refused_write_is_diffed_again_at_the_next_pass(
 
     loop = settled
     world.on_pod(k8s.pod("late", quota="leaf1", requests={"cpu": "2"}))
-    cluster.fail("patch_quota", ApiException(status=500, reason="boom"))
+    cluster.fail("write_quota", ApiException(status=500, reason="boom"))
     assert not await loop.reconcile_once()
     route_echoes(world, loop, cluster)
     diffed.clear()

@@ -48,9 +48,10 @@ class WriteStats:
 
 
 class Writer:
-    """Sends quota writes through the ``Cluster``: one merge patch for annotations, then one for
-    ``status.used``; the object each write returns becomes the current one (a dry run returns
-    none, so memory keeps what the cluster holds).
+    """Sends quota writes through the ``Cluster``: each change's annotations and ``status.used``
+    in one write (``Cluster.write_quota``: one merge patch where the CRD has no status
+    subresource); the object each write returns becomes the current one (a dry run returns none,
+    so memory keeps what the cluster holds).
 
     At most ``write_concurrency`` requests are in flight at once, whoever asks: every tree's loop
     and the problem reporter share one writer. Each request is bounded in time by the port. A
@@ -81,42 +82,32 @@ class Writer:
         return written
 
     async def write_all(self, changes: list[QuotaWrite]) -> list[bool]:
-        """Send each change, its annotations and then its status; the outcomes in order (False:
-        the API refused part of it, and it is diffed again at the next pass).
+        """Send each change; the outcomes in order (False: the API refused it, and it is diffed
+        again at the next pass).
 
-        The port is called from here, each request in a task of its own while a slot is free: a
-        task per request in flight, not per change (thousands of changes in a pass never put
-        thousands of tasks on the event loop). A change's status goes as soon as its
-        annotations are written, ahead of the changes still waiting."""
+        The port is called from here, each write in a task of its own while a slot is free: a
+        task per write in flight, not per change (thousands of changes in a pass never put
+        thousands of tasks on the event loop)."""
         cluster, outcomes = self._cluster, [True] * len(changes)
-        #: The requests to send: (the change's index, whether it is its status).
-        steps = collections.deque(
-            (index, not change.annotations)
-            for index, change in enumerate(changes)
-            if not change.empty
-        )
-        in_flight: dict[asyncio.Task[Body | None], tuple[int, bool]] = {}
+        waiting = collections.deque(i for i, change in enumerate(changes) if not change.empty)
+        in_flight: dict[asyncio.Task[Body | None], int] = {}
         answered: asyncio.Queue[asyncio.Task[Body | None]] = asyncio.Queue()
         try:
-            while steps or in_flight:
-                while steps and not (in_flight and self._slots.locked()):
+            while waiting or in_flight:
+                while waiting and not (in_flight and self._slots.locked()):
                     await self._slots.acquire()  # waits only while none of ours is in flight
-                    index, status = steps.popleft()
+                    index = waiting.popleft()
                     change = changes[index]
-                    if status:
-                        used = {"used": change.used}
-                        request = cluster.patch_quota_status(change.namespace, change.name, used)
-                    else:
-                        patch = {"metadata": {"annotations": change.annotations}}
-                        request = cluster.patch_quota(change.namespace, change.name, patch)
-                    task = asyncio.create_task(request)
+                    write = cluster.write_quota(
+                        change.namespace, change.name, change.annotations, change.used
+                    )
+                    task = asyncio.create_task(write)
                     task.add_done_callback(answered.put_nowait)
-                    in_flight[task] = (index, status)
+                    in_flight[task] = index
                 done = [await answered.get()]
-                while not answered.empty():  # every answer in, before the next requests go
+                while not answered.empty():  # every answer in, before the next writes go
                     done.append(answered.get_nowait())
-                statuses = self._answers(done, in_flight, changes, outcomes)
-                steps.extendleft(reversed(statuses))  # ahead of the changes still waiting
+                self._answers(done, in_flight, changes, outcomes)
         finally:
             for task in in_flight:
                 task.cancel()
@@ -126,31 +117,25 @@ class Writer:
     def _answers(
         self,
         done: list[asyncio.Task[Body | None]],
-        in_flight: dict[asyncio.Task[Body | None], tuple[int, bool]],
+        in_flight: dict[asyncio.Task[Body | None], int],
         changes: list[QuotaWrite],
         outcomes: list[bool],
-    ) -> list[tuple[int, bool]]:
-        """Take in the answers of the requests ``done`` (their slots given back): the object each
+    ) -> None:
+        """Take in the answers of the writes ``done`` (their slots given back): the object each
         returned is kept for the next diff (not intake: the watch brings it to the reader), a
-        refusal is counted and logged (its change's outcome False). The statuses to send next:
-        those of the changes whose annotations were just written."""
-        statuses = []
+        refusal is counted and logged (its change's outcome False)."""
         for task in done:
             self._slots.release()
-            index, status = in_flight.pop(task)
+            index = in_flight.pop(task)
             change, error = changes[index], task.exception()
             if error is not None:
                 outcomes[index] = False
                 self._refused(change, error)
                 continue
             self._state.keep_written(task.result())
-            if not status and change.used is not None:
-                statuses.append((index, True))
-            else:
-                self.stats.writes += 1
-                self._outage.succeeded()
-                logger.debug("wrote %s/%s", change.namespace, change.name)
-        return statuses
+            self.stats.writes += 1
+            self._outage.succeeded()
+            logger.debug("wrote %s/%s", change.namespace, change.name)
 
     def _refused(self, change: QuotaWrite, error: BaseException) -> None:
         self.stats.failures += 1
