@@ -1,13 +1,14 @@
 """kube.quotafigures against KMock: how a quota's annotations and ``status.used`` are sent.
 
-Rules (kube/quotafigures.py): where the ElasticQuota CRD has no status subresource (Koordinator's,
-scheduler-plugins', this project's), one JSON merge patch of the object carries both; where it
-has one, the annotations go to the object and ``status.used`` to ``/status``. The route is learned
-from the answers: an object patch whose answer does not show the ``used`` it carried switches to
-``/status`` (and sends it there at once), a 404 from ``/status`` for a quota that a patch of the
-object then finds switches back. KMock's default PATCH merges into the object whatever the URL
-(a CRD without a status subresource, except that ``/status`` answers too);
-``as_crd`` answers as a CRD with one, or refuses ``/status`` with 404 as one without.
+Rules (kube/quotafigures.py, through ``KubeCluster.write_quota``): where the ElasticQuota CRD has
+no status subresource (Koordinator's, scheduler-plugins', this project's), one JSON merge patch of
+the object carries both; where it has one, the annotations go to the object and ``status.used``
+to ``/status``. The route is learned from the answers: an object patch whose answer does not show
+the ``used`` it carried switches to ``/status`` (and sends it there at once), a 404 from
+``/status`` for a quota that a patch of the object then finds switches back. KMock's default
+PATCH merges into the object whatever the URL (a CRD without a status subresource, except that
+``/status`` answers too); ``as_crd`` answers as a CRD with one, or refuses ``/status`` with 404
+as one without.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.core import keys
-from elasticquota.kube.quotafigures import QuotaFigures, figures_patch, holds_used
+from elasticquota.kube.cluster import KubeCluster
+from elasticquota.kube.quotafigures import figures_patch, holds_used
 
 QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
 QUOTA_URL = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/team/elasticquotas/a"
@@ -70,6 +72,13 @@ def using(**used: str) -> dict[str, Any]:
     return {"status": {"used": used}}
 
 
+def through(api: client.ApiClient, status: bool) -> KubeCluster:
+    """The adapter, beginning with the route through ``/status`` or not."""
+    cluster = KubeCluster(api)
+    cluster.quota_figures.through_status = status
+    return cluster
+
+
 def sent(server: kmock.KubernetesEmulator, start: int = 0) -> list[tuple[str, Any]]:
     """(path, body) of each request from ``start`` on."""
     return [(request.url.path, request.data) for request in list(server)[start:]]
@@ -78,25 +87,25 @@ def sent(server: kmock.KubernetesEmulator, start: int = 0) -> list[tuple[str, An
 async def test_without_a_status_subresource_one_patch_carries_both(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    figures = QuotaFigures(api)
+    cluster = KubeCluster(api)
     used = {"cpu": "2", "nvidia.com/gpu": None}
 
-    body = await figures.write("team", "a", REQUEST, used)
+    body = await cluster.write_quota("team", "a", REQUEST, used)
 
     assert sent(kmock) == [(QUOTA_URL, figures_patch(REQUEST, used))]
     assert sent(kmock)[0][1] == {"metadata": {"annotations": REQUEST}, "status": {"used": used}}
     assert body["status"]["used"] == {"cpu": "2"}
     assert body["metadata"]["annotations"] == REQUEST
-    assert not figures.through_status
+    assert not cluster.quota_figures.through_status
 
 
 async def test_annotations_alone_or_status_alone_send_only_that(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    figures = QuotaFigures(api)
+    cluster = KubeCluster(api)
 
-    await figures.write("team", "a", REQUEST, None)
-    await figures.write("team", "a", {}, {"cpu": "3"})
+    await cluster.write_quota("team", "a", REQUEST, None)
+    await cluster.write_quota("team", "a", {}, {"cpu": "3"})
 
     assert sent(kmock) == [(QUOTA_URL, annotated(REQUEST)), (QUOTA_URL, using(cpu="3"))]
 
@@ -105,9 +114,9 @@ async def test_a_status_subresource_is_learned_from_the_first_answer_and_used_fr
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     as_crd(kmock, status_subresource=True)
-    figures = QuotaFigures(api)
+    cluster = KubeCluster(api)
 
-    body = await figures.write("team", "a", REQUEST, {"cpu": "2"})
+    body = await cluster.write_quota("team", "a", REQUEST, {"cpu": "2"})
 
     assert sent(kmock) == [
         (QUOTA_URL, {**annotated(REQUEST), **using(cpu="2")}),
@@ -115,10 +124,10 @@ async def test_a_status_subresource_is_learned_from_the_first_answer_and_used_fr
     ]
     assert body["status"]["used"] == {"cpu": "2", "nvidia.com/gpu": "1"}
     assert body["metadata"]["annotations"] == REQUEST
-    assert figures.through_status
+    assert cluster.quota_figures.through_status
 
     later = {keys.ANNO_REQUEST: '{"cpu":"3"}'}
-    await figures.write("team", "a", later, {"cpu": "3"})
+    await cluster.write_quota("team", "a", later, {"cpu": "3"})
 
     assert sent(kmock, 2) == [(QUOTA_URL, annotated(later)), (STATUS_URL, using(cpu="3"))]
 
@@ -127,9 +136,9 @@ async def test_a_404_from_status_sends_it_with_the_object_and_switches_back(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     as_crd(kmock, status_subresource=False)
-    figures = QuotaFigures(api, through_status=True)
+    cluster = through(api, True)
 
-    body = await figures.write("team", "a", REQUEST, {"cpu": "2"})
+    body = await cluster.write_quota("team", "a", REQUEST, {"cpu": "2"})
 
     assert sent(kmock) == [
         (QUOTA_URL, annotated(REQUEST)),
@@ -137,9 +146,9 @@ async def test_a_404_from_status_sends_it_with_the_object_and_switches_back(
         (QUOTA_URL, using(cpu="2")),
     ]
     assert body["status"]["used"] == {"cpu": "2", "nvidia.com/gpu": "1"}
-    assert not figures.through_status
+    assert not cluster.quota_figures.through_status
 
-    await figures.write("team", "a", {}, {"cpu": "3"})
+    await cluster.write_quota("team", "a", {}, {"cpu": "3"})
     assert sent(kmock, 3) == [(QUOTA_URL, using(cpu="3"))]
 
 
@@ -148,13 +157,13 @@ async def test_a_quota_that_is_gone_is_a_404_and_teaches_nothing(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, through_status: bool
 ) -> None:
     del kmock.objects[QUOTAS, "team", "a"]
-    figures = QuotaFigures(api, through_status=through_status)
+    cluster = through(api, through_status)
 
     with pytest.raises(ApiException) as raised:
-        await figures.write("team", "a", {}, {"cpu": "2"})
+        await cluster.write_quota("team", "a", {}, {"cpu": "2"})
 
     assert raised.value.status == 404
-    assert figures.through_status is through_status
+    assert cluster.quota_figures.through_status is through_status
 
 
 def test_holds_used_reads_a_merge_patch_as_applied() -> None:

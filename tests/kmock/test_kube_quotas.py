@@ -24,7 +24,6 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.cluster import KubeCluster
-from elasticquota.kube.quotafigures import QuotaFigures
 from elasticquota.kube.quotas import (
     MERGE_PATCH,
     create_quota,
@@ -51,6 +50,13 @@ def quota_body(name: str = "a", **extra: Any) -> dict[str, Any]:
         "spec": {"max": {"cpu": "4"}},
         **extra,
     }
+
+
+def through_status(api: client.ApiClient) -> KubeCluster:
+    """The adapter, writing ``status.used`` through the status subresource."""
+    cluster = KubeCluster(api)
+    cluster.quota_figures.through_status = True
+    return cluster
 
 
 @pytest.fixture
@@ -80,7 +86,7 @@ async def test_a_quota_patch_is_a_merge_patch_of_exactly_the_given_body(
 async def test_a_status_patch_goes_to_the_status_subresource(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, quota: dict[str, Any]
 ) -> None:
-    returned = await QuotaFigures(api, through_status=True).write("team", "a", {}, {"cpu": "2"})
+    returned = await through_status(api).write_quota("team", "a", {}, {"cpu": "2"})
 
     request = only_request(kmock, kmock.method.PATCH, f"{QUOTA_URL}/status")
     assert request.subresource == "status"
@@ -162,7 +168,7 @@ async def test_a_transient_refusal_of_a_status_patch_is_retried(
     k8s_status: StatusBody,
 ) -> None:
     kmock["patch"][:1] << code << k8s_status(code, REASONS[code])
-    returned = await QuotaFigures(api, through_status=True).write("team", "a", {}, {"cpu": "1"})
+    returned = await through_status(api).write_quota("team", "a", {}, {"cpu": "1"})
     assert len(kmock) == 2
     assert returned["status"] == {"used": {"cpu": "1"}}
 

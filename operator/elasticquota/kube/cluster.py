@@ -29,7 +29,8 @@ class KubeCluster:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
         self._evictor = Evictor(api)
-        self._figures = QuotaFigures(api)
+        #: How quotas' figures reach the API server (the route its CRD takes, as learned so far).
+        self.quota_figures = QuotaFigures(api)
 
     async def patch_quota(self, namespace: str, name: str, patch: Body) -> Body | None:
         return await with_retries(*quotas.quota_patch(self.api, namespace, name, patch))
@@ -37,7 +38,9 @@ class KubeCluster:
     async def write_quota(
         self, namespace: str, name: str, annotations: Changes, used: Changes | None
     ) -> Body | None:
-        return await self._figures.write(namespace, name, annotations, used)
+        first, through_status = self.quota_figures.first(namespace, name, annotations, used)
+        body = {} if first is None else await with_retries(*first)
+        return await self.quota_figures.finish(body, namespace, name, used, through_status)
 
     async def create_quota(self, body: Body) -> Body | None:
         return await quotas.create_quota(self.api, body)

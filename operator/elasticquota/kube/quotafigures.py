@@ -55,7 +55,10 @@ def holds_used(body: Mapping[str, Any] | None, used: Changes) -> bool:
 
 
 class QuotaFigures:
-    """Writes quotas' annotations and ``status.used`` the way the cluster's CRD takes them."""
+    """The route quotas' annotations and ``status.used`` take to the API server, as its CRD has
+    shown it: ``first`` is the request a write begins with, ``finish`` sends what its answer
+    shows is still missing (nothing, on the common route: the writer's chain to the request stays
+    one call of ours long)."""
 
     def __init__(self, api: client.ApiClient, through_status: bool = False) -> None:
         """``through_status``: whether to begin with a status subresource (the answers correct
@@ -63,44 +66,40 @@ class QuotaFigures:
         self._api = api
         self.through_status = through_status
 
-    async def write(
+    def first(
         self, namespace: str, name: str, annotations: Changes, used: Changes | None
-    ) -> Body:
-        """Write what changed (``annotations``, ``used``: not both empty); the object after it."""
-        if self.through_status:
-            return await self._in_two(namespace, name, annotations, used)
-        return await self._in_one(namespace, name, annotations, used)
+    ) -> tuple[quotas.Request | None, bool]:
+        """The request a write of ``annotations`` and ``used`` begins with (None: none, the
+        annotations being empty on the status route), and the route it takes."""
+        if not self.through_status:
+            patch = figures_patch(annotations, used)
+            return quotas.quota_patch(self._api, namespace, name, patch), False
+        if not annotations:
+            return None, True
+        patch = figures_patch(annotations, None)
+        return quotas.quota_patch(self._api, namespace, name, patch), True
 
-    async def _in_one(
-        self, namespace: str, name: str, annotations: Changes, used: Changes | None
+    async def finish(
+        self, body: Body, namespace: str, name: str, used: Changes | None, through_status: bool
     ) -> Body:
-        body = await self._patch(namespace, name, figures_patch(annotations, used))
-        if used is None or holds_used(body, used):
+        """After the first request answered ``body`` (``{}``: none was sent) on the route
+        ``through_status``: ``used`` sent where the answer does not hold it yet; the object as
+        the last answer gave it."""
+        if used is None or (not through_status and holds_used(body, used)):
             return body
-        self._learn(True, f"a patch of {namespace}/{name} left its status.used as it was")
-        return await self._patch_status(namespace, name, used)
-
-    async def _in_two(
-        self, namespace: str, name: str, annotations: Changes, used: Changes | None
-    ) -> Body:
-        body: Body = {}
-        if annotations:
-            body = await self._patch(namespace, name, figures_patch(annotations, None))
-        if used is None:
-            return body
+        if not through_status:
+            self._learn(True, f"a patch of {namespace}/{name} left its status.used as it was")
         try:
             return await self._patch_status(namespace, name, used)
         except ApiException as error:
             if error.status != 404:
                 raise
         # No /status: the quota is gone (this patch answers 404 too), or the CRD has none.
-        body = await self._patch(namespace, name, figures_patch(None, used))
+        patch = figures_patch(None, used)
+        body = await with_retries(*quotas.quota_patch(self._api, namespace, name, patch))
         if holds_used(body, used):
             self._learn(False, f"{namespace}/{name} has no status subresource")
         return body
-
-    async def _patch(self, namespace: str, name: str, patch: Body) -> Body:
-        return await with_retries(*quotas.quota_patch(self._api, namespace, name, patch))
 
     async def _patch_status(self, namespace: str, name: str, used: Changes) -> Body:
         status = {"used": dict(used)}
