@@ -18,6 +18,7 @@ stderr):
 * ``scale burst``: the operator running and converged, ``--burst-pods`` more (pending) pods created
   as fast as possible; the time from the last create until every quota is correct again, and the
   operator's writes meanwhile (MODIFIED watch events on the quotas, as ``bench_e2e`` counts them);
+  the CPU seconds over the whole burst and (``converge_*``) from the last create to the match;
 * ``scale loop``: the longest event-loop stall during the burst, from the operator's own probe
   (``elastic_quota_event_loop_lag_seconds``: the upper bound of the highest bucket that gained a
   sample), and during the burst the p99 latency of the operator's validating webhook

@@ -164,8 +164,9 @@ class CpuWatch:
         self._pids = {**pids, "operator": operator.pid}
         self._before = {name: cpu_seconds(pid) for name, pid in self._pids.items()}
 
-    def fields(self) -> str:
+    def fields(self, prefix: str = "") -> str:
+        """``<prefix><process>_cpu_s=...`` for each process: its CPU seconds so far."""
         return " ".join(
-            f"{name}_cpu_s={cpu_seconds(pid) - self._before[name]:.1f}"
+            f"{prefix}{name}_cpu_s={cpu_seconds(pid) - self._before[name]:.1f}"
             for name, pid in self._pids.items()
         )

@@ -11,7 +11,7 @@ from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_VERSION
 from scalebench.harness import ScaleBench
 from scalebench.kube import run_pool
-from scalebench.operators import OperatorProcess
+from scalebench.operators import CpuWatch, OperatorProcess
 from scalebench.options import (
     DEFAULT_LEASE_DURATION,
     LEASE_NAME,
@@ -115,8 +115,12 @@ class ScaleRun(ScaleBench):
         cpu = self.cpu_watch(operator)
         writes = [0]
         samples: list[ProbeSamples] = []
+        #: From the last create on: the CPU each process spent converging, read at the match.
+        converging: list[CpuWatch] = []
+        converge_cpu = [""]
 
         async def matched() -> None:
+            converge_cpu[0] = converging[0].fields("converge_") if converging else ""
             if prober is not None:
                 samples.append(await prober.stop())
             await asyncio.sleep(WRITES_DRAIN)  # writes still in flight after convergence count
@@ -127,6 +131,7 @@ class ScaleRun(ScaleBench):
                 plans, self.kube.create_pod, self.options.concurrency, count, "burst"
             )
             created = time.monotonic()
+            converging.append(self.cpu_watch(operator))
             converged = await self.converge(expected, "after the burst", matched)
         finally:
             if prober is not None:
@@ -135,7 +140,8 @@ class ScaleRun(ScaleBench):
         print(
             f"scale burst pods={count} create_s={create_s:.1f} "
             f"converge_after_burst_s={converged - created:.1f} writes={writes[0]} "
-            f"total_pods={self.created + count} quotas={self.options.quotas} {cpu.fields()}",
+            f"total_pods={self.created + count} quotas={self.options.quotas} {cpu.fields()} "
+            f"{converge_cpu[0]}",
             flush=True,
         )
         self.timed("burst", started)
