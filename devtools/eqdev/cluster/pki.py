@@ -101,11 +101,13 @@ def _validity(builder: x509.CertificateBuilder, now: datetime.datetime) -> x509.
 
 
 def key_usage(*, ca: bool) -> x509.KeyUsage:
-    """A CA signs certificates (and CRLs); a server signs and enciphers keys (TLS)."""
+    """A CA signs certificates (and CRLs); a server signs its TLS handshakes. Never key
+    encipherment, which RFC 5480 forbids for the elliptic-curve keys made here (as the operator's
+    own webhook certificates, ``elasticquota.controller.webhooks.certs``)."""
     return x509.KeyUsage(
         digital_signature=True,
         content_commitment=False,
-        key_encipherment=not ca,
+        key_encipherment=False,
         data_encipherment=False,
         key_agreement=False,
         key_cert_sign=ca,

@@ -11,16 +11,12 @@ One ``Evictor`` per adapter remembers which Eviction version the API server spea
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubernetes_asyncio import client
 
 from elasticquota.kube import events, pods, quotas
 from elasticquota.kube.errors import with_retries
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
-from elasticquota.kube.quotafigures import Changes, QuotaFigures
-
-Body = dict[str, Any]
+from elasticquota.kube.quotafigures import Body, Changes, QuotaFigures
 
 
 class KubeCluster:

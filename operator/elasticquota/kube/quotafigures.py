@@ -60,11 +60,10 @@ class QuotaFigures:
     shows is still missing (nothing, on the common route: the writer's chain to the request stays
     one call of ours long)."""
 
-    def __init__(self, api: client.ApiClient, through_status: bool = False) -> None:
-        """``through_status``: whether to begin with a status subresource (the answers correct
-        it)."""
+    def __init__(self, api: client.ApiClient) -> None:
         self._api = api
-        self.through_status = through_status
+        #: Whether the CRD has a status subresource: none until an answer shows one.
+        self.through_status = False
 
     def first(
         self, namespace: str, name: str, annotations: Changes, used: Changes | None

@@ -4,7 +4,8 @@ value, naming the object and the field."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 from profile_bodies import profile_body
@@ -50,16 +51,26 @@ def quota_raw(
     return raw
 
 
+T = TypeVar("T")
+
+
 def quota_of(raw: dict[str, Any]) -> tuple[Quota, list[Problem]]:
     spec, problems = parse_quota(raw)
     assert isinstance(spec, Quota), problems
     return spec, problems
 
 
+def clean(
+    parse: Callable[[dict[str, Any]], tuple[Any, list[Problem]]], raw: dict[str, Any], kind: type[T]
+) -> T:
+    """What ``parse`` reads from ``raw``, which must be a ``kind`` with no problem."""
+    parsed, problems = parse(raw)
+    assert problems == [] and isinstance(parsed, kind), problems
+    return parsed
+
+
 def clean_quota(raw: dict[str, Any]) -> Quota:
-    spec, problems = quota_of(raw)
-    assert problems == []
-    return spec
+    return clean(parse_quota, raw, Quota)
 
 
 def left_out(raw: dict[str, Any]) -> list[Problem]:
@@ -183,20 +194,6 @@ def test_a_spec_that_is_not_a_mapping_is_an_invalid_object() -> None:
 
 
 # -- ElasticQuota: labels ---------------------------------------------------------------------
-
-
-def test_the_parent_label_names_the_parent() -> None:
-    assert clean_quota(quota_raw(labels={keys.LABEL_PARENT: "eng"})).parent == "eng"
-
-
-def test_the_older_parent_quota_name_label_is_an_alias() -> None:
-    raw = quota_raw(labels={f"{keys.PREFIX}/parent-quota-name": "eng"})
-    assert clean_quota(raw).parent == "eng"
-
-
-def test_the_parent_label_wins_over_its_alias() -> None:
-    raw = quota_raw(labels={keys.LABEL_PARENT: "eng", f"{keys.PREFIX}/parent-quota-name": "old"})
-    assert clean_quota(raw).parent == "eng"
 
 
 @pytest.mark.parametrize("labels", [{}, {keys.LABEL_PARENT: ""}])
@@ -348,10 +345,7 @@ def test_bad_lending_and_borrowing_limits_are_problems_and_ignored(key: str, tex
 
 
 def clean_pod(raw: dict[str, Any]) -> PodInfo:
-    pod, problems = parse_pod(raw)
-    assert problems == []
-    assert isinstance(pod, PodInfo)
-    return pod
+    return clean(parse_pod, raw, PodInfo)
 
 
 def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label() -> None:
@@ -363,18 +357,34 @@ def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label(
     assert not pod.is_assigned
 
 
-def test_the_pod_quota_label_names_its_quota() -> None:
-    assert clean_pod(raw_pod(labels={keys.POD_LABEL_QUOTA: "team"})).quota_label == "team"
+def parent_of(labels: dict[str, str]) -> str:
+    return clean_quota(quota_raw(labels=labels)).parent
 
 
-def test_the_older_quota_name_pod_label_is_an_alias() -> None:
-    raw = raw_pod(labels={f"{keys.PREFIX}/quota-name": "team"})
-    assert clean_pod(raw).quota_label == "team"
+def quota_label_of(labels: dict[str, str]) -> str:
+    return clean_pod(raw_pod(labels=labels)).quota_label
 
 
-def test_the_pod_name_label_wins_over_its_alias() -> None:
-    raw = raw_pod(labels={keys.POD_LABEL_QUOTA: "new", f"{keys.PREFIX}/quota-name": "old"})
-    assert clean_pod(raw).quota_label == "new"
+PARENT, PARENT_ALIAS = keys.LABEL_PARENT, f"{keys.PREFIX}/parent-quota-name"
+QUOTA, QUOTA_ALIAS = keys.POD_LABEL_QUOTA, f"{keys.PREFIX}/quota-name"
+
+
+@pytest.mark.parametrize(
+    ("read", "labels", "expected"),
+    [
+        (parent_of, {PARENT: "eng"}, "eng"),
+        (parent_of, {PARENT_ALIAS: "eng"}, "eng"),
+        (parent_of, {PARENT: "eng", PARENT_ALIAS: "old"}, "eng"),
+        (quota_label_of, {QUOTA: "team"}, "team"),
+        (quota_label_of, {QUOTA_ALIAS: "team"}, "team"),
+        (quota_label_of, {QUOTA: "new", QUOTA_ALIAS: "old"}, "new"),
+    ],
+)
+def test_a_label_names_its_object_its_older_alias_too_and_the_label_wins(
+    read: Callable[[dict[str, str]], str], labels: dict[str, str], expected: str
+) -> None:
+    """A quota's parent label and a pod's quota label, each with the older name it replaced."""
+    assert read(labels) == expected
 
 
 @pytest.mark.parametrize(
@@ -469,10 +479,7 @@ def node_raw(
 
 
 def clean_node(raw: dict[str, Any]) -> NodeInfo:
-    node, problems = parse_node(raw)
-    assert problems == []
-    assert isinstance(node, NodeInfo)
-    return node
+    return clean(parse_node, raw, NodeInfo)
 
 
 def test_a_node_offers_its_allocatable() -> None:

@@ -31,39 +31,24 @@ def quota(
     parent: str = ROOT_QUOTA,
     *,
     namespace: str = NAMESPACE,
-    is_parent: bool = False,
-    allow_lent: bool = True,
-    tree_id: str = DEFAULT_TREE,
     weight: ResourceList | None = None,
     namespaces: Iterable[str] = (),
-    lending_limit: ResourceList | None = None,
-    borrowing_limit: ResourceList | None = None,
-    is_root: bool = False,
-    ignore_default_tree: bool = False,
     total: ResourceList | None = None,
-    created: str = "",
-    user_limits: str | None = None,
+    **fields: Any,
 ) -> Quota:
-    """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource,
-    ``user_limits`` the user-limits annotation."""
+    """One ElasticQuota; ``weight`` is the shared-weight annotation, ``total`` total-resource;
+    the other keywords are ``Quota``'s own fields (``is_parent``, ``tree_id``, ``lending_limit``,
+    ``user_limits`` ...), passed as they are."""
     return Quota(
         name=name,
         namespace=namespace,
         min=dict(min or {}),
         max=dict(max or {}),
         parent=parent,
-        is_parent=is_parent,
-        allow_lent=allow_lent,
-        tree_id=tree_id,
-        is_root=is_root,
-        ignore_default_tree=ignore_default_tree,
         shared_weight=weight,
         namespaces=tuple(namespaces),
         total_resource=total,
-        lending_limit=lending_limit,
-        borrowing_limit=borrowing_limit,
-        created=created,
-        user_limits=user_limits,
+        **fields,
     )
 
 

@@ -81,6 +81,10 @@ def test_the_ca_signs_the_serving_certificate_for_the_serving_names(pki: Pki) ->
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
     assert ca.extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign
     assert serving.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    serving_usage = serving.extensions.get_extension_for_class(x509.KeyUsage).value
+    # An elliptic-curve key signs; RFC 5480 forbids it key encipherment.
+    assert serving_usage.digital_signature and not serving_usage.key_encipherment
+    assert not serving_usage.key_cert_sign
     usage = serving.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usage) == [ExtendedKeyUsageOID.SERVER_AUTH]
     names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
