@@ -22,12 +22,12 @@ import collections
 import logging
 from typing import Any, Protocol
 
+from elasticquota.api import Body
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.quotafigures import Changes, figures_patch
 
 logger = logging.getLogger(__name__)
 
-Body = dict[str, Any]
 
 #: Calls a dry run keeps, and distinct would-be writes it remembers having logged.
 DRY_RUN_MEMORY = 4096

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from kubernetes_asyncio import client
 
+from elasticquota.api import Body
 from elasticquota.kube import events, pods, quotas
 from elasticquota.kube.errors import with_retries
 from elasticquota.kube.evictions import EvictionOutcome, Evictor
-from elasticquota.kube.quotafigures import Body, Changes, QuotaFigures
+from elasticquota.kube.quotafigures import Changes, QuotaFigures
 
 
 class KubeCluster:

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
-from typing import Any
 
 import orjson
 
-Body = dict[str, Any]
+from elasticquota.api import Body
 
 ITEMS_KEY = b'"items":'
 #: Bytes consumed at the front of the buffer before they are dropped from it.

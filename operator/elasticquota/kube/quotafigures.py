@@ -23,12 +23,12 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.api import Body
 from elasticquota.kube import quotas
 from elasticquota.kube.errors import with_retries
 
 logger = logging.getLogger(__name__)
 
-Body = dict[str, Any]
 #: Keys to set, or to delete where the value is None (merge-patch null).
 Changes = Mapping[str, str | None]
 

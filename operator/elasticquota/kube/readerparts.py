@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-Body = dict[str, Any]
+from elasticquota.api import Body
 
 
 class Sink(Protocol):

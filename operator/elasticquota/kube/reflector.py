@@ -49,12 +49,12 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
+from elasticquota.api import Body
 from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.kube.client import keepalive_socket
 from elasticquota.kube.listspool import Spool, StreamProgress, drain_into
 from elasticquota.kube.liststream import Inflater, ListStream, ListStreamError
 from elasticquota.kube.readerparts import (
-    Body,
     Kind,
     ReaderHealth,
     Sink,

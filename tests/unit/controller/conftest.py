@@ -24,14 +24,13 @@ from kubernetes_asyncio import client
 from profile_bodies import profile_body
 from quota_bodies import quota_body
 
+from elasticquota.api import Body
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.settings import Settings
-
-Body = dict[str, Any]
 
 
 class Bodies:

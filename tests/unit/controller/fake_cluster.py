@@ -19,10 +19,9 @@ from typing import Any
 from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.api import Body
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.quotafigures import Changes, figures_patch
-
-Body = dict[str, Any]
 
 
 class FakeCluster:

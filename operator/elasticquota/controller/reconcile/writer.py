@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elasticquota.controller.cluster import Body, Cluster
+from elasticquota.api import Body
+from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.generic.timeslice import SLICE_BUDGET, TimeSlice
