@@ -56,14 +56,14 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/ruff check operator devtools tests benchmarks manifests/tools
 	$(BIN)/ruff format --check operator devtools tests benchmarks manifests/tools
 	$(BIN)/mypy
-	MYPYPATH=tests/helpers:tests/integration $(BIN)/mypy --strict manifests/tools tests/integration/test_chart.py
+	MYPYPATH=tests/helpers:tests/integration $(BIN)/mypy --strict manifests/tools $(wildcard tests/integration/test_chart*.py tests/integration/chart_*.py)
 	$(BIN)/lint-imports
 
 # `duplicates` (a command of the development machines, not a package: where it is not installed the
 # target says so and checks nothing) lists the places that repeat six or more lines. It has no
 # allow-list, so this bound counts its same-shape false positives too: the pairs left after issue
 # 14's clean-up, each listed with its reason in docs/development.md. Lower it when a pair goes.
-DUPLICATES_MAX ?= 58
+DUPLICATES_MAX ?= 57
 
 .PHONY: duplicates
 duplicates: ## Count the places that repeat six lines or more (the `duplicates` command); fail above DUPLICATES_MAX

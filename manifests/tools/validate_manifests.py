@@ -3,8 +3,9 @@
 Every object of a built-in kind is validated with ``kubernetes_validate`` in strict mode (unknown
 fields are errors) for each ``--kubernetes-version``. Objects of the custom kinds the chart may
 render (Prometheus Operator's, cert-manager's) have no schema there: they are listed as skipped,
-by group, and checked by the server dry-run of tests/integration/test_chart.py instead. Any other
-object without a schema is an error (a typo in an apiVersion must not pass as "custom").
+by group, and checked by the server dry-run of tests/integration/test_chart_dry_run.py instead.
+Any other object without a schema is an error (a typo in an apiVersion must not pass as
+"custom").
 
 Usage: validate_manifests.py [-k VERSION]... FILE...   (``-`` reads standard input)
 """

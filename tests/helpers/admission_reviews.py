@@ -32,7 +32,7 @@ import aiohttp
 import kmock
 import kopf
 import yaml
-from ports import free_port
+from ports import reserved_port
 
 from elasticquota.controller.runner import kopf_settings
 from elasticquota.settings import Settings
@@ -87,12 +87,24 @@ async def serving(
     discovered: Mapping[str, str] = DISCOVERED,
 ) -> AsyncIterator[Served]:
     """Kopf serving ``registry``'s webhooks until the block ends, tuned by ``settings`` (the
-    operator's Kopf settings; by default a server on a free loopback port), the emulated API
-    server listing ``discovered`` (``group/version/plural``: kind) as namespaced resources."""
-    if settings is None:
+    operator's Kopf settings; by default a server on a loopback port held for it), the emulated
+    API server listing ``discovered`` (``group/version/plural``: kind) as namespaced resources."""
+    if settings is not None:
+        async with _serving(registry, settings, discovered) as served:
+            yield served
+        return
+    with reserved_port() as port:  # kmock's own server, bound meanwhile, cannot take it
         settings = Settings(
-            webhook_port=free_port(), webhook_address="127.0.0.1", webhook_host="127.0.0.1"
+            webhook_port=port, webhook_address="127.0.0.1", webhook_host="127.0.0.1"
         )
+        async with _serving(registry, settings, discovered) as served:
+            yield served
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    registry: kopf.OperatorRegistry, settings: Settings, discovered: Mapping[str, str]
+) -> AsyncIterator[Served]:
     async with kmock.KubernetesEmulator() as cluster, kmock.Server(cluster) as server:
         for key, kind in discovered.items():
             served = {"kind": kind, "namespaced": True, "verbs": ["get"]}

@@ -14,10 +14,12 @@ Every test collected from this directory is marked ``integration``.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from chart_helpers import fresh_namespace
 from kubernetes_asyncio import client
 from proxy import Proxy, target_of
 
@@ -77,6 +79,14 @@ async def api() -> AsyncIterator[client.ApiClient]:
     api = await make_api_client()
     yield api
     await api.close()
+
+
+@pytest.fixture
+def namespace() -> Iterator[str]:
+    """A namespace of the chart's tests (``test_chart_*.py``), deleted after (a test module may
+    define its own)."""
+    with fresh_namespace(f"eq-chart-{uuid.uuid4().hex[:6]}") as name:
+        yield name
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ The blocks marked ``<!-- docs-test: cluster -->`` in README.md and docs/*.md (do
 with tests that leave their quotas behind, and ``kubectl get eq -A`` shows every namespace): the
 CRDs and ``examples/`` applied, the operator run until every quota holds what ``plan`` computes,
 then stopped, so that the figures stand still while the commands read them. kubectl is the
-machine's, as for tests/integration/test_chart.py: the short names ``eq``/``eqp`` are
+machine's, as for tests/integration/test_chart_*.py: the short names ``eq``/``eqp`` are
 resolved by its discovery of the CRDs, as a user's kubectl does.
 """
 

@@ -18,7 +18,7 @@ from typing import Any
 import harness
 import pytest
 from kubernetes_asyncio import client
-from test_admission_webhooks import WebhookOperator, running, wait_serving
+from webhook_operator import WebhookOperator, running, wait_serving
 
 from elasticquota.core.keys import ANNO_USER_INFO
 from elasticquota.core.userlimits.identity import Identity, read_identity

@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator
 import harness
 import pytest
 from kubernetes_asyncio import client
-from test_admission_webhooks import WebhookOperator, create_quota, refusal, running, wait_serving
 from test_identity import as_sue, namespace  # noqa: F401 (fixtures)
+from webhook_operator import WebhookOperator, create_quota, refusal, running, wait_serving
 
 from elasticquota.core.keys import ANNO_USER_LIMITS
 from elasticquota.kube.apply import apply_manifest

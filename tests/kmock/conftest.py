@@ -19,6 +19,9 @@ What KMock does not emulate, and what the fixtures here add or the tests leave o
   of a namespaced path) and is answered 500 whatever the test sets up: ``ensure_namespace`` is
   covered by the controller tests with a fake instead.
 
+``clock``, ``failures`` and ``elector`` run kube.lease.LeaderElector on a fake clock (the Lease
+election tests; the clock and the helpers they share are in ``lease_election``).
+
 ``retry_delays`` makes the backoff of ``kube.errors.with_retries`` instantaneous and records the
 delays it asked for, so retry tests run fast and can check the backoff itself.
 """
@@ -36,10 +39,11 @@ from typing import Any
 import kmock
 import pytest
 from kubernetes_asyncio import client
+from lease_election import LEASES, ME, NAME, NS, Clock
 
 from elasticquota.kube import errors
-
-LEASES = "coordination.k8s.io/v1/leases"
+from elasticquota.kube import lease as lease_module
+from elasticquota.kube.lease import LeaderElector
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,3 +182,30 @@ class Leases:
 @pytest.fixture
 def leases(kmock: kmock.KubernetesEmulator) -> Leases:
     return Leases(kmock)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The fake ``Clock`` of the leader election's loop (see lease_election)."""
+    fake = Clock()
+    monkeypatch.setattr(lease_module, "time", SimpleNamespace(monotonic=fake.monotonic))
+    monkeypatch.setattr(
+        lease_module,
+        "asyncio",
+        SimpleNamespace(sleep=fake.sleep, Event=asyncio.Event, timeout=asyncio.timeout),
+    )
+    return fake
+
+
+@pytest.fixture
+def failures() -> list[str]:
+    """The reasons of the failed renewals the ``elector`` fixture reported, in order."""
+    return []
+
+
+@pytest.fixture
+def elector(
+    api: client.ApiClient, leases: Leases, clock: Clock, failures: list[str]
+) -> LeaderElector:
+    """This replica's ``LeaderElector`` (15 s Leases) on ``clock``, reporting to ``failures``."""
+    return LeaderElector(api, NS, NAME, ME, duration=15.0, on_renew_failure=failures.append)

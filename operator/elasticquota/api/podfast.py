@@ -13,7 +13,8 @@ non-ASCII names and labels, a bad quantity and an unusable ``user-info`` annotat
 quantity ``parse_quantity`` returns is a whole number of nano units. So requests are summed and
 compared as exact integers and converted to engine units once, rounded as ``effective_request``
 rounds. Parsed quantity texts are memoized.
-``tests/unit/api/test_podfast.py`` checks both paths against each other.
+``tests/unit/api/test_podfast_shapes.py``, ``test_podfast_fields.py`` and
+``test_podfast_generated.py`` check both paths against each other.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, cast
 
+import kopf
 import pytest
+from cluster_quotas import add_quota
 from fake_cluster import FakeCluster
 from kubernetes_asyncio import client
 from profile_bodies import profile_body
@@ -28,6 +30,7 @@ from elasticquota.api import Body
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import Admission, register_webhooks
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.settings import Settings
@@ -251,3 +254,33 @@ def make_settings() -> Callable[..., Settings]:
         return Settings(**values)
 
     return make
+
+
+@pytest.fixture
+def world(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> ControllerState:
+    """A node, quotas ``a`` and ``b`` (objects never written) and a running pod in ``a``: the
+    reconciling tests' world (a module that needs another one defines its own ``world``)."""
+    state.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi"}))
+    add_quota(state, cluster, k8s.quota("a", min={"cpu": "2"}, max={"cpu": "4"}))
+    add_quota(state, cluster, k8s.quota("b", min={"cpu": "2"}, max={"cpu": "4"}))
+    state.on_pod(k8s.pod("p1", quota="a", requests={"cpu": "1"}, node="n1", phase="Running"))
+    return state
+
+
+@pytest.fixture
+def webhook_settings(make_settings: Callable[..., Settings]) -> Settings:
+    """The test settings with the admission webhooks on (a webhook port set)."""
+    return make_settings(webhook_port=9443)
+
+
+@pytest.fixture
+def synced(state: ControllerState) -> ControllerState:
+    """``state`` once the initial listing is in memory."""
+    state.mark_synced()
+    return state
+
+
+@pytest.fixture
+def admission(synced: ControllerState, webhook_settings: Settings) -> Admission:
+    """The admission webhooks' handlers over the synced memory, called directly (no Kopf)."""
+    return register_webhooks(kopf.OperatorRegistry(), synced, webhook_settings)

@@ -197,3 +197,35 @@ def plan_json(run_cli: CliRunner) -> Callable[..., Any]:
         return result.json()
 
     return run
+
+
+@pytest.fixture
+def healthy(k8s: type[K8s]) -> list[dict[str, Any]]:
+    """A node, a well-formed quota and its running pod: what must survive every breakage."""
+    return [
+        k8s.node("n1", {"cpu": "8", "memory": "32Gi"}),
+        k8s.quota("healthy", {"cpu": "2"}, {"cpu": "8"}),
+        k8s.pod("runner", "healthy", {"cpu": "1"}, node="n1"),
+    ]
+
+
+@pytest.fixture
+def plan_with(
+    run_cli: CliRunner, write: Writer, healthy: list[dict[str, Any]]
+) -> Any:  # returns a function
+    """``plan_with(*broken_documents)``: the JSON document; asserts exit 0 and that the healthy
+    quota was still computed."""
+
+    def run(*documents: Any, raw: str | None = None) -> Any:
+        path = write(*healthy, *documents)
+        if raw is not None:
+            path.write_text(path.read_text() + "---\n" + raw)
+        result = run_cli("plan", "-f", path, "-o", "json")
+        assert result.code == 0, result.err
+        document = result.json()
+        quota = document["quotas"]["healthy"]
+        assert (quota["request"], quota["used"]) == ({"cpu": "1"}, {"cpu": "1"})
+        assert quota["runtime"]["cpu"] == "1"
+        return document
+
+    return run

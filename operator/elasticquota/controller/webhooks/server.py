@@ -102,8 +102,9 @@ def build_webhooks_excluding_namespaces(
 
     Kopf builds the configurations it manages with ``build_webhooks`` (every time the URL or CA
     bundle changes) and has no option for a namespaceSelector, so this replaces that function in
-    Kopf's admission engine (``configure_admission``); tests/integration/test_admission_webhooks.py
-    reads the selector back from the API server, so a Kopf that stopped calling it is noticed."""
+    Kopf's admission engine (``configure_admission``);
+    tests/integration/test_admission_webhooks_crashed.py reads the selector back from the API
+    server, so a Kopf that stopped calling it is noticed."""
     webhooks = _KOPF_BUILD_WEBHOOKS(
         handlers_,
         resources=resources,

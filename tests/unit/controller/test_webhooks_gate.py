@@ -1,0 +1,94 @@
+"""The admission webhooks' gate on new pods (the pod mutating webhook, through Kopf).
+
+Rules (controller/webhooks/): a new pod of a managed quota gets the admission gate where the API
+server keeps scheduling gates; an unmanaged pod, a pod of kube-system and a bound pod get none; a
+pod of a profile tree is sent to the profile's nodes, the topology rebuilt in a worker thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from admission_reviews import POD_RESOURCE, admission_review
+
+from elasticquota.controller.runner import make_registry
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import MUTATE_POD
+from elasticquota.core import keys
+from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.settings import Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies, WorkerThreads
+
+
+async def gate_answer(state: ControllerState, settings: Settings, pod: Any) -> dict[str, Any]:
+    answer = await admission_review(
+        make_registry(state, settings), MUTATE_POD, POD_RESOURCE, operation="CREATE", object=pod
+    )
+    assert answer["allowed"] is True
+    return answer
+
+
+def added_gates(answer: dict[str, Any]) -> Any:
+    operations = json.loads(base64.b64decode(answer["patch"])) if answer.get("patch") else []
+    return [op["value"] for op in operations if op["path"] == "/spec/schedulingGates"]
+
+
+async def test_a_new_pod_of_a_managed_quota_gets_the_admission_gate(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("team"))
+    synced.gates_supported = True
+    answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="team"))
+    assert added_gates(answer) == [[{"name": ADMISSION_GATE}]]
+
+
+async def test_no_gate_where_the_server_drops_it_or_for_unmanaged_pods(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    synced.on_quota(k8s.quota("team"))
+    pod = k8s.pod("p", quota="team")
+    assert added_gates(await gate_answer(synced, webhook_settings, pod)) == []  # 1.20: no gates
+    synced.gates_supported = True
+    unmanaged = k8s.pod("q", "elsewhere")  # no quota: the default quota, which is not limited
+    assert added_gates(await gate_answer(synced, webhook_settings, unmanaged)) == []
+    system = k8s.pod("s", "kube-system", quota="team")
+    assert added_gates(await gate_answer(synced, webhook_settings, system)) == []
+    bound = k8s.pod("b", quota="team", node="n1")
+    assert added_gates(await gate_answer(synced, webhook_settings, bound)) == []
+
+
+async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies, worker: WorkerThreads
+) -> None:
+    """The quota changes before each pod made the topology stale: the webhook waits for its
+    rebuild in a worker thread (every rebuild installed ran there), never rebuilds on the loop."""
+    epoch = synced.engine.topology_epoch
+    profile = k8s.profile(
+        "gpu-pool",
+        quota_name="gpu-root",
+        match_labels={"pool": "gpu"},
+        labels={keys.LABEL_TREE_ID: "t1"},
+    )
+    synced.on_profile(profile)
+    synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
+    synced.on_quota(k8s.quota("trainers", parent="gpu-root"))  # inherits tree t1
+    answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="trainers"))
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    (affinity,) = [op["value"] for op in operations if op["path"] == "/spec/affinity"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
+        ]
+    }
+    default_tree_pod = k8s.pod("q", quota="team")
+    synced.on_quota(k8s.quota("team"))
+    answer = await gate_answer(synced, webhook_settings, default_tree_pod)
+    assert synced.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 2
+    assert "patch" not in answer or all(
+        op["path"] != "/spec/affinity" for op in json.loads(base64.b64decode(answer["patch"]))
+    )

@@ -1,0 +1,132 @@
+"""The admission rules on a quota by itself, one rule at a time: its min and max, its quantities,
+and its shared weight, strict-check keys and lending and borrowing limits, each shown refused (the
+quota, the rule and the numbers in the message) and accepted at its boundary."""
+
+from __future__ import annotations
+
+from rule_objects import Raw, messages, quota, rules, view
+
+from elasticquota.core import keys
+from elasticquota.core.decisions.mutation import quota_defaults
+from elasticquota.core.validation import ANNO_MAX_STRICT_CHECK_KEYS, validate_quota_create
+
+# -- self-item checks -----------------------------------------------------------------------------
+
+
+def test_negative_max_is_refused_with_the_dimensions_and_values() -> None:
+    found = validate_quota_create(quota("q", max={"cpu": "-1", "memory": "1Gi"}), view())
+    assert messages(found) == ["q quota.Spec.Max's value < 0, in dimensions :[cpu] (cpu=-1)"]
+    assert validate_quota_create(quota("q", max={"cpu": "0"}), view()) == []
+
+
+def test_negative_min_is_refused() -> None:
+    found = validate_quota_create(quota("q", min={"cpu": "-500m"}, max={"cpu": "1"}), view())
+    assert messages(found) == ["q quota.Spec.Min's value < 0, in dimensions :[cpu] (cpu=-500m)"]
+
+
+def test_an_invalid_quantity_is_refused_naming_the_field() -> None:
+    found = validate_quota_create(quota("q", max={"cpu": "lots"}), view())
+    assert rules(found) == ["quantity"]
+    assert found[0].message.startswith("q spec.max.cpu: ")
+    assert "'lots' is not a valid Kubernetes quantity" in found[0].message
+
+
+def test_min_must_not_exceed_max_and_the_message_has_both_numbers() -> None:
+    found = validate_quota_create(quota("q", min={"cpu": "5"}, max={"cpu": "4"}), view())
+    assert messages(found) == ["resourceKey cpu of quota q min 5 > max 4"]
+    assert validate_quota_create(quota("q", min={"cpu": "4"}, max={"cpu": "4"}), view()) == []
+
+
+def test_min_keys_must_be_within_max_keys() -> None:
+    found = validate_quota_create(
+        quota("q", min={"cpu": "1", "nvidia.com/gpu": "1"}, max={"cpu": "4"}), view()
+    )
+    assert messages(found) == [
+        "resourceKey nvidia.com/gpu of quota q is included in min, which is not included in max"
+    ]
+
+
+def test_shared_weight_must_parse_and_be_non_negative() -> None:
+    negative = quota("q", annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"-2"}'})
+    assert messages(validate_quota_create(negative, view())) == [
+        f"q quota.Annotation[{keys.ANNO_SHARED_WEIGHT}]'s value < 0, in dimension :[cpu] (cpu -2)"
+    ]
+    broken = quota("q", annotations={keys.ANNO_SHARED_WEIGHT: "{cpu"})
+    found = validate_quota_create(broken, view())
+    assert rules(found) == ["shared-weight"]
+    assert "malformed JSON" in found[0].message
+    fine = quota("q", annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"3"}'})
+    assert validate_quota_create(fine, view()) == []
+
+
+def test_a_shared_weight_copied_from_a_refused_max_is_not_blamed_too() -> None:
+    """The mutating webhook copies max into a missing shared weight: a max of -1 (or one that is
+    not a quantity) is refused by the max's rule alone, not by shared-weight as well."""
+    mutated = quota("q", max={"cpu": "-1", "memory": "1Gi"})
+    mutated["metadata"]["annotations"] = quota_defaults(mutated, view()).annotations
+    assert mutated["metadata"]["annotations"] == {
+        keys.ANNO_SHARED_WEIGHT: '{"cpu":"-1","memory":"1Gi"}'
+    }
+    found = validate_quota_create(mutated, view())
+    assert rules(found) == ["negative-max"]
+    assert messages(found) == ["q quota.Spec.Max's value < 0, in dimensions :[cpu] (cpu=-1)"]
+    lots = quota("q", max={"cpu": "lots"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"lots"}'})
+    assert rules(validate_quota_create(lots, view())) == ["quantity"]
+
+
+def test_a_shared_weight_of_its_own_is_still_checked_beside_a_refused_max() -> None:
+    own = quota("q", max={"cpu": "-1"}, annotations={keys.ANNO_SHARED_WEIGHT: '{"cpu":"-2"}'})
+    assert rules(validate_quota_create(own, view())) == ["negative-max", "shared-weight"]
+
+
+def test_max_strict_check_keys_keep_max_at_or_above_used() -> None:
+    strict = {ANNO_MAX_STRICT_CHECK_KEYS: '["cpu","memory"]'}
+    below = quota("q", max={"cpu": "2", "memory": "1Gi"}, annotations=strict, used={"cpu": "3"})
+    assert messages(validate_quota_create(below, view())) == [
+        "resourceKey cpu of quota q max 2 < used 3"
+    ]
+    missing = quota("q", max={"memory": "1Gi"}, annotations=strict, used={"cpu": "1"})
+    assert messages(validate_quota_create(missing, view())) == [
+        "resourceKey cpu of quota q is included in used, which is not included in max but should "
+        "check max >= used"
+    ]
+    # keys never used are skipped; max == used is fine
+    fine = quota("q", max={"cpu": "3"}, annotations=strict, used={"cpu": "3"})
+    assert validate_quota_create(fine, view()) == []
+
+
+def test_lending_limit_is_a_non_negative_resource_list_at_most_min() -> None:
+    def with_limit(text: str) -> Raw:
+        return quota(
+            "q", min={"cpu": "4"}, max={"cpu": "8"}, annotations={keys.ANNO_LENDING_LIMIT: text}
+        )
+
+    assert messages(validate_quota_create(with_limit('{"cpu":"5"}'), view())) == [
+        "q lending limit cpu 5 > min 4: a quota can lend at most its min"
+    ]
+    assert messages(validate_quota_create(with_limit('{"cpu":"-1"}'), view())) == [
+        f"q annotation {keys.ANNO_LENDING_LIMIT} has negative values: cpu -1"
+    ]
+    found = validate_quota_create(with_limit("[1]"), view())
+    assert rules(found) == ["lending-limit"]
+    assert f"q annotation {keys.ANNO_LENDING_LIMIT} is invalid" in found[0].message
+    assert validate_quota_create(with_limit('{"cpu":"4"}'), view()) == []
+    assert validate_quota_create(with_limit('{"cpu":"500m"}'), view()) == []
+
+
+def test_borrowing_limit_is_a_non_negative_resource_list() -> None:
+    def with_limit(text: str) -> Raw:
+        return quota("q", annotations={keys.ANNO_BORROWING_LIMIT: text})
+
+    assert messages(validate_quota_create(with_limit('{"cpu":"-2"}'), view())) == [
+        f"q annotation {keys.ANNO_BORROWING_LIMIT} has negative values: cpu -2"
+    ]
+    assert rules(validate_quota_create(with_limit("nope"), view())) == ["borrowing-limit"]
+    assert validate_quota_create(with_limit('{"cpu":"100"}'), view()) == []
+
+
+def test_every_independent_violation_is_reported() -> None:
+    found = validate_quota_create(
+        quota("q", min={"cpu": "5", "memory": "-1"}, max={"cpu": "4", "memory": "1Gi"}), view()
+    )
+    assert rules(found) == ["negative-min", "min-le-max"]
