@@ -60,6 +60,10 @@ def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20) -
         process.wait()
 
 
+#: What an operator that could not bind its probes' port prints before it exits.
+PORT_TAKEN = "address already in use"
+
+
 class OperatorProcess:
     """``elastic-quota run`` as a subprocess, with its probes on a free port."""
 
@@ -113,7 +117,19 @@ class OperatorProcess:
             refused: dict[str, Any] = json.loads(error.read())
             return refused
         except OSError:
+            self._restart_if_its_port_was_taken()
             return None
+
+    def _restart_if_its_port_was_taken(self) -> None:
+        """Start again on another port when this one was taken before the operator bound it
+        (``free_port`` releases the port it found: another socket of the machine can get it
+        first), which the operator says as it exits at once."""
+        if self.process is None or self.process.poll() is None:
+            return
+        if PORT_TAKEN not in self.output():
+            return
+        self.port = free_port()
+        self.start()
 
     async def wait_ready(self, timeout: float = 90.0) -> None:
         await eventually(lambda: bool((self.probe("/readyz") or {}).get("ready")), timeout, self)

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, NoReturn
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from elasticquota.settings import Settings, invalid_settings_message, missing_files
+from elasticquota.settings import (
+    Settings,
+    invalid_settings_message,
+    missing_files,
+    unusable_settings_message,
+)
 
 if TYPE_CHECKING:
     from elasticquota.controller.runner import ExtraLoop
@@ -182,7 +187,17 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
-    from elasticquota.controller.runner import run_operator  # Kopf is imported only here
+    # Kopf is imported only here.
+    from elasticquota.controller.observability.health import ListenError
+    from elasticquota.controller.runner import run_operator
 
-    asyncio.run(run_operator(settings, extra_loops))
+    try:
+        asyncio.run(run_operator(settings, extra_loops))
+    except ListenError as error:  # the probes' port taken, or an address not of this host
+        names = ("metrics_port", "metrics_address")
+        print(
+            f"error: {unusable_settings_message(names, settings, str(error), given)}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_SETTINGS
     return 0

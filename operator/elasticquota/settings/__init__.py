@@ -33,6 +33,7 @@ from elasticquota.settings.messages import (
     allowed_values,
     invalid_settings_message,
     missing_files,
+    unusable_settings_message,
 )
 from elasticquota.settings.model import Settings
 from elasticquota.settings.values import (
@@ -78,4 +79,5 @@ __all__ = [
     "allowed_values",
     "invalid_settings_message",
     "missing_files",
+    "unusable_settings_message",
 ]

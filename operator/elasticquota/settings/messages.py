@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -137,3 +137,12 @@ def missing_files(settings: Settings, flags: Mapping[str, str] | None = None) ->
         if (value := getattr(settings, name)) is not None and not os.path.isfile(value)
     ]
     return "invalid settings: " + "; ".join(missing) if missing else ""
+
+
+def unusable_settings_message(
+    names: Sequence[str], settings: Settings, reason: str, flags: Mapping[str, str] | None = None
+) -> str:
+    """One line naming settings that are valid but could not be used where the operator runs,
+    with their values and where they came from, and the ``reason`` (e.g. a port taken)."""
+    given = ", ".join(_given(name, getattr(settings, name), flags or {}) for name in names)
+    return f"invalid settings: {given}: {reason}"

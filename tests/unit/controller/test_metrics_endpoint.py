@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -13,10 +14,15 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import Metric
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.observability.health import accepts_gzip, health_app, serve
+from elasticquota.controller.observability.health import (
+    ListenError,
+    accepts_gzip,
+    health_app,
+    serve,
+)
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_USER_LIMITS
-from elasticquota.settings import Settings
+from elasticquota.settings import Settings, unusable_settings_message
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads
@@ -137,6 +143,30 @@ async def test_the_server_listens_on_the_configured_address(
             assert reply.status == 200
     finally:
         await runner.cleanup()
+
+
+async def test_a_taken_port_is_a_listen_error_naming_the_address(
+    state: ControllerState, leading: asyncio.Event
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ListenError) as raised:
+            await serve(health_app(state, leading), port, "127.0.0.1")
+    assert str(raised.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+
+
+def test_a_setting_that_cannot_be_used_is_named_with_where_it_came_from() -> None:
+    settings = Settings(identity="t", metrics_port=9000)
+    flags = {"metrics_port": "--metrics-port"}
+    message = unusable_settings_message(
+        ("metrics_port", "metrics_address"), settings, "taken", flags
+    )
+    assert message == (
+        "invalid settings: metrics_port = 9000 (from --metrics-port), "
+        "metrics_address = '0.0.0.0': taken"
+    )
 
 
 def test_the_address_is_a_setting_with_a_flag(monkeypatch: pytest.MonkeyPatch) -> None:

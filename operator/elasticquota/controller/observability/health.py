@@ -16,6 +16,7 @@ hold the loop for most of a second.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -138,9 +139,23 @@ def health_app(
     return app
 
 
+class ListenError(Exception):
+    """The server cannot listen where it was told: the port is taken, or the address is not one
+    of this host's. A setting to change, not a bug: the message says what the system answered."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        reason = os.strerror(error.errno).lower() if error.errno else str(error)
+        super().__init__(f"cannot listen on {host}:{port}: {reason}")
+
+
 async def serve(app: web.Application, port: int, host: str = "0.0.0.0") -> web.AppRunner:
-    """Start serving on ``host`` (all interfaces by default); the caller cleans the runner up."""
+    """Start serving on ``host`` (all interfaces by default); the caller cleans the runner up.
+    Raises ``ListenError`` when the address cannot be bound."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host=host, port=port).start()
+    try:
+        await web.TCPSite(runner, host=host, port=port).start()
+    except OSError as error:
+        await runner.cleanup()
+        raise ListenError(host, port, error) from error
     return runner
