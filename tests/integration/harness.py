@@ -60,12 +60,13 @@ def stop_process(process: subprocess.Popen[bytes] | None, timeout: float = 20) -
         process.wait()
 
 
-#: What an operator that could not bind its probes' port prints before it exits.
+#: What an operator that could not bind its probes' or webhooks' port prints before it exits.
 PORT_TAKEN = "address already in use"
 
 
 class OperatorProcess:
-    """``elastic-quota run`` as a subprocess, with its probes on a free port."""
+    """``elastic-quota run`` as a subprocess, with its probes (and its webhooks, if it serves
+    them) on free ports."""
 
     def __init__(
         self,
@@ -74,13 +75,16 @@ class OperatorProcess:
         lease_duration: float = 3.0,
         env: dict[str, str] | None = None,
         as_pod: bool = False,
+        webhooks: bool = False,
     ) -> None:
         """``env``: variables on top of this process's (e.g. a KUBECONFIG through a proxy);
-        ``as_pod``: the identity comes from ``POD_NAME`` (as in the chart's pods), not a flag."""
+        ``as_pod``: the identity comes from ``POD_NAME`` (as in the chart's pods), not a flag;
+        ``webhooks``: it serves the admission webhooks on a port of its own."""
         self.identity = identity
         self.as_pod = as_pod
         self.env = env or {}
         self.port = free_port()
+        self.webhook_port = free_port() if webhooks else 0
         self.extra = extra
         self.lease_duration = lease_duration
         self.log = Path(tempfile.mkstemp(prefix=f"operator-{identity}-", suffix=".log")[1])
@@ -97,6 +101,7 @@ class OperatorProcess:
         command = [
             sys.executable, "-m", "elasticquota", "run",
             "--metrics-port", str(self.port),
+            *(["--webhook-port", str(self.webhook_port)] if self.webhook_port else []),
             "--reconcile-interval", "0.2",
             *([] if self.as_pod else ["--identity", self.identity]),
             "--log-level", "INFO",
@@ -121,14 +126,15 @@ class OperatorProcess:
             return None
 
     def _restart_if_its_port_was_taken(self) -> None:
-        """Start again on another port when this one was taken before the operator bound it
+        """Start again on other ports when one was taken before the operator bound it
         (``free_port`` releases the port it found: another socket of the machine can get it
-        first), which the operator says as it exits at once."""
+        first), which the operator says as it exits."""
         if self.process is None or self.process.poll() is None:
             return
         if PORT_TAKEN not in self.output():
             return
         self.port = free_port()
+        self.webhook_port = free_port() if self.webhook_port else 0
         self.start()
 
     async def wait_ready(self, timeout: float = 90.0) -> None:

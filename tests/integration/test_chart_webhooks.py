@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pytest
 from admission_reviews import DISCOVERED, managed_webhooks, serving
 from chart_helpers import WEBHOOK_KINDS, one, render
-from ports import free_port
+from ports import reserved_port
 
 from elasticquota.controller.runner import make_registry, make_state
 from elasticquota.controller.webhooks import (
@@ -35,20 +35,21 @@ async def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_pol
     emulated API server that has the quota, pod and workload resources) for the same namespaces
     (kube-system, its own, the ignored ones). The chart adds the Service, its caBundle and its
     timeout."""
-    settings = Settings(
-        webhook_port=free_port(),
-        webhook_address="127.0.0.1",
-        webhook_host="127.0.0.1",
-        webhook_configuration="elasticquota.dev",
-        webhook_failure_policy=policy,
-        pod_webhook_failure_policy=pod_policy,
-        lease_namespace="eq-system",
-        ignore_namespaces=["batch"],
-    )
-    workloads = {f"{group}/v1/{plural}": kind for group, plural, kind in WORKLOADS}
-    registry = make_registry(make_state(settings), settings)
-    async with serving(registry, settings, {**DISCOVERED, **workloads}) as served:
-        written = await managed_webhooks(served.cluster, "elasticquota.dev")
+    with reserved_port() as port:  # held until Kopf's server binds it too (SO_REUSEPORT)
+        settings = Settings(
+            webhook_port=port,
+            webhook_address="127.0.0.1",
+            webhook_host="127.0.0.1",
+            webhook_configuration="elasticquota.dev",
+            webhook_failure_policy=policy,
+            pod_webhook_failure_policy=pod_policy,
+            lease_namespace="eq-system",
+            ignore_namespaces=["batch"],
+        )
+        workloads = {f"{group}/v1/{plural}": kind for group, plural, kind in WORKLOADS}
+        registry = make_registry(make_state(settings), settings)
+        async with serving(registry, settings, {**DISCOVERED, **workloads}) as served:
+            written = await managed_webhooks(served.cluster, "elasticquota.dev")
     manifests = render(
         "eq-system",
         {

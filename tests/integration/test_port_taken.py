@@ -1,5 +1,6 @@
-"""A taken port for the probes and metrics: the operator says so and which setting to change, and
-exits with the settings' code (2), not as a bug; the harness then starts it again elsewhere.
+"""A taken port for the probes and metrics, or for the webhooks: the operator says so and which
+setting to change, and exits with the settings' code (2), not as a bug; the harness then starts it
+again elsewhere.
 
 ``free_port`` releases the port it finds, so another socket of the machine (a server binding
 port 0, a connection's local port) may get it before the operator binds it: the harness's
@@ -28,9 +29,17 @@ def taken() -> Iterator[int]:
         yield listener.getsockname()[1]
 
 
-def test_the_operator_names_the_setting_of_a_taken_port_and_exits_2(taken: int) -> None:
-    operator = OperatorProcess("port-taken-exit")
-    operator.port = taken
+@pytest.mark.parametrize(
+    ("attribute", "server", "address"),
+    [("port", "metrics", "metrics_address"), ("webhook_port", "webhook", "webhook_address")],
+)
+def test_a_taken_port_names_its_settings_and_the_operator_exits_2(
+    taken: int, attribute: str, server: str, address: str
+) -> None:
+    """The probes' server binds before anything starts; Kopf's webhook server once the readers
+    and the Lease run, and the operator stops then: both say the same."""
+    operator = OperatorProcess(f"{server}-port-taken", "--webhook-configuration", "", webhooks=True)
+    setattr(operator, attribute, taken)
     operator.start()
     assert operator.process is not None
     try:
@@ -39,8 +48,8 @@ def test_the_operator_names_the_setting_of_a_taken_port_and_exits_2(taken: int) 
         operator.kill()
     assert code == EXIT_BAD_SETTINGS, operator.output()
     assert (
-        f"error: invalid settings: metrics_port = {taken} (from --metrics-port), "
-        f"metrics_address = '0.0.0.0': cannot listen on 0.0.0.0:{taken}: {PORT_TAKEN}"
+        f"error: invalid settings: {server}_port = {taken} (from --{server}-port), "
+        f"{address} = '0.0.0.0': cannot listen on 0.0.0.0:{taken}: {PORT_TAKEN}"
     ) in operator.output()
     assert "a bug" not in operator.output()
 

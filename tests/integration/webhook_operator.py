@@ -16,7 +16,6 @@ import harness
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from ports import free_port
 
 from elasticquota.controller.webhooks.identity import workload_webhooks
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_PLURAL, QUOTA_VERSION
@@ -29,11 +28,11 @@ class WebhookOperator:
         self.configuration = f"{harness.unique('eq')}.elasticquota.dev"
         self.process = harness.OperatorProcess(
             harness.unique("webhooks"),
-            "--webhook-port", str(free_port()),
             "--webhook-address", "127.0.0.1",
             "--webhook-configuration", self.configuration,
             *extra,
             env=env,
+            webhooks=True,
         )  # fmt: skip
 
     async def registered(self, api: client.ApiClient) -> dict[str, Any]:

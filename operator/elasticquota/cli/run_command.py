@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from elasticquota.settings import (
+    ListenError,
     Settings,
     invalid_settings_message,
     missing_files,
@@ -188,15 +189,13 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
         print(f"error: {missing}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     # Kopf is imported only here.
-    from elasticquota.controller.observability.health import ListenError
     from elasticquota.controller.runner import run_operator
 
     try:
         asyncio.run(run_operator(settings, extra_loops))
-    except ListenError as error:  # the probes' port taken, or an address not of this host
-        names = ("metrics_port", "metrics_address")
+    except ListenError as error:  # the probes' or webhooks' port taken, or an address not ours
         print(
-            f"error: {unusable_settings_message(names, settings, str(error), given)}",
+            f"error: {unusable_settings_message(error.settings, settings, str(error), given)}",
             file=sys.stderr,
         )
         return EXIT_BAD_SETTINGS

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 from elasticquota.settings.messages import (
     FILE_SETTINGS,
+    ListenError,
     allowed_values,
     invalid_settings_message,
+    is_bind_error,
     missing_files,
     unusable_settings_message,
 )
@@ -73,11 +75,13 @@ __all__ = [
     "FilePath",
     "HostName",
     "IdentityPattern",
+    "ListenError",
     "NamespaceName",
     "Port",
     "Settings",
     "allowed_values",
     "invalid_settings_message",
+    "is_bind_error",
     "missing_files",
     "unusable_settings_message",
 ]

@@ -2,11 +2,15 @@
 
 A refused value stops the start-up with one line naming each setting, its value, where it came
 from (its flag or its environment variable) and what it allows (``allowed_values``, worded from
-the setting's JSON schema), so that the user can fix it without reading the code.
+the setting's JSON schema), so that the user can fix it without reading the code. A server
+that cannot listen where its settings say (``ListenError``, raised by the probes' server and the
+webhooks' server) is worded the same way: its two settings, their values and origins, and what the
+system answered.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -146,3 +150,26 @@ def unusable_settings_message(
     with their values and where they came from, and the ``reason`` (e.g. a port taken)."""
     given = ", ".join(_given(name, getattr(settings, name), flags or {}) for name in names)
     return f"invalid settings: {given}: {reason}"
+
+
+#: What a failed bind answers (asyncio's ``create_server`` says "error while attempting to bind"):
+#: the port is taken, the address is not one of this host's, or the port is privileged.
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL)
+
+
+class ListenError(Exception):
+    """A server cannot listen where its settings say: the port is taken, the address is not one
+    of this host's, or the port is privileged. A setting to change, not a bug: ``settings`` names
+    the port's and the address's settings, the message says what the system answered."""
+
+    def __init__(self, settings: tuple[str, str], host: str, port: int, error: OSError) -> None:
+        self.settings = settings
+        reason = os.strerror(error.errno).lower() if error.errno else str(error)
+        super().__init__(f"cannot listen on {host}:{port}: {reason}")
+
+
+def is_bind_error(error: OSError) -> bool:
+    """Whether ``error`` is a listening socket's bind refused (not, say, a file not readable)."""
+    return error.errno in _BIND_ERRORS or (
+        error.errno == errno.EACCES and "attempting to bind" in str(error)
+    )

@@ -14,15 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import Metric
 
 from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.observability.health import (
-    ListenError,
-    accepts_gzip,
-    health_app,
-    serve,
-)
+from elasticquota.controller.observability.health import accepts_gzip, health_app, serve
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_USER_LIMITS
-from elasticquota.settings import Settings, unusable_settings_message
+from elasticquota.settings import ListenError, Settings, unusable_settings_message
 
 if TYPE_CHECKING:
     from conftest import Bodies, WorkerThreads
@@ -155,6 +150,7 @@ async def test_a_taken_port_is_a_listen_error_naming_the_address(
         with pytest.raises(ListenError) as raised:
             await serve(health_app(state, leading), port, "127.0.0.1")
     assert str(raised.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+    assert raised.value.settings == ("metrics_port", "metrics_address")
 
 
 def test_a_setting_that_cannot_be_used_is_named_with_where_it_came_from() -> None:

@@ -2,24 +2,30 @@
 
 Rules (controller/webhooks/): the server's address, port and host and the managed configurations
 come from the settings; a provided certificate is used as is, else the server makes a self-signed
-one naming every host (not the unspecified addresses), without Kopf's extras.
+one naming every host (not the unspecified addresses), without Kopf's extras. A port it cannot
+listen on is a ``ListenError`` naming the webhooks' settings (``run`` words it as a setting to
+change); other errors pass as they are.
 """
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import socket
 import ssl
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
+import kopf
 import pytest
 from cryptography import x509
 
 from elasticquota.controller.runner import kopf_settings
 from elasticquota.controller.webhooks import WebhookServer
 from elasticquota.controller.webhooks.certs import self_signed_certificate, split_names
-from elasticquota.settings import Settings
+from elasticquota.settings import ListenError, Settings
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(
@@ -80,3 +86,41 @@ def test_unspecified_addresses_are_not_names() -> None:
     assert split_names(["0.0.0.0", "::", "a", "::1"]) == (["a"], [ipaddress.ip_address("::1")])
     with pytest.raises(ValueError, match="at least one"):
         self_signed_certificate(["0.0.0.0"])
+
+
+async def start(server: WebhookServer) -> None:
+    """Run the server until it yields its first client configuration (it listens then)."""
+
+    async def never_called(*request: object, **details: object) -> object:
+        raise AssertionError("no review is sent")
+
+    async for _ in server(cast(kopf.WebhookFn, never_called)):
+        return
+
+
+async def test_a_taken_port_is_a_listen_error_naming_the_webhook_settings() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()  # without SO_REUSEPORT: Kopf's reuse_port bind is refused
+        port = taken.getsockname()[1]
+        server = WebhookServer(addr="127.0.0.1", port=port, host="127.0.0.1")
+        with pytest.raises(ListenError) as raised:
+            await start(server)
+    assert str(raised.value) == f"cannot listen on 127.0.0.1:{port}: address already in use"
+    assert raised.value.settings == ("webhook_port", "webhook_address")
+
+
+async def test_an_address_not_of_this_host_is_a_listen_error_too() -> None:
+    server = WebhookServer(addr="192.0.2.1", port=9443, host="eq.svc")  # TEST-NET-1
+    with pytest.raises(ListenError) as raised:
+        await start(server)
+    assert str(raised.value) == "cannot listen on 192.0.2.1:9443: cannot assign requested address"
+
+
+async def test_an_unreadable_certificate_is_not_a_listen_error(tmp_path: Path) -> None:
+    missing = str(tmp_path / "tls.crt")
+    server = WebhookServer(addr="127.0.0.1", port=9443, certfile=missing, pkeyfile=missing)
+    with pytest.raises(OSError) as raised:
+        await start(server)
+    assert raised.type is FileNotFoundError
+    assert raised.value.errno == errno.ENOENT

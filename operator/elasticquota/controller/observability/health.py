@@ -16,7 +16,6 @@ hold the loop for most of a second.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import zlib
 from collections.abc import Awaitable, Callable
@@ -27,6 +26,7 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.collectors import SCRAPE_VIEW, capture_view
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import READY_GRACE, ControllerState
+from elasticquota.settings import ListenError, is_bind_error
 
 
 def metrics_handler(
@@ -139,13 +139,8 @@ def health_app(
     return app
 
 
-class ListenError(Exception):
-    """The server cannot listen where it was told: the port is taken, or the address is not one
-    of this host's. A setting to change, not a bug: the message says what the system answered."""
-
-    def __init__(self, host: str, port: int, error: OSError) -> None:
-        reason = os.strerror(error.errno).lower() if error.errno else str(error)
-        super().__init__(f"cannot listen on {host}:{port}: {reason}")
+#: The settings of this server's listening socket, named when it cannot listen.
+LISTEN_SETTINGS = ("metrics_port", "metrics_address")
 
 
 async def serve(app: web.Application, port: int, host: str = "0.0.0.0") -> web.AppRunner:
@@ -157,5 +152,7 @@ async def serve(app: web.Application, port: int, host: str = "0.0.0.0") -> web.A
         await web.TCPSite(runner, host=host, port=port).start()
     except OSError as error:
         await runner.cleanup()
-        raise ListenError(host, port, error) from error
+        if is_bind_error(error):
+            raise ListenError(LISTEN_SETTINGS, host, port, error) from error
+        raise
     return runner

@@ -10,29 +10,46 @@ matched: label it yourself).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from typing import Any
 
 import kopf
+from kopf import WebhookClientConfig, WebhookFn
 from kopf._core.engines import admission as kopf_admission
 
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
-from elasticquota.settings import Settings
+from elasticquota.settings import ListenError, Settings, is_bind_error
 
 #: The label API servers put on every namespace since 1.21, its value the namespace's name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
+#: The settings of the webhooks' listening socket, named when it cannot listen.
+LISTEN_SETTINGS = ("webhook_port", "webhook_address")
+
+
 class WebhookServer(kopf.WebhookServer):
-    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography``."""
+    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography``; a port it
+    cannot listen on is a ``ListenError`` naming the settings (Kopf re-raises a failed server's
+    error as the operator's own: ``run`` then says which setting to change)."""
 
     @staticmethod
     def build_certificate(
         hostnames: Collection[str], password: str | None = None
     ) -> tuple[bytes, bytes]:
         return self_signed_certificate(hostnames, password)
+
+    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+        try:
+            async for client_config in super().__call__(fn):
+                yield client_config
+        except OSError as error:
+            if not is_bind_error(error):
+                raise
+            address = self.addr or "0.0.0.0"  # Kopf binds every interface without one
+            raise ListenError(LISTEN_SETTINGS, address, self.port or 0, error) from error
 
 
 def webhook_server(settings: Settings) -> kopf.WebhookServer:
