@@ -4,9 +4,11 @@ The blocks marked ``<!-- docs-test: cluster -->`` in README.md and docs/*.md (do
 "Commands in the docs") run against a control plane of this module's own (the session's is shared
 with tests that leave their quotas behind, and ``kubectl get eq -A`` shows every namespace): the
 CRDs and ``examples/`` applied, the operator run until every quota holds what ``plan`` computes,
-then stopped, so that the figures stand still while the commands read them. kubectl is the
-machine's, as for tests/integration/test_chart_*.py: the short names ``eq``/``eqp`` are
-resolved by its discovery of the CRDs, as a user's kubectl does.
+then stopped, so that the figures stand still while the commands read them. The examples are
+applied as examples/README.md tells a user to (``kubectl apply -f examples/``: pods stay
+``Pending``, the bound ones count as used), so the figures the docs show are those a user sees.
+kubectl is the machine's, as for tests/integration/test_chart_*.py: the short names ``eq``/``eqp``
+are resolved by its discovery of the CRDs, as a user's kubectl does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,13 +29,21 @@ from elasticquota.kube.client import make_api_client
 from eqdev.cluster import LocalCluster, apply_crds_sync
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLUSTER_BLOCKS = [block for block in command_blocks() if block.marker == "cluster"]
+
+
+def apply_examples() -> None:
+    """``kubectl apply -f examples/``, which must create every object (exit 0)."""
+    applied = subprocess.run(
+        ["kubectl", "apply", "-f", str(EXAMPLES)], capture_output=True, text=True, check=False
+    )
+    assert applied.returncode == 0, applied.stdout + applied.stderr
 
 
 async def examples_written(operator: harness.OperatorProcess) -> None:
     api: client.ApiClient = await make_api_client()
     try:
-        await harness.apply_examples(api)
         await harness.until_converged(api, 60, operator, "the examples' figures written")
     finally:
         await api.close()
@@ -50,6 +61,7 @@ def example_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         apply_crds_sync(cluster.kubeconfig, CRD_DIR)
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
         operator = harness.OperatorProcess("docs").start()
+        apply_examples()
         asyncio.run(examples_written(operator))
         operator.stop()
         scripts = tmp_path_factory.mktemp("bin")

@@ -17,7 +17,7 @@ from raw_objects import raw_pod
 from elasticquota.api.parse import Parsed, parse_pod, parse_pod_validated
 from elasticquota.core import keys
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "pods.yaml"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "workloads.yaml"
 QUOTA_ALIAS = keys.POD_LABEL_QUOTA_ALIASES[1]
 
 
