@@ -54,6 +54,8 @@ class FakeServer:
         self.requests: list[dict[str, str]] = []
         self.encodings: list[str] = []
         self.watch: Handler | None = None
+        #: Answers the paged lists instead of ``paged``'s pods, when set.
+        self.pages: Handler | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         query = dict(request.query)
@@ -65,6 +67,8 @@ class FakeServer:
             await asyncio.sleep(3600)
         if "limit" not in query:
             return await self.cached(request)
+        if self.pages is not None:
+            return await self.pages(request)
         if "continue" not in query:
             return web.Response(
                 body=pod_list(self.paged[:2], token="next"), content_type="application/json"
@@ -278,3 +282,27 @@ async def test_a_list_parsed_slower_than_the_servers_bound_still_comes_from_the_
     assert server.kinds() == ["cache"]
     assert reader.health.list_source == "cache"
     assert sink.names("ns") == set(names)
+
+
+async def test_an_api_server_that_keeps_failing_is_said_once_not_at_every_retry(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every list fails (the cache's and the pages'): the fall-back is said at INFO the first
+    time, the outage once at WARNING; the retries every second or two say nothing more."""
+    server = FakeServer(FAULTS["error status"])
+    server.pages = FAULTS["error status"]
+    caplog.set_level("DEBUG", logger="elasticquota.kube.reflector")
+    async with serving(server) as api:
+        reader = Reflector(api, PODS, MemorySink(), request_timeout=1.0)
+        task = asyncio.create_task(reader.run())
+        try:
+            while sum("listing in pages" in r.message for r in caplog.records) < 3:
+                await asyncio.sleep(0.1)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    fallbacks = [r.levelname for r in caplog.records if "listing in pages" in r.message]
+    outages = [r.levelname for r in caplog.records if "watch lost" in r.message]
+    assert fallbacks[:3] == ["INFO", "DEBUG", "DEBUG"]
+    assert outages == ["WARNING"]

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, NoReturn
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
+from elasticquota.cli.cluster import ClusterTarget, check_kubeconfig
+from elasticquota.cli.errors import KubeconfigError
 from elasticquota.settings import (
     ListenError,
     Settings,
@@ -188,7 +190,10 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
+    check_kubeconfig(ClusterTarget(settings.kubeconfig, None, None))  # as the read commands do
     # Kopf is imported only here.
+    from kubernetes_asyncio.config import ConfigException
+
     from elasticquota.controller.runner import run_operator
 
     try:
@@ -199,4 +204,6 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
             file=sys.stderr,
         )
         return EXIT_BAD_SETTINGS
+    except ConfigException as error:  # e.g. in a pod without its token, a failing exec plugin
+        raise KubeconfigError(f"cannot load the credentials: {error}") from error
     return 0

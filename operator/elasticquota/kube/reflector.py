@@ -198,7 +198,9 @@ class Reflector:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                logger.info(
+                # Said once: while the API server is unreachable, every retry would say it again.
+                log = logger.debug if self._in_outage else logger.info
+                log(
                     "%s: list from the API server's cache failed (%s; %s); listing in pages",
                     self.kind.name,
                     _cause(error),

@@ -176,14 +176,15 @@ def _skip(
     typo in its kind or its API group (a quota that would be skipped without failing the gate)."""
     api_version = str(item.get("apiVersion", ""))
     ref = object_ref(kind, namespace, name)
-    manifests.skipped.append(f"{api_version} {kind} {name} ({origin.file})")
+    typed = f"{api_version} {kind}".strip()  # a manifest may lack its apiVersion
+    manifests.skipped.append(f"{typed} {name} ({origin.file})")
     close = difflib.get_close_matches(kind, list(READ_KINDS), n=1, cutoff=0.8)
     if close:
         wanted = f"kind {close[0]}, apiVersion {READ_KINDS[close[0]]}"
         manifests.problems.append(
             InputFinding(
                 ref,
-                f"skipped: {api_version} {kind} is not a kind plan reads; did you mean {wanted}?",
+                f"skipped: {typed} is not a kind plan reads; did you mean {wanted}?",
                 rule="unknown-kind",
                 source="input",
                 severity=WARNING,
@@ -194,7 +195,7 @@ def _skip(
     manifests.notes.append(
         InputFinding(
             ref,
-            f"skipped: {api_version} {kind} is not a kind plan reads",
+            f"skipped: {typed} is not a kind plan reads",
             rule="skipped-kind",
             source="input",
             severity=NOTE,

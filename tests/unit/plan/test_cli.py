@@ -73,6 +73,16 @@ def test_other_kinds_are_noted_on_stderr_and_the_output_stays_clean(
     )
 
 
+def test_a_note_on_an_object_without_api_version_reads_evenly(
+    run_cli: CliRunner, write: Writer
+) -> None:
+    path = write({"kind": "Foo", "metadata": {"name": "bar"}})
+    result = run_cli("plan", "-f", path, "-o", "json")
+    assert result.err == f"note: skipped Foo bar ({path}): not a kind plan reads\n"
+    (note,) = result.json()["problems"]
+    assert note["message"] == "skipped: Foo is not a kind plan reads"
+
+
 def test_a_missing_path_exits_2_with_an_error(run_cli: CliRunner, tmp_path: Path) -> None:
     result = run_cli("plan", "-f", tmp_path / "nope.yaml")
     assert result.code == 2
