@@ -4,7 +4,9 @@ and a quota left out of its tree loses its computed figures and is marked invali
 Rules (controller/reconcile/problems.py): each new (quota, message) is posted once with reason
 ``InvalidElasticQuota`` and the quota as ``involvedObject``; it is not posted again while it
 stands, and is posted anew when it comes back after being fixed; a failed post is retried at the
-next report; problems of other kinds (pods, nodes) only go to the log; dry-run posts nothing.
+next report; problems of other kinds (pods, nodes) only go to the log; dry-run posts nothing. A
+problem is reported once it has stood for the reporter's grace: one that heals before (a child
+quota applied with the profile whose root the operator writes a moment later) is never reported.
 A quota left out gets ``elasticquota.dev/invalid`` with its problems and no computed annotation
 nor ``status.used``, written once (nothing at the next reports); a refused write is tried again at
 the next report and does not stop the other quotas from being marked.
@@ -272,3 +274,55 @@ async def test_a_broken_user_limit_is_posted_on_its_quota_which_is_not_marked(
     assert keys.ANNO_INVALID not in cluster.quotas[("team", "team")]["metadata"]["annotations"]
     assert not [call for call in cluster.calls if call[0] in ("write_quota", "patch_quota")]
     assert state.engine.tree_of_result("team") is not None  # still computed
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def patient(state: ControllerState, cluster: Cluster, clock: Clock) -> ProblemReporter:
+    return ProblemReporter(state, cluster, Writer(cluster, state, Settings()), grace=5, clock=clock)
+
+
+def quota_writes(cluster: FakeCluster) -> list[str]:
+    return [name for verb, _, name, _ in cluster.calls if verb == "write_quota"]
+
+
+async def test_a_problem_is_reported_once_it_has_stood_for_the_grace(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
+) -> None:
+    clock = Clock()
+    reporter = patient(state, cluster, clock)
+    stored(cluster, state, broken(k8s))
+    for waited in (0.0, 4.9):
+        clock.now = 100.0 + waited
+        await reporter.report()
+        assert (cluster.events, quota_writes(cluster)) == ([], [])
+    clock.now = 105.0
+    await reporter.report()
+    assert len(cluster.events) == 2  # min above max; the quota is left out
+    assert quota_writes(cluster) == ["bad"]
+    assert keys.ANNO_INVALID in cluster.quotas[("team", "bad")]["metadata"]["annotations"]
+
+
+async def test_a_problem_that_heals_within_the_grace_is_never_reported(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
+) -> None:
+    """The child of a profile's root quota, applied before the operator has written the root."""
+    clock = Clock()
+    reporter = patient(state, cluster, clock)
+    stored(cluster, state, k8s.quota("training", max={"cpu": "4"}, parent="gpu-root"))
+    await reporter.report()
+    assert any("orphaned" in problem.message for problem in state.problems())
+    clock.now += 2
+    stored(cluster, state, k8s.quota("gpu-root", max={"cpu": "8"}, is_parent=True))
+    await reporter.report()
+    clock.now += 10
+    await reporter.report()
+    assert (cluster.events, quota_writes(cluster)) == ([], [])

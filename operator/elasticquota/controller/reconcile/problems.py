@@ -5,6 +5,12 @@ Event (reason ``InvalidElasticQuota``) naming the rule; the same message is not 
 it stands, and is posted anew if it comes back after being fixed. The quota is left out of its tree
 by the engine; every other quota keeps being computed and written.
 
+A problem is reported (logged, posted, marked) once it has stood for ``grace`` seconds: objects
+applied together are seen one by one, and a state that heals itself a moment later is no problem
+to warn about. The case that made it needed: a profile and its child quotas applied at once (the
+children name the profile's root quota, which the operator writes ``profile_debounce`` seconds
+later) gave each child an "orphaned" Warning Event, a marker written and removed again.
+
 A quota left out of its tree has no result, so the tree loops no longer write it; what they wrote
 while it was valid would stay on it, and consumers would trust figures nothing maintains. Each
 report therefore brings every quota left out in line with ``core.decisions.diff.invalid_write``: its
@@ -17,7 +23,8 @@ is valid again, its tree loop writes its figures back and removes the marker.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.reconcile.writer import Writer
@@ -31,27 +38,53 @@ from elasticquota.kube.outages import OutageLog
 logger = logging.getLogger(__name__)
 
 REASON = "InvalidElasticQuota"
+#: How long a problem must stand before it is reported, beyond the profile controller's debounce
+#: (the operator's own writes of profile roots): what objects applied together pass through.
+SETTLE_SECONDS = 3.0
 
 
 class ProblemReporter:
-    """Posts one Event per new (quota, message) problem and marks the quotas left out."""
+    """Posts one Event per new (quota, message) problem and marks the quotas left out, once the
+    problem has stood for ``grace`` seconds."""
 
-    def __init__(self, state: ControllerState, cluster: Cluster, writer: Writer) -> None:
+    def __init__(
+        self,
+        state: ControllerState,
+        cluster: Cluster,
+        writer: Writer,
+        grace: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._state = state
         self._cluster = cluster
         self._writer = writer
+        self._grace = grace
+        self._clock = clock
         self._posted: set[tuple[str, str]] = set()
+        #: When each current problem was first seen.
+        self._since: dict[tuple[str, str], float] = {}
         self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
         await rebuild_off_loop(self._state.engine)  # else problems() rebuilds on the loop
-        problems = self._state.problems()
+        problems = self._standing(self._state.problems())
         await self._mark_invalid(problems)
         current = {(problem.object, problem.message) for problem in problems}
         for ref, message in sorted(current - self._posted):
             if await self._post(ref, message):
                 self._posted.add((ref, message))
         self._posted &= current
+
+    def _standing(self, problems: list[Problem]) -> list[Problem]:
+        """The problems that have stood for ``grace`` seconds (the others are remembered)."""
+        now = self._clock()
+        keys = [(problem.object, problem.message) for problem in problems]
+        self._since = {key: self._since.get(key, now) for key in keys}
+        return [
+            problem
+            for problem, key in zip(problems, keys, strict=True)
+            if now - self._since[key] >= self._grace
+        ]
 
     def invalid_writes(self, problems: Iterable[Problem]) -> list[QuotaWrite]:
         """The writes that bring every quota object left out in line with its marker."""
