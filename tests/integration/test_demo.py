@@ -80,6 +80,8 @@ def test_the_story_shows_reclaim_then_eviction_and_the_evicted_pods_leave_used()
     # At the end the evicted pods are gone: ml-research is within its runtime (no "!").
     last = frames[-1]
     assert "2. [done] analytics asks for its min" in last
+    assert "3. [done] the operator raises its runtime" in last
+    assert "4. [done] a borrower over its runtime for 5 s loses" in last
     assert "!" not in row(last, "ml-research"), last
     assert "stopped the operator and the local control plane" in finished.stdout
 

@@ -135,6 +135,9 @@ class Screen:
         self._lines: collections.deque[PaneEntry] = collections.deque(maxlen=KEPT_LINES)
         self._started = time.monotonic()
         self._turned = False
+        #: Steps 3 and 4 as they are seen: the reclaimer's runtime raised, a pod revoked.
+        self._raised = False
+        self._revoked = False
 
     def say(self, reason: str, text: str) -> None:
         self._lines.append(PaneEntry(time.time(), reason, text))
@@ -160,9 +163,11 @@ class Screen:
         snapshot = live_snapshot(await list_quotas(self._api))
         for at, text in self._narrator.observe(snapshot):
             self._lines.append(PaneEntry(at, "operator", text))
+            self._raised |= self._turned and self._tells_the_raise(text)
         if self._due(any(result.runtime for result in snapshot.quotas.values())):
             await self._turn()
         events = await operator_events(self._api)
+        self._revoked |= self._turned and any(event.reason == "Revoked" for event in events)
         tree = "\n".join(render_trees(snapshot))
         pane = render_pane([*events, *self._lines])
         return render_frame(banner(self._args.revocation_delay), self._steps(), tree, pane)
@@ -187,18 +192,26 @@ class Screen:
             f"({names})",
         )
 
+    def _tells_the_raise(self, text: str) -> bool:
+        assert self._story is not None
+        return text.startswith(f"runtime of {self._story.reclaimer} grows")
+
     def _steps(self) -> list[str]:
         if self._story is None:
             return []
         who = self._story.reclaimer
         left = max(0.0, self._args.story_pause - (time.monotonic() - self._started))
         turn = "done" if self._turned else f"in {left:.0f} s"
+        raised = "done" if self._raised else "next" if self._turned else "later"
+        revoked = "done" if self._revoked else "next" if self._raised else "later"
         delay = f"{self._args.revocation_delay:g} s"
         return [
             f"Story: 1. [done] the borrowers run while {who} is idle: they borrow its unused min",
             f"       2. [{turn}] {who} asks for its min: its pods are created, pending",
-            "       3. the operator raises its runtime and shrinks the borrowers' (! = over)",
-            f"       4. a borrower over its runtime for {delay} loses its least important pods",
+            f"       3. [{raised}] the operator raises its runtime and shrinks the borrowers' "
+            "(! = over)",
+            f"       4. [{revoked}] a borrower over its runtime for {delay} loses its least "
+            "important pods",
         ]
 
 
