@@ -288,7 +288,8 @@ async def test_an_api_server_that_keeps_failing_is_said_once_not_at_every_retry(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every list fails (the cache's and the pages'): the fall-back is said at INFO the first
-    time, the outage once at WARNING; the retries every second or two say nothing more."""
+    time, the outage once at WARNING (as "cannot list": no watch was lost, none had started);
+    the retries every second or two say nothing more."""
     server = FakeServer(FAULTS["error status"])
     server.pages = FAULTS["error status"]
     caplog.set_level("DEBUG", logger="elasticquota.kube.reflector")
@@ -303,6 +304,7 @@ async def test_an_api_server_that_keeps_failing_is_said_once_not_at_every_retry(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
     fallbacks = [r.levelname for r in caplog.records if "listing in pages" in r.message]
-    outages = [r.levelname for r in caplog.records if "watch lost" in r.message]
+    outages = [(r.levelname, r.message) for r in caplog.records if r.levelname == "WARNING"]
     assert fallbacks[:3] == ["INFO", "DEBUG", "DEBUG"]
-    assert outages == ["WARNING"]
+    cause = 'RuntimeError: HTTP 500: {"kind":"Status","code":500}'
+    assert outages == [("WARNING", f"pods: cannot list ({cause}); trying again")]

@@ -172,7 +172,10 @@ class Reflector:
         outage began when the kind was last seen (a frozen watch: its last bytes)."""
         now = self._clock()
         if not self._in_outage:
-            logger.warning("%s: watch lost (%s); reconnecting", self.kind.name, cause)
+            if self.health.listed.is_set():
+                logger.warning("%s: watch lost (%s); reconnecting", self.kind.name, cause)
+            else:  # nothing was lost: the first list has not come yet
+                logger.warning("%s: cannot list (%s); trying again", self.kind.name, cause)
             self._in_outage = True
         self.health.down(self.health.blind_since(now) or now)
 
