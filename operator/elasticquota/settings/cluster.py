@@ -17,7 +17,8 @@ class ClusterSettings(BaseModel):
     """The connection to the API server and the bounds of its requests."""
 
     kubeconfig: FilePath | None = None
-    """Path of a kubeconfig; unset: $KUBECONFIG, then the in-cluster service account."""
+    """Path of a kubeconfig; unset: $KUBECONFIG, else ~/.kube/config when it exists, else the
+    in-cluster service account."""
 
     dry_run: bool = False
     """Compute and log, but write nothing to the cluster."""
