@@ -48,7 +48,9 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         description="Watch quotas, profiles, pods and nodes; compute and write every quota's "
         "request, used and runtime. Settings come from ELASTIC_QUOTA_* variables and these flags.",
     )
-    run.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    run.add_argument(
+        "--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+    )
     run.add_argument("--reserved-namespace", help="namespace of the reserved quotas")
     _off_switch(
         run,
