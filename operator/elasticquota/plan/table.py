@@ -2,12 +2,14 @@
 
 Fits a 100-column terminal: the quota column is 30 wide (names indented two spaces per level and cut
 with "…" when too long), numbers 10 wide each. The cells are for people, not for the API: cpu is in
-cores with up to three decimals (``28.571``, ``40``, ``0.5``; never ``28571m``), memory in binary
-suffixes, other resources as Kubernetes writes them. A value at or above the operator's "no limit"
-ceiling (an unset max, a profile root's huge max) shows as ``-``, as an absent one does. Quantities
-are printed exactly when they fit and rounded with a "~" otherwise. A used figure above the runtime
-is flagged with "!". A profile's tree is titled with the profile's name and its id cut short (the
-full id is in ``plan -o json`` and on the quotas' ``tree-id`` label).
+cores with up to three decimals (``28.571``, ``40``, ``0.5``; never ``28571m``), amounts of bytes
+(memory, ephemeral-storage, storage, huge pages) in binary suffixes (``4Gi``, where the API's
+canonical form of ephemeral-storage is ``4294967296``), other resources as Kubernetes writes them.
+A value at or above the operator's "no limit" ceiling (an unset max, a profile root's huge max)
+shows as ``-``, as an absent one does. Quantities are printed exactly when they fit and rounded
+with a "~" otherwise. A used figure above the runtime is flagged with "!". A profile's tree is
+titled with the profile's name and its id cut short (the full id is in ``plan -o json`` and on the
+quotas' ``tree-id`` label).
 
 ``--users`` shows the user and group limits instead: one row per user (group) and quota, with the
 running applications (of ``maxapplications``) and per resource the usage of the limit in force
@@ -21,7 +23,13 @@ from collections.abc import Iterable, Iterator
 
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
-from elasticquota.core.quantities.quantity import CPU, MEMORY, format_units, is_unlimited
+from elasticquota.core.quantities.quantity import (
+    CPU,
+    counts_bytes,
+    format_binary,
+    format_units,
+    is_unlimited,
+)
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.userlimits.config import PODS
 from elasticquota.core.userlimits.ledger import SubjectUsage
@@ -50,8 +58,11 @@ def cores(millicores: int) -> str:
 
 
 def readable(resource: str, units: int) -> str:
-    """A quantity exactly, as people read it: cpu in cores, the rest in Kubernetes' form."""
-    return cores(units) if resource == CPU else format_units(resource, units)
+    """A quantity exactly, as people read it: cpu in cores, bytes in binary suffixes, the rest
+    in Kubernetes' form."""
+    if resource == CPU:
+        return cores(units)
+    return format_binary(units) if counts_bytes(resource) else format_units(resource, units)
 
 
 def cell(resource: str, units: int | None) -> str:
@@ -63,7 +74,7 @@ def cell(resource: str, units: int | None) -> str:
     if len(exact) <= CELL_WIDTH:
         return exact
     value = units / 1000 if resource == CPU else float(units)
-    for factor, suffix in _BINARY if resource == MEMORY else _DECIMAL:
+    for factor, suffix in _BINARY if counts_bytes(resource) else _DECIMAL:
         if value >= factor:
             scaled = value / factor
             text = f"~{scaled:.0f}{suffix}" if scaled >= 100 else f"~{scaled:.3g}{suffix}"

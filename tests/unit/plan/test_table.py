@@ -187,6 +187,14 @@ def test_a_busy_default_quota_is_drawn(k8s: type[K8s], write: Writer) -> None:
         ("memory", 3 * 2**50 + 1, "~3Pi"),
         ("cpu", keys.PROFILE_ROOT_MAX * 1000 - 1, "~4.61P"),
         ("pods", 1_234_567_891, "~1.23G"),
+        # Bytes read in binary suffixes, whatever the API's canonical form (DecimalSI for these).
+        ("ephemeral-storage", 4 * GI, "4Gi"),
+        ("ephemeral-storage", 200 * 2**40, "200Ti"),
+        ("ephemeral-storage", 23 * 2**40 + 5, "~23Ti"),
+        ("storage", 10**9, "~954Mi"),
+        ("hugepages-2Mi", 512 * 2**20, "512Mi"),
+        ("nvidia.com/gpu", 8, "8"),
+        ("example.com/bytes-of-nothing", 4 * GI, "~4.29G"),
     ],
 )
 def test_a_cell_is_exact_when_it_fits_and_approximated_with_a_tilde_otherwise(

@@ -25,6 +25,7 @@ from elasticquota.core.keys import PROFILE_ROOT_MAX
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
+_BYTE_RESOURCES: Final = frozenset({MEMORY, "storage", "ephemeral-storage"})
 
 _BINARY_SUFFIXES: Final = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL_SUFFIXES: Final = {
@@ -121,6 +122,17 @@ def is_unlimited(resource: str, units: int) -> bool:
 def parse_units(resource: str, value: str | int | float) -> int:
     """Parse a quantity for ``resource`` straight into engine units."""
     return to_units(resource, parse_quantity(value))
+
+
+def counts_bytes(resource: str) -> bool:
+    """Whether the resource is an amount of bytes (memory, storage, ephemeral-storage, huge
+    pages): people read those in binary suffixes, whatever suffix the API's canonical form has."""
+    return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+
+
+def format_binary(units: int) -> str:
+    """Units in Kubernetes' canonical BinarySI form (``2Gi``, ``1536Mi``; below 1024 plain)."""
+    return _format_binary(units)
 
 
 def format_units(resource: str, units: int) -> str:
