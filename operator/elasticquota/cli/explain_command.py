@@ -15,7 +15,7 @@ from elasticquota.cli.inputs import add_files_option, read_files_or_cluster
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.decisions.explain import Explanation, explain
 from elasticquota.core.quantities.resources import format_resource_list
-from elasticquota.plan.compute import compute_plan
+from elasticquota.plan.compute import Plan, compute_plan
 
 
 def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,12 +69,33 @@ def explanation_document(found: Explanation) -> dict[str, Any]:
     )
 
 
+#: How many pods of the same name elsewhere a "not found" names.
+NAMESAKES_SHOWN = 3
+
+
+def missing_pod(key: str, plan: Plan) -> NotFoundError:
+    """Why ``key`` cannot be explained: the problems that kept it out, or that no such pod exists
+    (naming pods of that name in other namespaces, as a user who forgot ``-n`` wants)."""
+    problems = [problem.message for problem in plan.problems if problem.object == f"Pod {key}"]
+    if problems:
+        return NotFoundError(f"pod {key} cannot be explained: {'; '.join(problems)}")
+    name = key.partition("/")[2]
+    namesakes = sorted(other for other in plan.snapshot.pods if other.partition("/")[2] == name)
+    if not namesakes:
+        return NotFoundError(f"pod {key} not found")
+    shown = ", ".join(namesakes[:NAMESAKES_SHOWN])
+    hidden = len(namesakes) - NAMESAKES_SHOWN
+    more = f" and {hidden} more" if hidden > 0 else ""
+    return NotFoundError(f"pod {key} not found; pods named {name}: {shown}{more}")
+
+
 def run_explain(args: argparse.Namespace) -> int:
     key = _pod_key(args)
     manifests, _ = read_files_or_cluster(args)
-    snapshot = compute_plan(manifests, check_ancestors=args.check_parent_quota).snapshot
+    plan = compute_plan(manifests, check_ancestors=args.check_parent_quota)
+    snapshot = plan.snapshot
     if key not in snapshot.pods:
-        raise NotFoundError(f"pod {key} not found (or not parseable: see `plan` problems)")
+        raise missing_pod(key, plan)
     found = explain(snapshot, key, args.check_parent_quota)
     sys.stdout.write(
         render(args.output, doc=lambda: explanation_document(found), table=found.render)
