@@ -46,11 +46,6 @@ from elasticquota.kube import lease as lease_module
 from elasticquota.kube.lease import LeaderElector
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """No implicit event loop (see tests/unit/controller/conftest.py for why)."""
-    asyncio.set_event_loop(None)
-
-
 @dataclass(frozen=True)
 class SilentServer:
     """A local server that accepts connections and never answers (an API server gone silent)."""

@@ -32,6 +32,7 @@ async def test_ctrl_c_interrupts_a_draw_that_loses_its_cancellation() -> None:
         await unless_interrupted(interrupted, a_draw_that_swallows_its_cancellation(finished))
 
     assert not finished.is_set()  # interrupted while the draw still ran
+    await asyncio.wait_for(finished.wait(), 5)  # the draw ends by itself: no task left pending
 
 
 async def test_without_ctrl_c_the_draw_is_returned() -> None:

@@ -149,17 +149,6 @@ class WorkerThreads(ThreadPoolExecutor):
         return super().submit(run)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """No implicit event loop: mark the main thread's loop as explicitly unset.
-
-    looptime's ``pytest_pyfunc_call`` asks the policy for the current loop even around sync tests;
-    before any async test ran, Python 3.11 then creates a loop that nothing closes, and its
-    ResourceWarning fails the run (``filterwarnings = error``) once an async test follows a sync
-    one. With the loop explicitly unset the policy raises instead, which looptime handles.
-    """
-    asyncio.set_event_loop(None)
-
-
 @pytest.fixture(autouse=True)
 def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings come from the test alone, never from the ELASTIC_QUOTA_* of the machine."""

@@ -9,7 +9,6 @@ strings, labels and annotations under Koordinator's keys); ``write`` puts docume
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -35,14 +34,6 @@ REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 
 Manifest = dict[str, Any]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """No implicit event loop (as in the controller tests): looptime asks the policy for the
-    current loop around every test, and Python 3.11 would create one that nothing closes; once a
-    test here runs the operator's revocation round (``asyncio.run``), that loop is dropped and its
-    ResourceWarning fails the run when the plan tests run on their own."""
-    asyncio.set_event_loop(None)
 
 
 class K8s:
