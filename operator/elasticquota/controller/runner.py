@@ -35,7 +35,7 @@ from elasticquota.controller.observability import heap
 from elasticquota.controller.observability.health import health_app, serve
 from elasticquota.controller.observability.loopprobe import StallWatchdog, probe_loop
 from elasticquota.controller.reconcile.names import NameRecorder
-from elasticquota.controller.reconcile.problems import SETTLE_SECONDS, ProblemReporter
+from elasticquota.controller.reconcile.problems import SETTLE_SECONDS, ProblemReporter, Settling
 from elasticquota.controller.reconcile.profiles import ProfileController
 from elasticquota.controller.reconcile.reconciler import Reconciler
 from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas
@@ -157,7 +157,7 @@ class Operator:
             self.state,
             self.cluster,
             self.reconciler.writer,
-            grace=settings.profile_debounce + SETTLE_SECONDS,
+            Settling(grace=settings.profile_debounce + SETTLE_SECONDS),
         )
         self.names = NameRecorder(self.state, self.cluster)
         self.ingest = Ingest(self.state, api, list_from_cache=settings.list_from_cache)

@@ -21,7 +21,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.cluster import Cluster, DryRunCluster
-from elasticquota.controller.reconcile.problems import REASON, ProblemReporter
+from elasticquota.controller.reconcile.problems import REASON, ProblemReporter, Settling
 from elasticquota.controller.reconcile.writer import Writer
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -287,7 +287,8 @@ class Clock:
 
 
 def patient(state: ControllerState, cluster: Cluster, clock: Clock) -> ProblemReporter:
-    return ProblemReporter(state, cluster, Writer(cluster, state, Settings()), grace=5, clock=clock)
+    writer = Writer(cluster, state, Settings())
+    return ProblemReporter(state, cluster, writer, Settling(grace=5, clock=clock))
 
 
 def quota_writes(cluster: FakeCluster) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.reconcile.writer import Writer
@@ -43,48 +44,53 @@ REASON = "InvalidElasticQuota"
 SETTLE_SECONDS = 3.0
 
 
+@dataclass
+class Settling:
+    """Which problems have stood for ``grace`` seconds, by ``clock``; the others are remembered
+    from when they were first seen."""
+
+    grace: float = 0.0
+    clock: Callable[[], float] = time.monotonic
+    _since: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def standing(self, problems: list[Problem]) -> list[Problem]:
+        now = self.clock()
+        keys = [(problem.object, problem.message) for problem in problems]
+        self._since = {key: self._since.get(key, now) for key in keys}
+        return [
+            problem
+            for problem, key in zip(problems, keys, strict=True)
+            if now - self._since[key] >= self.grace
+        ]
+
+
 class ProblemReporter:
     """Posts one Event per new (quota, message) problem and marks the quotas left out, once the
-    problem has stood for ``grace`` seconds."""
+    problem has stood for the ``settling`` grace (none by default)."""
 
     def __init__(
         self,
         state: ControllerState,
         cluster: Cluster,
         writer: Writer,
-        grace: float = 0.0,
-        clock: Callable[[], float] = time.monotonic,
+        settling: Settling | None = None,
     ) -> None:
+        self._settling = settling or Settling()
         self._state = state
         self._cluster = cluster
         self._writer = writer
-        self._grace = grace
-        self._clock = clock
         self._posted: set[tuple[str, str]] = set()
-        #: When each current problem was first seen.
-        self._since: dict[tuple[str, str], float] = {}
         self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
         await rebuild_off_loop(self._state.engine)  # else problems() rebuilds on the loop
-        problems = self._standing(self._state.problems())
+        problems = self._settling.standing(self._state.problems())
         await self._mark_invalid(problems)
         current = {(problem.object, problem.message) for problem in problems}
         for ref, message in sorted(current - self._posted):
             if await self._post(ref, message):
                 self._posted.add((ref, message))
         self._posted &= current
-
-    def _standing(self, problems: list[Problem]) -> list[Problem]:
-        """The problems that have stood for ``grace`` seconds (the others are remembered)."""
-        now = self._clock()
-        keys = [(problem.object, problem.message) for problem in problems]
-        self._since = {key: self._since.get(key, now) for key in keys}
-        return [
-            problem
-            for problem, key in zip(problems, keys, strict=True)
-            if now - self._since[key] >= self._grace
-        ]
 
     def invalid_writes(self, problems: Iterable[Problem]) -> list[QuotaWrite]:
         """The writes that bring every quota object left out in line with its marker."""
