@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 PHASES = ("start", "restart", "burst", "loop", "pass", "failover")
 RECONCILE_HISTOGRAM = "elastic_quota_reconcile_seconds"
@@ -101,22 +101,14 @@ def parse_options(argv: Sequence[str] | None = None, description: str | None = N
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     if args.quotas < 4 or args.nodes < 1 or args.pods < 0 or args.changed_pods < 1:
         parser.error("need --quotas >= 4, --nodes >= 1, --pods >= 0 and --changed-pods >= 1")
-    return Options(
-        pods=sizes[-1] if sizes else args.pods,
-        quotas=args.quotas,
-        nodes=args.nodes,
-        sizes=sizes or [args.pods],
-        burst_pods=args.burst_pods,
-        concurrency=args.concurrency,
-        phases=phases,
-        pass_rounds=args.pass_rounds,
-        changed_pods=args.changed_pods,
-        webhook_rate=args.webhook_rate,
-        timeout=args.timeout,
-        lease_duration=args.lease_duration,
-        trace_memory=args.trace_memory,
-        operator_nice=args.operator_nice,
-    )
+    # Every option of the command line is the field of the same name; three are read first.
+    given = {field.name: getattr(args, field.name) for field in fields(Options)}
+    read = {
+        "pods": sizes[-1] if sizes else args.pods,
+        "sizes": sizes or [args.pods],
+        "phases": phases,
+    }
+    return Options(**(given | read))
 
 
 LOOP_LAG_HISTOGRAM = "elastic_quota_event_loop_lag_seconds"

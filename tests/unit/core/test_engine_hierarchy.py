@@ -24,12 +24,8 @@ def test_multi_level_tree_is_filled_top_down(solve: SolveFunction) -> None:
     snapshot = solve(quotas, pods, [node("n", cpu=100)])
 
     assert snapshot.quotas["eng"].request == {"cpu": 130}
-    assert runtimes(snapshot, "cpu", "eng", "ops", "web", "batch") == {
-        "eng": 100,
-        "ops": 0,
-        "web": 30,
-        "batch": 70,
-    }
+    expected = {"eng": 100, "ops": 0, "web": 30, "batch": 70}
+    assert runtimes(snapshot, "cpu", *expected) == expected
     assert snapshot.ancestors("web") == ["eng"]
 
 
@@ -44,12 +40,8 @@ def test_three_levels_deep(solve: SolveFunction) -> None:
 
     snapshot = solve(quotas, pods, [node("n", cpu=100)])
 
-    assert runtimes(snapshot, "cpu", "org", "dept", "team", "other") == {
-        "org": 90,
-        "dept": 80,
-        "team": 80,
-        "other": 10,
-    }
+    expected = {"org": 90, "dept": 80, "team": 80, "other": 10}
+    assert runtimes(snapshot, "cpu", *expected) == expected
 
 
 def test_root_distributes_the_union_of_max_keys_of_the_tree(solve: SolveFunction) -> None:
