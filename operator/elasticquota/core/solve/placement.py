@@ -5,8 +5,8 @@ old contribution and adds its new one, O(resources), and keeps the ``PodIndex`` 
 publish up to date. The contribution of a placed pod is not stored: it is computed again from the
 pod when it leaves, with the same quota max (the topology has not changed meanwhile).
 
-A topology change (``rebuilt``) carries the index over: every pod is resolved again and only those
-whose quota changed (or that changed while the rebuild was pending) move. The new sums are then
+A topology change carries the index over (``count_after``): every pod is resolved again and only
+those whose quota changed (or that changed while the rebuild was pending) move. The new sums are then
 filled once per quota with the sum of its pods' contributions (``aggregate``), remembered with the
 pods tuple it was computed from: a quota whose pods tuple and max keys are the same objects and
 keys as at the last rebuild reuses it. Re-placing 100,000 pods costs one resolution per pod.
@@ -54,7 +54,7 @@ class Placements:
         self.index = index or PodIndex()
         self._memo: AggregateMemo = {}
         #: What the rebuild that made these placements moved: quota -> keys of the pods that left
-        #: it, quota -> the pods that (re-)entered it (``rebuilt``; empty otherwise).
+        #: it, quota -> the pods that (re-)entered it (``count_after``; empty otherwise).
         self.left: dict[str, set[str]] = {}
         self.arrived: dict[str, list[PodInfo]] = {}
 
@@ -71,27 +71,18 @@ class Placements:
             amounts = contribution(pod, quota, self.directory.quotas[quota].max).amounts
             self._apply(quota, amounts, -1)
 
-    def rebuilt(
-        self,
-        pods: Mapping[str, PodInfo],
-        stale: Set[str],
-        directory: QuotaDirectory,
-        tree_of: Mapping[str, str],
-        trees: Mapping[str, TreeState],
-        reserved: ExactSums,
-        index: PodIndex | None = None,
-    ) -> Placements:
-        """The placements of a new topology (this one's memo is read, its index taken over).
+    def count_after(
+        self, previous: Placements, pods: Mapping[str, PodInfo], stale: Set[str]
+    ) -> None:
+        """Count every pod in these placements of a new topology, made with the index of the
+        ``previous`` ones (or a fork of it: a rebuild runs while events keep changing theirs),
+        reading their aggregate memo.
 
-        ``pods``: every current pod; ``stale``: keys of pods that changed or arrived since this
+        ``pods``: every current pod; ``stale``: keys of pods that changed or arrived since the
         index was last brought up to date (it still holds their previous object, or nothing).
-        ``index``: the index to take over instead of this one's (a fork of it, for a rebuild that
-        runs while events keep changing this one).
         """
-        successor = Placements(directory, tree_of, trees, reserved, index or self.index)
-        successor._reindex(pods, stale)
-        successor._count_all(self._memo)
-        return successor
+        self._reindex(pods, stale)
+        self._count_all(previous._memo)
 
     def tree_of_pod(self, key: str) -> str | None:
         """The tree whose figures the pod counts in; None for a pod not placed."""

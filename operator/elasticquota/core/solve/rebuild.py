@@ -95,15 +95,10 @@ def compute_rebuild(job: RebuildJob) -> RebuildOutcome:
     reserved_keys = sorted(
         set(reserved_specs[SYSTEM_QUOTA].max) | set(reserved_specs[DEFAULT_QUOTA].max)
     )
-    placements = job.placements.rebuilt(
-        job.pods,
-        job.stale,
-        directory,
-        topology.tree_of,
-        trees,
-        ExactSums(2, reserved_keys),
-        job.index,
+    placements = Placements(
+        directory, topology.tree_of, trees, ExactSums(2, reserved_keys), job.index
     )
+    placements.count_after(job.placements, job.pods, job.stale)
     memo = job.limit_memo
     books, limit_problems = build_books(topology, memo)
     users = (job.users or UserLimitTracker.empty()).rebuilt(
