@@ -9,6 +9,7 @@ change); other errors pass as they are.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import socket
@@ -17,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
+from urllib.parse import urlsplit
 
 import kopf
 import pytest
@@ -88,14 +90,27 @@ def test_unspecified_addresses_are_not_names() -> None:
         self_signed_certificate(["0.0.0.0"])
 
 
+async def never_called(*request: object, **details: object) -> object:
+    raise AssertionError("no review is sent")
+
+
 async def start(server: WebhookServer) -> None:
     """Run the server until it yields its first client configuration (it listens then)."""
-
-    async def never_called(*request: object, **details: object) -> object:
-        raise AssertionError("no review is sent")
-
     async for _ in server(cast(kopf.WebhookFn, never_called)):
         return
+
+
+async def test_a_stopped_server_has_stopped_listening() -> None:
+    """Kopf serves the webhooks inside ``async with server`` (its admission engine), whose exit
+    closes the generators of Kopf's own server that ours iterates: the port is free at once."""
+    server = WebhookServer(addr="127.0.0.1", host="127.0.0.1")  # Kopf picks a free port
+    async with server:
+        async for config in server(cast(kopf.WebhookFn, never_called)):
+            port = urlsplit(config["url"] or "").port
+            (await asyncio.open_connection("127.0.0.1", port))[1].close()  # it listens
+            break
+    with pytest.raises(ConnectionRefusedError):
+        await asyncio.open_connection("127.0.0.1", port)
 
 
 async def test_a_taken_port_is_a_listen_error_naming_the_webhook_settings() -> None:
