@@ -101,8 +101,6 @@ class Pod:
             "KUBECONFIG": str(kubeconfig or os.environ["KUBECONFIG"]),
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
             "TMPDIR": str(self.mounts.get("/tmp", self.root)),
-            # The package of this checkout when the session runs from its sources.
-            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         }
         if "PYTHONPATH" in os.environ:  # the sources under test, where they are not installed
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
