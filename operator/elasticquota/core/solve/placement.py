@@ -6,9 +6,9 @@ publish up to date. The contribution of a placed pod is not stored: it is comput
 pod when it leaves, with the same quota max (the topology has not changed meanwhile).
 
 A topology change carries the index over (``count_after``): every pod is resolved again and only
-those whose quota changed (or that changed while the rebuild was pending) move. The new sums are then
-filled once per quota with the sum of its pods' contributions (``aggregate``), remembered with the
-pods tuple it was computed from: a quota whose pods tuple and max keys are the same objects and
+those whose quota changed (or that changed while the rebuild was pending) move. The new sums are
+then filled once per quota with the sum of its pods' contributions (``aggregate``), remembered with
+the pods tuple it was computed from: a quota whose pods tuple and max keys are the same objects and
 keys as at the last rebuild reuses it. Re-placing 100,000 pods costs one resolution per pod.
 """
 
