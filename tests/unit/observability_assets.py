@@ -1,11 +1,13 @@
 """What the tests of the observability assets (the chart's Grafana dashboard and PrometheusRule,
 docs/metrics.md and docs/alerts.md) share: where the assets are, the metric names a text uses and
-which of them the operator does not export, and the chart's default runbook base.
+which of them the operator does not export, the dashboard's panels, and the chart's default
+runbook base.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -41,6 +43,13 @@ def metric_names(text: str) -> set[str]:
 
 def unknown(names: set[str]) -> set[str]:
     return {name for name in names if family(name) not in METRIC_NAMES}
+
+
+def all_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every panel of a dashboard's ``panels``, those inside collapsed rows too."""
+    for panel in panels:
+        yield panel
+        yield from all_panels(panel.get("panels", []))
 
 
 def chart_values() -> dict[str, Any]:

@@ -23,16 +23,14 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from observability_assets import CHART, DASHBOARD, all_panels
+from repo_tools import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
-DASHBOARD = CHART / "files" / "dashboard.json"
 ALERTS_TEST = ROOT / "manifests" / "tools" / "alerts-test.yaml"
 #: The name alerts-test.yaml loads (its rule_files), written next to a copy of it.
 RULES_NAME = "elastic-quota.rules.yaml"
@@ -150,12 +148,6 @@ def test_every_alert_is_tested_firing_and_quiet(rule_spec: dict[str, Any]) -> No
 
 
 # -- the dashboard -------------------------------------------------------------------------------
-
-
-def all_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for panel in panels:
-        yield panel
-        yield from all_panels(panel.get("panels", []))
 
 
 def substitute(query: str) -> str:

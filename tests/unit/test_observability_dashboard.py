@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from observability_assets import DASHBOARD, family, metric_names, unknown
+from observability_assets import DASHBOARD, all_panels, family, metric_names, unknown
 
 from elasticquota.controller.metrics import METRIC_NAMES
 
@@ -61,13 +60,6 @@ PANEL_IDS = {
 def dashboard() -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(DASHBOARD.read_text())
     return loaded
-
-
-def all_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Every panel, those inside collapsed rows too."""
-    for panel in panels:
-        yield panel
-        yield from all_panels(panel.get("panels", []))
 
 
 def variables(dashboard: dict[str, Any]) -> dict[str, dict[str, Any]]:

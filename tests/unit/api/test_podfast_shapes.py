@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pod_bodies import container, pod_with
 from podfast_checks import Raw, assert_fast, assert_same_both_ways
 from raw_objects import raw_pod
 
@@ -39,28 +40,10 @@ def test_every_example_pod_is_read_fast_and_the_same(raw: Raw) -> None:
     assert_fast(json.loads(json.dumps(raw)))
 
 
-def container(name: str, restart_policy: str | None = None, **requests: str) -> Raw:
-    """As the engine tests build containers (``test_engine_pods``)."""
-    result: Raw = {"name": name, "resources": {"requests": requests}}
-    if restart_policy:
-        result["restartPolicy"] = restart_policy
-    return result
-
-
 def pod(
     spec: Raw | None = None, labels: dict[Any, Any] | None = None, status: Raw | None = None
 ) -> Raw:
     return raw_pod(labels=labels, spec=spec, status=status)
-
-
-def pod_with(*containers: Raw, **spec: Any) -> Raw:
-    """As ``test_podrequest.pod_with`` builds pods: no labels, no status."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "ns"},
-        "spec": {"containers": list(containers), **spec},
-    }
 
 
 WELL_FORMED = [

@@ -103,6 +103,19 @@ def node(
     )
 
 
+def loaded_engine(make_engine: EngineFactory, *, solved: bool = False) -> QuotaEngine:
+    """Quota ``a`` (min 10) with a pending pod of 30 cpu, quota ``b`` with a pod of 20 bound to
+    node ``n`` (100 cpu): the cluster the step-by-step solve and rebuild tests start from."""
+    engine = make_engine().load(
+        [quota("a", min={"cpu": 10}, max={"cpu": BIG}), quota("b", max={"cpu": BIG})],
+        [pod("x", "a", cpu=30), pod("y", "b", node="n", cpu=20)],
+        [node("n", cpu=100)],
+    )
+    if solved:
+        engine.solve()
+    return engine
+
+
 #: Every resource-list figure of a ``QuotaResult``.
 RESULT_FIGURES = (
     "min",

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota
+from pod_bodies import container
 
 from elasticquota.api.parse import parse_pod
 from elasticquota.core.keys import (
@@ -91,13 +92,6 @@ def raw_pod(
         "spec": spec,
         "status": {"phase": "Running"},
     }
-
-
-def container(name: str, restart_policy: str | None = None, **requests: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"name": name, "resources": {"requests": requests}}
-    if restart_policy:
-        result["restartPolicy"] = restart_policy
-    return result
 
 
 def parsed(raw: dict[str, Any]) -> PodInfo:

@@ -4,9 +4,10 @@ once. The API-server defaulting (requests from limits) is checked through ``pars
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
+
+from pod_bodies import pod_with
 
 from elasticquota.api.parse import parse_pod
 from elasticquota.core.quantities.podrequest import InitContainer, effective_request
@@ -96,15 +97,6 @@ def test_whole_unit_resources_are_rounded_up_once_on_the_total() -> None:
 
 
 # -- through parse_pod: what the API server defaults ----------------------------------------
-
-
-def pod_with(*containers: Mapping[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "ns"},
-        "spec": {"containers": list(containers), **spec},
-    }
 
 
 def requests_of(raw: dict[str, Any]) -> dict[str, int]:

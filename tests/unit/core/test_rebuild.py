@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine_factories import BIG, EngineFactory, node, pod, quota
+from engine_factories import BIG, EngineFactory, loaded_engine, pod, quota
 from engine_world import OBJECT_EVENT, World, observable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,19 +20,9 @@ from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.rebuild import RebuildJob, compute_rebuild
 
 
-def loaded(make_engine: EngineFactory) -> QuotaEngine:
-    engine = make_engine().load(
-        [quota("a", min={"cpu": 10}, max={"cpu": BIG}), quota("b", max={"cpu": BIG})],
-        [pod("x", "a", cpu=30), pod("y", "b", node="n", cpu=20)],
-        [node("n", cpu=100)],
-    )
-    engine.solve()
-    return engine
-
-
 def rebuild_for_new_quota(make_engine: EngineFactory) -> tuple[QuotaEngine, RebuildJob]:
     """A solved engine given a new quota ``c``, and the rebuild job that change prepared."""
-    engine = loaded(make_engine)
+    engine = loaded_engine(make_engine, solved=True)
     engine.upsert_quota(quota("c", max={"cpu": BIG}))
     job = engine.prepare_rebuild()
     assert job is not None
@@ -42,7 +32,10 @@ def rebuild_for_new_quota(make_engine: EngineFactory) -> tuple[QuotaEngine, Rebu
 def test_the_three_steps_install_what_the_synchronous_rebuild_does(
     make_engine: EngineFactory,
 ) -> None:
-    stepped, direct = loaded(make_engine), loaded(make_engine)
+    stepped, direct = (
+        loaded_engine(make_engine, solved=True),
+        loaded_engine(make_engine, solved=True),
+    )
     for engine in (stepped, direct):
         engine.upsert_quota(quota("c", max={"cpu": BIG}))
         engine.upsert_pod(pod("z", "c", cpu=5))
@@ -92,7 +85,7 @@ def test_a_job_overtaken_by_another_rebuild_is_dropped(make_engine: EngineFactor
 
 
 def test_the_earlier_of_two_prepared_jobs_is_dropped(make_engine: EngineFactory) -> None:
-    engine = loaded(make_engine)
+    engine = loaded_engine(make_engine, solved=True)
     engine.upsert_quota(quota("c", max={"cpu": BIG}))
     first = engine.prepare_rebuild()
     second = engine.prepare_rebuild()

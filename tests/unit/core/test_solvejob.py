@@ -8,24 +8,15 @@ exactly what the synchronous solve publishes.
 
 from __future__ import annotations
 
-from engine_factories import BIG, EngineFactory, node, pod, quota
+from engine_factories import BIG, EngineFactory, loaded_engine, pod, quota
 
-from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.solvejob import compute
-
-
-def loaded(make_engine: EngineFactory) -> QuotaEngine:
-    return make_engine().load(
-        [quota("a", min={"cpu": 10}, max={"cpu": BIG}), quota("b", max={"cpu": BIG})],
-        [pod("x", "a", cpu=30), pod("y", "b", node="n", cpu=20)],
-        [node("n", cpu=100)],
-    )
 
 
 def test_the_three_steps_publish_what_the_synchronous_solve_does(
     make_engine: EngineFactory,
 ) -> None:
-    stepped, direct = loaded(make_engine), loaded(make_engine)
+    stepped, direct = loaded_engine(make_engine), loaded_engine(make_engine)
     job = stepped.prepare_solve("")
     assert job is not None
     assert stepped.finish_solve(job, compute(job, stepped.solver))
@@ -37,7 +28,7 @@ def test_the_three_steps_publish_what_the_synchronous_solve_does(
 def test_events_after_the_copy_leave_the_tree_dirty_for_the_next_solve(
     make_engine: EngineFactory,
 ) -> None:
-    engine = loaded(make_engine)
+    engine = loaded_engine(make_engine)
     job = engine.prepare_solve("")
     assert job is not None
     engine.upsert_pod(pod("z", "a", cpu=5))  # arrives while the job computes
@@ -48,7 +39,7 @@ def test_events_after_the_copy_leave_the_tree_dirty_for_the_next_solve(
 
 
 def test_a_job_overtaken_by_another_solve_is_dropped(make_engine: EngineFactory) -> None:
-    engine = loaded(make_engine)
+    engine = loaded_engine(make_engine)
     job = engine.prepare_solve("")
     assert job is not None
     engine.upsert_pod(pod("z", "a", cpu=5))
@@ -58,7 +49,7 @@ def test_a_job_overtaken_by_another_solve_is_dropped(make_engine: EngineFactory)
 
 
 def test_a_job_of_a_rebuilt_topology_is_dropped(make_engine: EngineFactory) -> None:
-    engine = loaded(make_engine)
+    engine = loaded_engine(make_engine)
     job = engine.prepare_solve("")
     assert job is not None
     engine.upsert_quota(quota("c", max={"cpu": BIG}))  # the trees are rebuilt
