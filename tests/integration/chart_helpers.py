@@ -2,44 +2,24 @@
 rendered as ``helm template`` renders it, objects applied, read and checked (``kubectl auth
 can-i``), namespaces of their own, and the ElasticQuota and Pod bodies the tests write.
 
-helm is the pinned one of ``make helm`` (``.venv/tools``), else the one on PATH; kubectl is the
-machine's. Without them these tests fail, they are never skipped.
+helm is ``chart_render``'s (``$HELM``, the pinned one of ``make helm``, else the one on PATH);
+kubectl is the machine's. Without them these tests fail, they are never skipped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from chart_render import Manifest, helm_template
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "manifests" / "helm" / "elastic-quota-operator"
-PINNED_HELM = REPO / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
-
-
-Manifest = dict[str, Any]
-
-
-def helm() -> str:
-    if PINNED_HELM.exists():
-        return str(PINNED_HELM)
-    found = shutil.which("helm")
-    if found is None:
-        pytest.fail(
-            "helm not found: run `make helm` (the pinned helm into .venv/tools; `make test` does)",
-            pytrace=False,
-        )
-    return found
 
 
 def kubectl() -> str:
@@ -77,16 +57,10 @@ def render(
     release: str = "eq-chart",
     values_file: Path | None = None,
 ) -> list[Manifest]:
-    """``helm template`` of the chart with these values (and options)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
-        json.dump(values, file)
-    try:
-        command = [helm(), "template", release, str(CHART), "--namespace", namespace, *options]
-        if values_file is not None:
-            command += ["--values", str(values_file)]
-        return documents(run(*command, "--values", file.name))
-    finally:
-        os.unlink(file.name)
+    """``helm template`` of the chart in ``namespace`` with these values (over ``values_file``'s)
+    and options."""
+    files = ("--values", str(values_file)) if values_file is not None else ()
+    return helm_template(*options, *files, values=values, release=release, namespace=namespace)
 
 
 def one(manifests: list[Manifest], kind: str) -> Manifest:

@@ -19,7 +19,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from chart_helpers import Manifest, kubectl, one
+from chart_helpers import kubectl, one
+from chart_render import Manifest
 from harness import eventually, stop_process
 from ports import free_port
 

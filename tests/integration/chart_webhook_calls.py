@@ -11,8 +11,9 @@ import ssl
 import uuid
 
 import aiohttp
-from chart_helpers import WEBHOOK_KINDS, Manifest, one, pod, quota
+from chart_helpers import WEBHOOK_KINDS, one, pod, quota
 from chart_pod import Pod
+from chart_render import Manifest
 
 from elasticquota.controller.webhooks.identity import WORKLOADS, mutate_workload_id
 

@@ -37,6 +37,7 @@ from elasticquota.kube.quotas import (
     QUOTA_VERSION,
     list_quotas,
 )
+from elasticquota.kube.readerparts import Kind
 from elasticquota.plan.compute import Plan, compute_plan
 from elasticquota.plan.loader import load_paths
 
@@ -260,6 +261,11 @@ async def apply_examples(api: client.ApiClient) -> None:
     ]  # fmt: skip
     for manifest in apply_order(everything):
         await apply_manifest(api, manifest)
+
+
+def pods_of(namespace: str) -> Kind:
+    """What a ``Reflector`` of the pods of ``namespace`` lists and watches."""
+    return Kind("pods", f"/api/v1/namespaces/{namespace}/pods")
 
 
 def pod_manifest(

@@ -19,8 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from chart_helpers import WEBHOOK_KINDS, Manifest, applied, get_json, kubectl, one, render, run
+from chart_helpers import WEBHOOK_KINDS, applied, get_json, kubectl, one, render, run
 from chart_pod import Pod, operator_values, running, wait_for_lease, wait_ready
+from chart_render import Manifest
 from chart_webhook_calls import check_webhooks
 from harness import eventually
 

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from chart_helpers import CHART, WEBHOOK_KINDS, Manifest, kubectl, one, render, run
+from chart_helpers import WEBHOOK_KINDS, kubectl, one, render, run
+from chart_render import CHART, Manifest
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 from chart_helpers import (
-    Manifest,
     aggregated,
     applied,
     can_i,
@@ -35,6 +34,7 @@ from chart_helpers import (
     run,
 )
 from chart_pod import Pod, operator_values, running, wait_for_lease, wait_ready
+from chart_render import Manifest
 from harness import eventually
 from profile_bodies import profile_body
 from prometheus_client.parser import text_string_to_metric_families

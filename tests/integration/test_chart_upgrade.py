@@ -24,19 +24,16 @@ from pathlib import Path
 import pytest
 import yaml
 from chart_helpers import (
-    CHART,
-    REPO,
     WEBHOOK_KINDS,
-    Manifest,
     documents,
     fresh_namespace,
     get_json,
-    helm,
     kubectl,
     one,
     quota,
     run,
 )
+from chart_render import CHART, ROOT, Manifest, helm
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -151,7 +148,7 @@ def test_install_and_upgrade_hold_no_certificate_and_no_ca_bundle(tmp_path: Path
 #: The chart as it was before its CRDs became templates (its CRDs in crds/, which Helm installs once
 #: and never upgrades): ``helm package`` of manifests/helm/elastic-quota-operator at 597566a.
 PREVIOUS_CHART = Path(__file__).resolve().parent / "data" / "previous-chart-0.1.0-crds-dir.tgz"
-CRD_DIR = REPO / "crds"
+CRD_DIR = ROOT / "crds"
 #: What the CRDs gained since the previous chart: a description of ElasticQuota's spec.
 NEW_IN_CRD = "The group's bounds: min (guaranteed) and max (ceiling)."
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
-from harness import ensure_namespace, pod_manifest
+from harness import ensure_namespace, eventually, pod_manifest, pods_of
 from kubernetes_asyncio import client
 from memory_sink import MemorySink
 
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.readerparts import Kind, VersionExpiredError
+from elasticquota.kube.readerparts import VersionExpiredError
 from elasticquota.kube.reflector import Reflector
 
 
@@ -31,17 +31,6 @@ async def namespace(api: client.ApiClient) -> str:
     name = f"reflector-{uuid.uuid4().hex[:6]}"
     await ensure_namespace(api, name)
     return name
-
-
-def pods_of(namespace: str) -> Kind:
-    return Kind("pods", f"/api/v1/namespaces/{namespace}/pods")
-
-
-async def until(check: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "not within the time limit"
-        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager
@@ -89,7 +78,7 @@ async def test_a_relist_from_the_cache_after_the_watch_expired_drops_what_was_de
     reader = Reflector(api, pods_of(namespace), sink)
     async with running(reader):
         await asyncio.wait_for(reader.health.listed.wait(), 30)
-        await until(lambda: reader.health.connected)
+        await eventually(lambda: reader.health.connected)
     assert len(sink.names(namespace)) == 6
 
     core = client.CoreV1Api(api)
@@ -107,8 +96,8 @@ async def test_a_relist_from_the_cache_after_the_watch_expired_drops_what_was_de
     reader._watch = expired_first  # type: ignore[method-assign]
     caplog.set_level("INFO", logger="elasticquota.kube.reflector")
     async with running(reader):
-        await until(lambda: reader.health.relists == 2)
-        await until(lambda: reader.health.connected)
+        await eventually(lambda: reader.health.relists == 2)
+        await eventually(lambda: reader.health.connected)
 
     assert "resourceVersion expired" in caplog.text
     assert "listing in pages" not in caplog.text
@@ -126,19 +115,19 @@ async def test_changes_and_deletions_arrive_through_the_watch(
     sink = MemorySink()
     async with running(Reflector(api, pods_of(namespace), sink)) as reader:
         await asyncio.wait_for(reader.health.listed.wait(), 30)
-        await until(lambda: reader.health.connected)
+        await eventually(lambda: reader.health.connected)
 
         await apply_manifest(api, pod_manifest(namespace, "new", "20m"))
         await client.CoreV1Api(api).patch_namespaced_pod(
             "old", namespace, {"metadata": {"labels": {"seen": "yes"}}}
         )
-        await until(lambda: "new" in sink.names(namespace))
-        await until(
+        await eventually(lambda: "new" in sink.names(namespace))
+        await eventually(
             lambda: sink.objects[(namespace, "old")]["metadata"].get("labels") == {"seen": "yes"}
         )
 
         await client.CoreV1Api(api).delete_namespaced_pod("new", namespace, grace_period_seconds=0)
-        await until(lambda: "new" not in sink.names(namespace))
+        await eventually(lambda: "new" not in sink.names(namespace))
         assert reader.health.relists == 1
 
 
@@ -153,7 +142,7 @@ async def test_a_watch_the_server_ends_is_resumed_without_a_relist_or_a_lost_cha
         for index in range(4):  # each create lands in a different one-second watch
             await apply_manifest(api, pod_manifest(namespace, f"p-{index}", "10m"))
             await asyncio.sleep(1.3)
-        await until(lambda: len(sink.names(namespace)) == 4)
+        await eventually(lambda: len(sink.names(namespace)) == 4)
 
     assert reader.health.relists == 1
     assert reader.health.connected

@@ -25,14 +25,13 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import harness
 import pytest
 from kubernetes_asyncio import client
+from memory_sink import MemorySink
 from proxy import Proxy, proxied_kubeconfig
-from test_reflector import MemorySink, pods_of
 
 from elasticquota.core import keys
 from elasticquota.kube.apply import apply_manifest
@@ -55,15 +54,6 @@ async def namespace(api: client.ApiClient) -> str:
     name = f"drop-{uuid.uuid4().hex[:6]}"
     await harness.ensure_namespace(api, name)
     return name
-
-
-async def until(check: Callable[[], bool], seconds: float) -> float:
-    """Wait for ``check``; the seconds it took."""
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < seconds, f"not within {seconds} s"
-        await asyncio.sleep(0.05)
-    return time.monotonic() - start
 
 
 # -- the proxy ------------------------------------------------------------------------------------
@@ -159,12 +149,13 @@ async def test_a_frozen_watch_is_known_dead_given_up_and_resumed_with_what_chang
     await apply_manifest(api, harness.pod_manifest(namespace, "old", "10m"))
     sink = MemorySink()
     reader_api = await make_api_client(str(proxied))
-    reader = Reflector(reader_api, pods_of(namespace), sink, server_timeout=4, client_margin=4)
+    pods = harness.pods_of(namespace)
+    reader = Reflector(reader_api, pods, sink, server_timeout=4, client_margin=4)
     task = asyncio.create_task(reader.run())
     try:
         with caplog.at_level(logging.INFO, logger="elasticquota.kube.reflector"):
             await asyncio.wait_for(reader.health.listed.wait(), 30)
-            await until(lambda: reader.health.connected, 10)
+            await harness.eventually(lambda: reader.health.connected, 10)
             assert proxy.freeze() >= 1
             frozen_at = time.monotonic()
             core = client.CoreV1Api(api)  # directly on the API server
@@ -172,12 +163,12 @@ async def test_a_frozen_watch_is_known_dead_given_up_and_resumed_with_what_chang
             await core.delete_namespaced_pod("old", namespace, grace_period_seconds=0)
 
             # Known dead once the server should have ended the watch (4-4.8 s, plus 2 s).
-            await until(lambda: reader.health.stalled(time.monotonic()), 10)
+            await harness.eventually(lambda: reader.health.stalled(time.monotonic()), 10)
             since = reader.health.blind_since(time.monotonic())
             assert since is not None and since <= frozen_at
-            await until(lambda: sink.names(namespace) == {"new"}, 15)
+            await harness.eventually(lambda: sink.names(namespace) == {"new"}, 15)
             assert time.monotonic() - frozen_at < 4 * 1.2 + 4 + 3
-            await until(lambda: reader.health.connected, 5)
+            await harness.eventually(lambda: reader.health.connected, 5)
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import yaml
+from chart_render import CHART
 from repo_tools import ROOT
 
 from elasticquota.controller.metrics import METRIC_NAMES
 
-CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
 DASHBOARD = CHART / "files" / "dashboard.json"
 RULE_TEMPLATE = CHART / "templates" / "prometheusrule.yaml"
 DASHBOARD_TEMPLATE = CHART / "templates" / "dashboard-configmap.yaml"

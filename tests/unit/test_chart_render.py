@@ -17,36 +17,14 @@ without it.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from repo_tools import ROOT, find_helm
+from chart_render import CHART, Manifest, TemplateError, helm_template
+from repo_tools import ROOT
 
-CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
 CRDS = ROOT / "crds"
 KEEP = "helm.sh/resource-policy"
-
-Manifest = dict[str, Any]
-
-
-def helm_template(values: Manifest, tmp_path: Path) -> list[Manifest]:
-    helm = find_helm()
-    if helm is None:
-        pytest.fail("helm not found ($HELM, .venv/tools, PATH): run `make helm`", pytrace=False)
-    path = tmp_path / "values.json"
-    path.write_text(json.dumps(values))  # YAML, typed
-    done = subprocess.run(
-        [helm, "template", "eq", str(CHART), "--namespace", "eq-system", "--values", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return [body for body in yaml.safe_load_all(done.stdout) if body]
 
 
 def crds_of(manifests: list[Manifest]) -> dict[str, Manifest]:
@@ -62,8 +40,8 @@ def source_crds() -> dict[str, Manifest]:
     return {body["metadata"]["name"]: body for body in found}
 
 
-def test_the_crds_are_templates_equal_to_crds_dir_and_kept_on_uninstall(tmp_path: Path) -> None:
-    rendered = crds_of(helm_template({}, tmp_path))
+def test_the_crds_are_templates_equal_to_crds_dir_and_kept_on_uninstall() -> None:
+    rendered = crds_of(helm_template(values={}))
     source = source_crds()
     assert sorted(rendered) == sorted(source) and len(source) == 2
     for name, crd in rendered.items():
@@ -77,21 +55,21 @@ def test_the_crds_are_templates_equal_to_crds_dir_and_kept_on_uninstall(tmp_path
     assert not (CHART / "crds").exists(), "crds/ of the chart: Helm would never upgrade them"
 
 
-def test_crds_keep_false_lets_uninstall_delete_them(tmp_path: Path) -> None:
-    rendered = crds_of(helm_template({"crds": {"keep": False}}, tmp_path))
+def test_crds_keep_false_lets_uninstall_delete_them() -> None:
+    rendered = crds_of(helm_template(values={"crds": {"keep": False}}))
     assert len(rendered) == 2
     for name, crd in rendered.items():
         assert KEEP not in (crd["metadata"].get("annotations") or {}), name
 
 
-def test_crds_install_false_renders_no_crd(tmp_path: Path) -> None:
-    manifests = helm_template({"crds": {"install": False}}, tmp_path)
+def test_crds_install_false_renders_no_crd() -> None:
+    manifests = helm_template(values={"crds": {"install": False}})
     assert crds_of(manifests) == {}
     assert any(body["kind"] == "Deployment" for body in manifests)
 
 
-def render_text(values: Manifest, tmp_path: Path) -> str:
-    return yaml.safe_dump_all(helm_template(values, tmp_path))
+def render_text(values: Manifest) -> str:
+    return yaml.safe_dump_all(helm_template(values=values))
 
 
 def env_of(manifests: list[Manifest]) -> dict[str, str]:
@@ -117,12 +95,10 @@ MODES: dict[str, Manifest] = {
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_every_certificate_mode_renders_without_a_cluster_and_the_same_twice(
-    mode: str, tmp_path: Path
-) -> None:
+def test_every_certificate_mode_renders_without_a_cluster_and_the_same_twice(mode: str) -> None:
     values = MODES[mode]
-    manifests = helm_template(values, tmp_path)
-    assert render_text(values, tmp_path) == yaml.safe_dump_all(manifests), "not deterministic"
+    manifests = helm_template(values=values)
+    assert render_text(values) == yaml.safe_dump_all(manifests), "not deterministic"
     kinds = {body["kind"] for body in manifests}
     assert "Secret" not in kinds  # the chart never holds a key
     hooks = webhooks_of(manifests)
@@ -186,19 +162,10 @@ def test_every_certificate_mode_renders_without_a_cluster_and_the_same_twice(
         ]
 
 
-def test_secret_mode_without_a_secret_name_is_refused(tmp_path: Path) -> None:
-    helm = find_helm()
-    assert helm is not None
-    path = tmp_path / "values.json"
-    path.write_text(json.dumps({"webhooks": {"certificate": {"mode": "secret"}}}))
-    done = subprocess.run(
-        [helm, "template", "eq", str(CHART), "--values", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode != 0 and "secretName" in done.stderr, done.stderr
+def test_secret_mode_without_a_secret_name_is_refused() -> None:
+    with pytest.raises(TemplateError) as refused:
+        helm_template(values={"webhooks": {"certificate": {"mode": "secret"}}})
+    assert "secretName" in refused.value.stderr, refused.value.stderr
 
 
 def pod_spec(manifests: list[Manifest]) -> Manifest:
@@ -207,10 +174,10 @@ def pod_spec(manifests: list[Manifest]) -> Manifest:
     return spec
 
 
-def test_the_values_users_look_for(tmp_path: Path) -> None:
+def test_the_values_users_look_for() -> None:
     """ci/all-on-values.yaml turns each on: what it renders."""
     values = yaml.safe_load((CHART / "ci" / "all-on-values.yaml").read_text())
-    manifests = helm_template(values, tmp_path)
+    manifests = helm_template(values=values)
     spec = pod_spec(manifests)
     (container,) = spec["containers"]
     assert container["image"] == f"platform/elastic-quota-operator@{values['image']['digest']}"
@@ -237,24 +204,24 @@ def test_the_values_users_look_for(tmp_path: Path) -> None:
         "matchLabels"]}  # fmt: skip
 
 
-def test_defaults_leave_the_pod_as_kubernetes_makes_it(tmp_path: Path) -> None:
-    manifests = helm_template({}, tmp_path)
+def test_defaults_leave_the_pod_as_kubernetes_makes_it() -> None:
+    manifests = helm_template(values={})
     spec = pod_spec(manifests)
     assert "hostNetwork" not in spec and "dnsPolicy" not in spec
     assert "topologySpreadConstraints" not in spec
     assert spec["containers"][0]["image"].startswith("elastic-quota-operator:")
     assert "NetworkPolicy" not in {body["kind"] for body in manifests}
-    explicit = pod_spec(helm_template({"hostNetwork": True, "dnsPolicy": "Default"}, tmp_path))
+    explicit = pod_spec(helm_template(values={"hostNetwork": True, "dnsPolicy": "Default"}))
     assert explicit["dnsPolicy"] == "Default"
 
 
-def test_aggregated_roles_let_view_read_and_edit_change_quotas(tmp_path: Path) -> None:
-    default = {body["metadata"]["name"] for body in helm_template({}, tmp_path)}
+def test_aggregated_roles_let_view_read_and_edit_change_quotas() -> None:
+    default = {body["metadata"]["name"] for body in helm_template(values={})}
     assert "eq-elastic-quota-operator-view" in default
     assert "eq-elastic-quota-operator-edit" not in default  # as for ResourceQuotas: opt in
     roles = {
         body["metadata"]["name"]: body
-        for body in helm_template({"rbac": {"aggregateToEdit": True}}, tmp_path)
+        for body in helm_template(values={"rbac": {"aggregateToEdit": True}})
         if body["kind"] == "ClusterRole"
     }
     view = roles["eq-elastic-quota-operator-view"]
@@ -264,6 +231,6 @@ def test_aggregated_roles_let_view_read_and_edit_change_quotas(tmp_path: Path) -
     assert "rbac.authorization.k8s.io/aggregate-to-view" not in edit["metadata"]["labels"]
     assert {verb for rule in view["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}
     assert all("elasticquotas/status" not in rule["resources"] for rule in edit["rules"])
-    off = helm_template({"rbac": {"aggregateToView": False, "aggregateToEdit": False}}, tmp_path)
+    off = helm_template(values={"rbac": {"aggregateToView": False, "aggregateToEdit": False}})
     names = {body["metadata"]["name"] for body in off if body["kind"] == "ClusterRole"}
     assert names == {"eq-elastic-quota-operator"}

@@ -8,50 +8,22 @@ base, the default one when left empty), and the ConfigMap carries the dashboard 
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import subprocess
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import pytest
-import yaml
-from observability_assets import CHART, DASHBOARD, DEFAULT_RUNBOOK, RULE_TEMPLATE
-from repo_tools import find_helm
-
-HELM = find_helm()
+from chart_render import TemplateError, helm_template
+from observability_assets import DASHBOARD, DEFAULT_RUNBOOK, RULE_TEMPLATE
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
+def one_template(show_only: str, *settings: str) -> list[dict[str, Any]]:
+    """One template of the chart, with these ``--set`` values."""
+    return helm_template("--show-only", show_only, *(f"--set={setting}" for setting in settings))
 
 
-def needs_helm(test: Callable[P, R]) -> Callable[P, R]:
-    """These tests fail, never skip, without helm: `make test` installs the pinned one first."""
-
-    @functools.wraps(test)
-    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        if HELM is None:
-            pytest.fail("helm not found ($HELM, .venv/tools, PATH): run `make helm`", pytrace=False)
-        return test(*args, **kwargs)
-
-    return checked
-
-
-def helm_template(show_only: str, *settings: str) -> list[dict[str, Any]]:
-    assert HELM is not None
-    command = [HELM, "template", "eq", str(CHART), "--namespace", "eq-system"]
-    command += ["--show-only", show_only]
-    for setting in settings:
-        command += ["--set", setting]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-    return [document for document in yaml.safe_load_all(result.stdout) if document]
-
-
-@needs_helm
 def test_helm_renders_the_rule() -> None:
-    (rule,) = helm_template(
+    (rule,) = one_template(
         "templates/prometheusrule.yaml",
         "metrics.prometheusRule.enabled=true",
         "metrics.prometheusRule.labels.release=prometheus",
@@ -71,7 +43,6 @@ def test_helm_renders_the_rule() -> None:
         assert alert["annotations"]["runbook_url"] == f"{DEFAULT_RUNBOOK}#{name.lower()}"
 
 
-@needs_helm
 @pytest.mark.parametrize(
     ("setting", "base"),
     [
@@ -84,7 +55,7 @@ def test_helm_renders_the_rule() -> None:
     ids=["own", "empty"],
 )
 def test_the_runbook_base_is_a_chart_value(setting: str, base: str) -> None:
-    (rule,) = helm_template(
+    (rule,) = one_template(
         "templates/prometheusrule.yaml",
         "metrics.prometheusRule.enabled=true",
         f"metrics.prometheusRule.runbookBaseURL={setting}",
@@ -94,19 +65,18 @@ def test_the_runbook_base_is_a_chart_value(setting: str, base: str) -> None:
             assert alert["annotations"]["runbook_url"] == f"{base}#{alert['alert'].lower()}"
 
 
-@needs_helm
 def test_a_relative_runbook_base_is_refused() -> None:
-    assert HELM is not None
-    command = [HELM, "template", "eq", str(CHART), "--set", "metrics.prometheusRule.enabled=true"]
-    command += ["--set", "metrics.prometheusRule.runbookBaseURL=docs/alerts.md"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode != 0
-    assert "runbookBaseURL" in result.stderr
+    with pytest.raises(TemplateError) as refused:
+        one_template(
+            "templates/prometheusrule.yaml",
+            "metrics.prometheusRule.enabled=true",
+            "metrics.prometheusRule.runbookBaseURL=docs/alerts.md",
+        )
+    assert "runbookBaseURL" in refused.value.stderr
 
 
-@needs_helm
 def test_the_user_limit_alert_waits_the_chart_value() -> None:
-    (rule,) = helm_template(
+    (rule,) = one_template(
         "templates/prometheusrule.yaml",
         "metrics.prometheusRule.enabled=true",
         "metrics.prometheusRule.userLimitHoldingSeconds=600",
@@ -118,9 +88,8 @@ def test_the_user_limit_alert_waits_the_chart_value() -> None:
     assert "{{ $labels.reason }}" in holding["annotations"]["summary"]
 
 
-@needs_helm
 def test_helm_leaves_the_over_use_alert_out_without_revocation() -> None:
-    (rule,) = helm_template(
+    (rule,) = one_template(
         "templates/prometheusrule.yaml",
         "metrics.prometheusRule.enabled=true",
         "operator.revocation=false",
@@ -130,9 +99,8 @@ def test_helm_leaves_the_over_use_alert_out_without_revocation() -> None:
     assert "ElasticQuotaNoLeader" in rendered
 
 
-@needs_helm
 def test_helm_renders_the_dashboard_configmap() -> None:
-    (config_map,) = helm_template(
+    (config_map,) = one_template(
         "templates/dashboard-configmap.yaml", "metrics.dashboard.enabled=true"
     )
     assert config_map["kind"] == "ConfigMap"
@@ -141,12 +109,8 @@ def test_helm_renders_the_dashboard_configmap() -> None:
     assert json.loads(content) == json.loads(DASHBOARD.read_text())
 
 
-@needs_helm
 def test_helm_renders_neither_when_disabled() -> None:
-    assert HELM is not None
-    command = [HELM, "template", "eq", str(CHART), "--set", "metrics.dashboard.enabled=false"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-    documents = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    documents = helm_template("--set", "metrics.dashboard.enabled=false")
     assert documents
     assert all(doc["kind"] != "PrometheusRule" for doc in documents)
     assert all(not doc["metadata"]["name"].endswith("-dashboard") for doc in documents)

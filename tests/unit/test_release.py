@@ -29,14 +29,13 @@ from typing import Any
 
 import pytest
 import yaml
-from repo_tools import find_helm
+from chart_render import CHART, helm, helm_template
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "manifests" / "tools"))
 
 import package_chart  # noqa: E402
 
-CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 REGISTRY = "oci://registry.invalid/team"
 IMAGE_REPOSITORY = "registry.invalid/team/elastic-quota-operator"
@@ -161,11 +160,7 @@ def test_nothing_is_fetched_into_a_shell(dockerfile: list[tuple[str, str]]) -> N
 
 
 def rendered_deployment() -> dict[str, Any]:
-    helm = find_helm()
-    assert helm, "helm not found: run `make helm`"
-    command = [helm, "template", "eq", str(CHART), "--show-only", "templates/deployment.yaml"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-    (deployment,) = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    (deployment,) = helm_template("--show-only", "templates/deployment.yaml")
     return deployment
 
 
@@ -197,9 +192,7 @@ def test_the_chart_and_the_package_have_one_version() -> None:
 
 
 def test_packaging_makes_the_versioned_archive_with_the_pushed_image(tmp_path: Path) -> None:
-    helm = find_helm()
-    assert helm, "helm not found: run `make helm`"
-    archive = package_chart.package(helm, tmp_path / "dist", IMAGE_REPOSITORY)
+    archive = package_chart.package(helm(), tmp_path / "dist", IMAGE_REPOSITORY)
     assert archive == tmp_path / "dist" / f"elastic-quota-operator-{VERSION}.tgz"
     with tarfile.open(archive) as tar:
         names = tar.getnames()
@@ -212,7 +205,7 @@ def test_packaging_makes_the_versioned_archive_with_the_pushed_image(tmp_path: P
     changed = [(a, b) for a, b in zip(source, values.splitlines(), strict=True) if a != b]
     expected = ("  repository: elastic-quota-operator", f"  repository: {IMAGE_REPOSITORY}")
     assert changed == [expected]
-    command = [helm, "template", "eq", str(archive), "--show-only", "templates/deployment.yaml"]
+    command = [helm(), "template", "eq", str(archive), "--show-only", "templates/deployment.yaml"]
     rendered = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     assert f"image: {IMAGE_REPOSITORY}:{VERSION}" in rendered.stdout.replace('"', "")
 

@@ -1,0 +1,75 @@
+"""The repository's Helm chart rendered with ``helm template`` (no cluster), for the chart tests
+of every tier.
+
+helm is ``$HELM``, else the pinned one of ``make helm`` (``.venv/tools``), else one on the PATH.
+Without it the tests that render fail, they are never skipped: ``make test`` installs it first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
+PINNED_HELM = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
+#: A rendered (or applied) Kubernetes object.
+Manifest = dict[str, Any]
+
+
+class TemplateError(AssertionError):
+    """helm refused to render (a test that expects it catches this; the others fail with it)."""
+
+    def __init__(self, message: str, stderr: str) -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+def find_helm() -> str | None:
+    """``$HELM``, else the helm ``make`` pins under .venv/tools, else one on the PATH."""
+    for candidate in (os.environ.get("HELM"), str(PINNED_HELM) if PINNED_HELM.exists() else None):
+        if candidate:
+            return candidate
+    return shutil.which("helm")
+
+
+def helm() -> str:
+    """The helm to run; the test fails without one."""
+    found = find_helm()
+    if found is None:
+        pytest.fail("helm not found ($HELM, .venv/tools, PATH): run `make helm`", pytrace=False)
+    return found
+
+
+def helm_template(
+    *options: str,
+    values: Mapping[str, Any] | None = None,
+    release: str = "eq",
+    namespace: str = "eq-system",
+) -> list[Manifest]:
+    """The objects the chart renders with ``options`` (``--show-only``, ``--set``, ``--values``)
+    and then ``values`` (written as JSON, which is YAML with its types kept); ``TemplateError``
+    with what helm said when it refuses."""
+    command = [helm(), "template", release, str(CHART), "--namespace", namespace, *options]
+    with tempfile.TemporaryDirectory() as directory:
+        if values is not None:
+            path = Path(directory, "values.json")
+            path.write_text(json.dumps(values))
+            command += ["--values", str(path)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise TemplateError(
+            f"{' '.join(command)} exited with {done.returncode}\n"
+            f"--- stdout ---\n{done.stdout}\n--- stderr ---\n{done.stderr}",
+            done.stderr,
+        )
+    return [body for body in yaml.safe_load_all(done.stdout) if body]
