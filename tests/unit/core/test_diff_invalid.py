@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_diff import apply, result, written
+from diff_objects import apply, result, written
 
 from elasticquota.core import keys
 from elasticquota.core.decisions.diff import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from test_user_limits import seed_cluster, user_pod
+from user_limit_cluster import seed_cluster, user_pod
 
 from elasticquota.core.keys import ANNO_USER_LIMITS
 from elasticquota.plan.compute import compute_plan
