@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import harness
 import pytest
 from chart_helpers import fresh_namespace
 from kubernetes_asyncio import client
@@ -95,6 +96,33 @@ async def proxy() -> AsyncIterator[Proxy]:
     proxy = await Proxy(*target_of(Path(os.environ["KUBECONFIG"]))).start()
     yield proxy
     await proxy.stop()
+
+
+@pytest.fixture
+async def sue_namespace(api: client.ApiClient) -> AsyncIterator[str]:
+    """A namespace where user sue may create pods and Deployments (the ``edit`` role)."""
+    name = harness.unique("identity")
+    await harness.ensure_namespace(api, name)
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "sue-edits", "namespace": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "sue"}],
+    }
+    await client.RbacAuthorizationV1Api(api).create_namespaced_role_binding(name, binding)
+    yield name
+    await client.CoreV1Api(api).delete_namespace(name)
+
+
+@pytest.fixture
+async def as_sue() -> AsyncIterator[client.ApiClient]:
+    """An API client whose requests the API server takes as user sue of group dev."""
+    api = await make_api_client()
+    api.set_default_header("Impersonate-User", harness.SUE.user)
+    api.set_default_header("Impersonate-Group", harness.SUE.groups[0])
+    yield api
+    await api.close()
 
 
 # -- every test leaves the cluster as it found it --------------------------------------------------

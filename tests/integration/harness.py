@@ -30,6 +30,7 @@ from quota_bodies import quota_body
 
 from elasticquota.cli.cluster_objects import cluster_manifests
 from elasticquota.core.decisions.diff import quota_write
+from elasticquota.core.userlimits.identity import Identity
 from elasticquota.kube.apply import apply_manifest, apply_order
 from elasticquota.kube.quotas import (
     QUOTA_GROUP,
@@ -42,6 +43,8 @@ from elasticquota.plan.compute import Plan, compute_plan
 from elasticquota.plan.loader import load_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: The user the identity and user-limit tests impersonate (fixtures ``as_sue``, ``sue_namespace``).
+SUE = Identity("sue", ("dev",))
 
 
 def unique(prefix: str) -> str:

@@ -12,52 +12,23 @@ another identity is put back.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import harness
 import pytest
+from harness import SUE
 from kubernetes_asyncio import client
 from webhook_operator import WebhookOperator, running, wait_serving
 
 from elasticquota.core.keys import ANNO_USER_INFO
 from elasticquota.core.userlimits.identity import Identity, read_identity
 from elasticquota.core.userlimits.stamping import DEFAULT_TRUSTED_USERS
-from elasticquota.kube.client import make_api_client
 
 pytestmark = pytest.mark.timeout(300)
 
 ALIAS = "yunikorn.apache.org/user.info"
 #: The user of the local control plane's kubeconfig (eqdev.cluster), which its controllers use.
 ADMIN = "elastic-quota-admin"
-SUE = Identity("sue", ("dev",))
-
-
-@pytest.fixture
-async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
-    """A namespace where user sue may create pods and Deployments (the ``edit`` role)."""
-    name = harness.unique("identity")
-    await harness.ensure_namespace(api, name)
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": "sue-edits", "namespace": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "sue"}],
-    }
-    await client.RbacAuthorizationV1Api(api).create_namespaced_role_binding(name, binding)
-    yield name
-    await client.CoreV1Api(api).delete_namespace(name)
-
-
-@pytest.fixture
-async def as_sue() -> AsyncIterator[client.ApiClient]:
-    """An API client whose requests the API server takes as user sue of group dev."""
-    api = await make_api_client()
-    api.set_default_header("Impersonate-User", SUE.user)
-    api.set_default_header("Impersonate-Group", SUE.groups[0])
-    yield api
-    await api.close()
 
 
 def identity_of(metadata: Any) -> Identity:
@@ -86,7 +57,7 @@ def deployment(namespace: str, name: str, annotations: dict[str, str]) -> dict[s
 
 
 async def test_pods_and_deployments_run_for_whoever_created_them(
-    api: client.ApiClient, as_sue: client.ApiClient, namespace: str
+    api: client.ApiClient, as_sue: client.ApiClient, sue_namespace: str
 ) -> None:
     # The local control plane's controller manager runs with the admin's credentials (a real
     # one runs as system:kube-controller-manager or kube-system's service accounts, trusted by
@@ -98,22 +69,22 @@ async def test_pods_and_deployments_run_for_whoever_created_them(
         mine = client.CoreV1Api(as_sue)
         spoofed = '{"user": "admin", "groups": ["platform"]}'
         for key in (ANNO_USER_INFO, ALIAS):
-            body = harness.pod_manifest(namespace, harness.unique("pod"), "10m", "16Mi")
+            body = harness.pod_manifest(sue_namespace, harness.unique("pod"), "10m", "16Mi")
             body["metadata"]["annotations"] = {key: spoofed}
-            created = await mine.create_namespaced_pod(namespace, body)
+            created = await mine.create_namespaced_pod(sue_namespace, body)
             assert identity_of(created.metadata) == SUE, created.metadata.annotations
             print(f"\n{key} claimed admin: the pod runs for {identity_of(created.metadata)}")
 
         apps = client.AppsV1Api(as_sue)
         name = harness.unique("web")
         made = await apps.create_namespaced_deployment(
-            namespace, deployment(namespace, name, {ANNO_USER_INFO: spoofed})
+            sue_namespace, deployment(sue_namespace, name, {ANNO_USER_INFO: spoofed})
         )
         assert identity_of(made.spec.template.metadata) == SUE
 
         async def pods_made() -> list[Any]:
             listed = await client.CoreV1Api(api).list_namespaced_pod(
-                namespace, label_selector=f"app={name}"
+                sue_namespace, label_selector=f"app={name}"
             )
             return list(listed.items)
 
@@ -126,7 +97,7 @@ async def test_pods_and_deployments_run_for_whoever_created_them(
         print(f"the Deployment's pod {pod.metadata.name} runs for {identity_of(pod.metadata)}")
 
         claim = {"spec": {"template": {"metadata": {"annotations": {ANNO_USER_INFO: spoofed}}}}}
-        patched = await apps.patch_namespaced_deployment(name, namespace, claim)
+        patched = await apps.patch_namespaced_deployment(name, sue_namespace, claim)
         assert identity_of(patched.spec.template.metadata) == SUE
         stamped = json.loads(patched.spec.template.metadata.annotations[ANNO_USER_INFO])
         assert stamped == {"user": "sue", "groups": ["dev", "system:authenticated"]}

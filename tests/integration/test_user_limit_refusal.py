@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 import harness
 import pytest
 from kubernetes_asyncio import client
-from test_identity import as_sue, namespace  # noqa: F401 (fixtures)
 from webhook_operator import WebhookOperator, create_quota, refusal, running, wait_serving
 
 from elasticquota.core.keys import ANNO_USER_LIMITS
@@ -50,44 +49,45 @@ async def node(api: client.ApiClient) -> AsyncIterator[str]:
 
 async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
     api: client.ApiClient,
-    as_sue: client.ApiClient,  # noqa: F811
-    namespace: str,  # noqa: F811
+    as_sue: client.ApiClient,
+    sue_namespace: str,
     node: str,
 ) -> None:
     operator = WebhookOperator(env={"ELASTIC_QUOTA_USER_LIMITS_REFUSE_PODS": "true"})
     async with running(api, operator):
         await wait_serving(api, operator)
+        ten = {"cpu": "10", "memory": "10Gi"}
         quota = harness.quota_manifest(
-            namespace, namespace, {"cpu": "10", "memory": "10Gi"}, {"cpu": "10", "memory": "10Gi"},
-            annotations={ANNO_USER_LIMITS: LIMITS},
-        )  # fmt: skip
+            sue_namespace, sue_namespace, ten, ten, annotations={ANNO_USER_LIMITS: LIMITS}
+        )
         await create_quota(api, quota)
         mine = client.CoreV1Api(as_sue)
-        running_pod = harness.pod_manifest(namespace, "sue-running", "4", "1Gi", node=node)
-        await mine.create_namespaced_pod(namespace, running_pod)
+        running_pod = harness.pod_manifest(sue_namespace, "sue-running", "4", "1Gi", node=node)
+        await mine.create_namespaced_pod(sue_namespace, running_pod)
 
         async def counted() -> bool:
-            used = (await harness.get_quota(api, namespace, namespace)).get("status", {})
+            used = (await harness.get_quota(api, sue_namespace, sue_namespace)).get("status", {})
             return bool(used.get("used", {}).get("cpu") == "4")
 
         await harness.eventually(counted, 60, operator.process, "sue's bound pod is counted")
 
         message = await refusal(
             mine.create_namespaced_pod(
-                namespace, harness.pod_manifest(namespace, "sue-big", "2", "1Gi")
+                sue_namespace, harness.pod_manifest(sue_namespace, "sue-big", "2", "1Gi")
             )
         )
         assert (
-            f"pod {namespace}/sue-big would break a user or group limit: user sue at quota "
-            f"{namespace}: cpu: requested 2, used 4 of limit 5 (user limit specific user)"
+            f"pod {sue_namespace}/sue-big would break a user or group limit: user sue at quota "
+            f"{sue_namespace}: cpu: requested 2, used 4 of limit 5 (user limit specific user)"
         ) in message
         assert "no scheduling gates" in message
 
-        at_limit = harness.pod_manifest(namespace, "sue-small", "1", "1Gi")
-        created = await mine.create_namespaced_pod(namespace, at_limit)
+        at_limit = harness.pod_manifest(sue_namespace, "sue-small", "1", "1Gi")
+        created = await mine.create_namespaced_pod(sue_namespace, at_limit)
         assert created.metadata.name == "sue-small"
-        other = harness.pod_manifest(namespace, "admin-big", "3", "1Gi")
-        assert (await client.CoreV1Api(api).create_namespaced_pod(namespace, other)).metadata.name
+        other = harness.pod_manifest(sue_namespace, "admin-big", "3", "1Gi")
+        admins = client.CoreV1Api(api)
+        assert (await admins.create_namespaced_pod(sue_namespace, other)).metadata.name
 
         code, out, err = await cli("usage", "users", "sue", "-A", "-o", "json")
         assert code == 0, err
@@ -97,7 +97,7 @@ async def test_the_pod_webhook_refuses_a_pod_over_its_users_limit_without_gates(
             "kind": "UserUsage",
             "users": {
                 "sue": {
-                    namespace: {
+                    sue_namespace: {
                         "used": {"cpu": "4", "memory": "1Gi", "pods": "1"},
                         "applications": 1,
                         "maxResources": {"cpu": "5"},
