@@ -45,13 +45,13 @@ from elasticquota.kube.readerparts import Kind, object_key
 from elasticquota.kube.reflector import Reflector
 from eqdev.cluster import LocalCluster
 from scalebench.kube import Kube, run_pool
+from scalebench.operators import cpu_seconds
 from scalebench.output import say
 from scalebench.shape import NAMESPACE, build_shape, pod_plan, priority_class_manifests
 
 VARIANTS = ("paged", "cache-whole", "cache-stream", "cache-ijson")
 PODS = Kind("pods", "/api/v1/pods")
 SLICE = 100
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # -- one measurement, in a process of its own ------------------------------------------------------
@@ -157,12 +157,6 @@ async def measure(variant: str, kubeconfig: str, delay: float) -> dict[str, Any]
 
 
 # -- the driver ------------------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 async def create_pods(cluster: LocalCluster, pods: int, concurrency: int) -> None:
