@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -95,13 +94,6 @@ def k8s_status() -> Callable[[int, str], dict[str, Any]]:
     """``k8s_status(code, reason)``: the Status body of an error (test modules cannot import
     from here: several ``conftest`` modules exist)."""
     return status
-
-
-@pytest.fixture(autouse=True)
-def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("ELASTIC_QUOTA_"):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture(autouse=True)

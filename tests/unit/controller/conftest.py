@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -147,14 +146,6 @@ class WorkerThreads(ThreadPoolExecutor):
             return fn(*args, **kwargs)
 
         return super().submit(run)
-
-
-@pytest.fixture(autouse=True)
-def _no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings come from the test alone, never from the ELASTIC_QUOTA_* of the machine."""
-    for name in list(os.environ):
-        if name.upper().startswith("ELASTIC_QUOTA_"):
-            monkeypatch.delenv(name)
 
 
 @pytest.fixture
