@@ -31,8 +31,8 @@ from elasticquota.core.quantities.quantity import (
     is_unlimited,
 )
 from elasticquota.core.solve.results import QuotaResult, Snapshot
-from elasticquota.core.userlimits.config import PODS
-from elasticquota.core.userlimits.ledger import SubjectUsage
+from elasticquota.core.userlimits.limits import PODS
+from elasticquota.core.userlimits.records import SubjectUsage
 from elasticquota.plan.compute import Plan
 from elasticquota.plan.findings import problem_line
 

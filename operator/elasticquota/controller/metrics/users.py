@@ -33,7 +33,7 @@ from elasticquota.controller.metrics.names import (
     USER_SUBJECTS_FOLDED,
     resource_unit,
 )
-from elasticquota.core.userlimits.ledger import Kind, SubjectUsage
+from elasticquota.core.userlimits.records import Kind, SubjectUsage
 from elasticquota.core.userlimits.report import capped
 from elasticquota.core.userlimits.tracker import UserLimitsView
 

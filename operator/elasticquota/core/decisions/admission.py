@@ -21,7 +21,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.quantities.resources import ResourceList, add, mask
 from elasticquota.core.solve.results import QuotaResult, Snapshot
-from elasticquota.core.userlimits.ledger import LimitRefusal
+from elasticquota.core.userlimits.records import LimitRefusal
 from elasticquota.core.userlimits.tracker import UserLimitsOverlay, UserLimitsView
 
 

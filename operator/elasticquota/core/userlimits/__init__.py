@@ -71,11 +71,6 @@ from elasticquota.core.userlimits.book import (
     check_hierarchy,
 )
 from elasticquota.core.userlimits.config import (
-    PODS,
-    WILDCARD,
-    LimitEntry,
-    LimitProblem,
-    QuotaLimits,
     check_limit_objects,
     load_limit_objects,
     parse_quota_limits,
@@ -90,7 +85,15 @@ from elasticquota.core.userlimits.identity import (
     read_identity,
     shared_application,
 )
-from elasticquota.core.userlimits.ledger import (
+from elasticquota.core.userlimits.ledger import UserLimitLedger
+from elasticquota.core.userlimits.limits import (
+    PODS,
+    WILDCARD,
+    LimitEntry,
+    LimitProblem,
+    QuotaLimits,
+)
+from elasticquota.core.userlimits.records import (
     APPLICATIONS,
     Kind,
     LimitedPod,
@@ -98,7 +101,6 @@ from elasticquota.core.userlimits.ledger import (
     OverUse,
     Subject,
     SubjectUsage,
-    UserLimitLedger,
     UserLimitVerdict,
 )
 from elasticquota.core.userlimits.report import OTHER, capped

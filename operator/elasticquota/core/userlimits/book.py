@@ -19,13 +19,8 @@ from dataclasses import dataclass, field
 
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.quantities.resources import ResourceList
-from elasticquota.core.userlimits.config import (
-    WILDCARD,
-    LimitEntry,
-    LimitProblem,
-    QuotaLimits,
-    parse_quota_limits,
-)
+from elasticquota.core.userlimits.config import parse_quota_limits
+from elasticquota.core.userlimits.limits import WILDCARD, LimitEntry, LimitProblem, QuotaLimits
 
 #: A quota path from the quota that holds the pod (the leaf) to the tree's root.
 QuotaPath = tuple[str, ...]

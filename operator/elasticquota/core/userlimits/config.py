@@ -25,27 +25,10 @@ from typing import Any, Final
 
 import yaml
 
-from elasticquota.core.userlimits.limits import (
-    PODS,
-    VCORE,
-    WILDCARD,
-    LimitEntry,
-    LimitProblem,
-    QuotaLimits,
-)
+from elasticquota.core.userlimits.limits import LimitEntry, LimitProblem, QuotaLimits
 from elasticquota.core.userlimits.rules import SeenNames, check_object, type_name
 
-__all__ = [
-    "PODS",
-    "VCORE",
-    "WILDCARD",
-    "LimitEntry",
-    "LimitProblem",
-    "QuotaLimits",
-    "check_limit_objects",
-    "load_limit_objects",
-    "parse_quota_limits",
-]
+__all__ = ["check_limit_objects", "load_limit_objects", "parse_quota_limits"]
 
 #: Annotation values are at most 256 KiB; a longer text is refused before YAML sees it.
 _MAX_TEXT: Final = 256 * 1024

@@ -52,19 +52,7 @@ from elasticquota.core.userlimits.records import (
     usage_document,
 )
 
-__all__ = [
-    "APPLICATIONS",
-    "Kind",
-    "LedgerOverlay",
-    "LedgerView",
-    "LimitRefusal",
-    "LimitedPod",
-    "OverUse",
-    "Subject",
-    "SubjectUsage",
-    "UserLimitLedger",
-    "UserLimitVerdict",
-]
+__all__ = ["LedgerOverlay", "LedgerView", "UserLimitLedger"]
 
 
 class LedgerView:

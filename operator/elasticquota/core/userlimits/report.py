@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from elasticquota.core.quantities.resources import add
-from elasticquota.core.userlimits.ledger import Kind, SubjectUsage
 from elasticquota.core.userlimits.limits import PODS
+from elasticquota.core.userlimits.records import Kind, SubjectUsage
 
 OTHER: Final = "(other)"
 

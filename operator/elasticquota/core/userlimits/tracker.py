@@ -27,17 +27,17 @@ from elasticquota.core.model.models import PodInfo, Problem
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.tree.topology import Topology
 from elasticquota.core.userlimits.book import LimitBook, QuotaPath, check_hierarchy
-from elasticquota.core.userlimits.config import LimitProblem, QuotaLimits, parse_quota_limits
+from elasticquota.core.userlimits.config import parse_quota_limits
 from elasticquota.core.userlimits.identity import DEFAULT_USER
-from elasticquota.core.userlimits.ledger import (
-    LedgerOverlay,
-    LedgerView,
+from elasticquota.core.userlimits.ledger import LedgerOverlay, LedgerView, UserLimitLedger
+from elasticquota.core.userlimits.limits import LimitProblem, QuotaLimits
+from elasticquota.core.userlimits.records import (
     LimitedPod,
     SubjectUsage,
-    UserLimitLedger,
+    UsageDocument,
     UserLimitVerdict,
+    usage_document,
 )
-from elasticquota.core.userlimits.records import UsageDocument, usage_document
 
 #: Per quota name: the annotation text and max it was parsed with, and what came out.
 LimitMemo = dict[str, tuple[str, frozenset[tuple[str, int]], QuotaLimits, tuple[LimitProblem, ...]]]

@@ -24,7 +24,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.core.userlimits.ledger import OverUse
+from elasticquota.core.userlimits.records import OverUse
 
 
 def quota(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elasticquota.core.userlimits import (
+from elasticquota.core.userlimits.identity import (
     DEFAULT_USER,
     Identity,
     IdentityReading,
