@@ -130,11 +130,6 @@ def counts_bytes(resource: str) -> bool:
     return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
 
 
-def format_binary(units: int) -> str:
-    """Units in Kubernetes' canonical BinarySI form (``2Gi``, ``1536Mi``; below 1024 plain)."""
-    return _format_binary(units)
-
-
 def format_units(resource: str, units: int) -> str:
     """Format engine units as the canonical Kubernetes quantity the reference would write.
 
@@ -143,7 +138,7 @@ def format_units(resource: str, units: int) -> str:
     if resource == CPU:
         return _format_decimal(units, exponent=-3)
     if resource == MEMORY:
-        return _format_binary(units)
+        return format_binary(units)
     return _format_decimal(units, exponent=0)
 
 
@@ -157,9 +152,9 @@ def _format_decimal(mantissa: int, exponent: int) -> str:
     return f"{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"
 
 
-def _format_binary(units: int) -> str:
-    """Canonical BinarySI: below 1024 in magnitude plain decimal, else the largest exact 1024
-    power."""
+def format_binary(units: int) -> str:
+    """Units in Kubernetes' canonical BinarySI form: below 1024 in magnitude plain decimal, else
+    the largest exact 1024 power (``2Gi``, ``1536Mi``)."""
     if -1024 < units < 1024:
         return _format_decimal(units, exponent=0)
     power = 0

@@ -40,7 +40,7 @@ from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.solve.solvejob import SolveJob, SolveOutcome, Solver, compute, tree_arrays
 from elasticquota.core.solve.totals import tree_total
 from elasticquota.core.solve.treeresults import reserved_results
-from elasticquota.core.solve.trees import TreeState
+from elasticquota.core.solve.trees import TreeState, touch_tree
 from elasticquota.core.tree.topology import Topology
 from elasticquota.core.userlimits.tracker import LimitMemo, UserLimitTracker
 from elasticquota.kernels.waterfill import solve_tree
@@ -143,11 +143,11 @@ class QuotaEngine(EngineView):
 
     def upsert_node(self, node: NodeInfo) -> None:
         self._nodes.upsert(node)
-        self._mark_dirty(DEFAULT_TREE)
+        touch_tree(self._trees, DEFAULT_TREE)
 
     def delete_node(self, name: str) -> None:
         if self._nodes.delete(name):
-            self._mark_dirty(DEFAULT_TREE)
+            touch_tree(self._trees, DEFAULT_TREE)
 
     def load(
         self,
@@ -322,8 +322,3 @@ class QuotaEngine(EngineView):
         self._quotas = None
         self.topology_epoch += 1
         return True
-
-    def _mark_dirty(self, tree_id: str) -> None:
-        state = self._trees.get(tree_id)
-        if state is not None:
-            state.touch()

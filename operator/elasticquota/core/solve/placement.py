@@ -26,7 +26,7 @@ from elasticquota.core.solve.accounting import (
     contribution,
 )
 from elasticquota.core.solve.podindex import PodIndex
-from elasticquota.core.solve.trees import TreeState
+from elasticquota.core.solve.trees import TreeState, touch_tree
 
 #: The reserved quotas' rows in the reserved sums.
 RESERVED_ROWS = {SYSTEM_QUOTA: 0, DEFAULT_QUOTA: 1}
@@ -117,14 +117,14 @@ class Placements:
             row = RESERVED_ROWS.get(quota)
             if row is not None:
                 self.reserved.apply(row, amounts, +1)
-                self._mark_dirty(DEFAULT_TREE)
+                touch_tree(self._trees, DEFAULT_TREE)
             else:
                 tree_id = self._tree_of[quota]
                 index = self._trees[tree_id].layout.index[quota]
                 rows.setdefault(tree_id, []).append((index, amounts))
         for tree_id, tree_rows in rows.items():
             self._trees[tree_id].sums.add_rows(tree_rows)
-            self._mark_dirty(tree_id)
+            self._trees[tree_id].touch()
 
     def _aggregate(self, quota: str, pods: tuple[PodInfo, ...], memo: AggregateMemo) -> Amounts:
         """The quota's aggregate: the remembered one when its pods and max keys are unchanged."""
@@ -144,14 +144,9 @@ class Placements:
         row = RESERVED_ROWS.get(quota)
         if row is not None:
             self.reserved.apply(row, amounts, sign)
-            self._mark_dirty(DEFAULT_TREE)
+            touch_tree(self._trees, DEFAULT_TREE)
             return
         tree_id = self._tree_of[quota]
         state = self._trees[tree_id]
         state.sums.apply(state.layout.index[quota], amounts, sign)
         state.touch()
-
-    def _mark_dirty(self, tree_id: str) -> None:
-        state = self._trees.get(tree_id)
-        if state is not None:
-            state.touch()

@@ -80,6 +80,13 @@ class TreeState:
         return moved
 
 
+def touch_tree(trees: Mapping[str, TreeState], tree_id: str) -> None:
+    """Note a change read by the tree's solve; none where the tree does not exist (yet)."""
+    state = trees.get(tree_id)
+    if state is not None:
+        state.touch()
+
+
 @dataclass(frozen=True, slots=True)
 class Merged:
     """Published results with a solve's fresh ones merged in, and the names whose result moved."""
