@@ -91,9 +91,16 @@ def capture_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
 SCRAPE_VIEW: ContextVar[ScrapeView | None] = ContextVar("scrape_view", default=None)
 
 
-def scrape_view(state: ControllerState, leading: asyncio.Event) -> ScrapeView:
-    """The view captured for this scrape, else one captured now."""
-    return SCRAPE_VIEW.get() or capture_view(state, leading)
+class ViewCollector:
+    """A collector of what one scrape's view shows."""
+
+    def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
+        self._state = state
+        self._leading = leading
+
+    def view(self) -> ScrapeView:
+        """This scrape's view: the one captured on the loop, else one captured now."""
+        return SCRAPE_VIEW.get() or capture_view(self._state, self._leading)
 
 
 def display_value(resource: str, units: int) -> float | None:
@@ -134,13 +141,9 @@ def _existing_results(state: ControllerState, view: ScrapeView) -> Iterator[Quot
                 yield result
 
 
-class QuotaCollector:
+class QuotaCollector(ViewCollector):
     """The per-quota gauges of the active replica, from the latest solved results (``/metrics``
     writes them with ``exposition.figures_text``; ``collect`` is prometheus_client's way)."""
-
-    def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
-        self._state = state
-        self._leading = leading
 
     def describe(self) -> Iterator[Metric]:
         yield from _quota_families().values()
@@ -154,22 +157,18 @@ class QuotaCollector:
 
     def shown_results(self) -> Iterator[QuotaResult]:
         """The results this scrape shows: quotas that exist as objects, on the active replica."""
-        return _existing_results(self._state, scrape_view(self._state, self._leading))
+        return _existing_results(self._state, self.view())
 
 
-class TreeInfoCollector:
+class TreeInfoCollector(ViewCollector):
     """``elastic_quota_tree_info``: one series per tree shown, with its name."""
-
-    def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
-        self._state = state
-        self._leading = leading
 
     def describe(self) -> Iterator[Metric]:
         yield _tree_info_family()
 
     def collect(self) -> Iterator[Metric]:
         names: dict[str, str] = {}
-        for result in _existing_results(self._state, scrape_view(self._state, self._leading)):
+        for result in _existing_results(self._state, self.view()):
             names.setdefault(result.tree, DEFAULT_TREE_NAME if not result.tree else "")
             if not names[result.tree]:
                 names[result.tree] = self._tree_name(result) or ""
@@ -209,12 +208,8 @@ def _leaves_quota_out(problem: Problem) -> bool:
     return problem.left_out and problem.object.startswith(f"{QUOTA_KIND} ")
 
 
-class StateCollector:
+class StateCollector(ViewCollector):
     """Leader, ready, invalid quotas and gated pods: what this replica knows about itself."""
-
-    def __init__(self, state: ControllerState, leading: asyncio.Event) -> None:
-        self._state = state
-        self._leading = leading
 
     def describe(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(LEADER, _LEADER_HELP)
@@ -223,7 +218,7 @@ class StateCollector:
         yield GaugeMetricFamily(GATED_PODS, _GATED_HELP, labels=["quota", "reason"])
 
     def collect(self) -> Iterator[Metric]:
-        view = scrape_view(self._state, self._leading)
+        view = self.view()
         yield GaugeMetricFamily(LEADER, _LEADER_HELP, value=int(view.leading))
         yield GaugeMetricFamily(READY, _READY_HELP, value=int(view.ready))
         yield GaugeMetricFamily(INVALID_QUOTAS, _INVALID_HELP, value=view.invalid_quotas)

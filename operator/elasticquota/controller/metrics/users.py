@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from elasticquota.controller.metrics.collectors import display_value, scrape_view
+from elasticquota.controller.metrics.collectors import ViewCollector, display_value
 from elasticquota.controller.metrics.names import (
     SUBJECT_FAMILIES,
     USER_SUBJECTS_FOLDED,
@@ -109,12 +109,11 @@ def subject_metrics(
     return families, folded
 
 
-class UserLimitCollector:
+class UserLimitCollector(ViewCollector):
     """The per-user and per-group gauges of the active replica (see the module's docstring)."""
 
     def __init__(self, state: ControllerState, leading: asyncio.Event, per_quota: int) -> None:
-        self._state = state
-        self._leading = leading
+        super().__init__(state, leading)
         self._per_quota = per_quota
 
     def describe(self) -> Iterator[Metric]:
@@ -123,7 +122,7 @@ class UserLimitCollector:
         yield _folded_family()
 
     def collect(self) -> Iterator[Metric]:
-        view = scrape_view(self._state, self._leading)
+        view = self.view()
         folded_family = _folded_family()
         if not view.leading:
             for kind in KINDS:
