@@ -13,7 +13,7 @@ from fake_cluster import FakeCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
+from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_since
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.lease import NotLeadingError
@@ -53,20 +53,28 @@ def leading_controller(
     return RevocationController(LoopContext(world, cluster, settings, leading), clock=loop.time)
 
 
+def team_quota(over_used_since: float | None = None) -> dict[str, Any]:
+    """Quota ``team`` (2 cpu, lends nothing), with the over-use start the active replica
+    recorded, if any."""
+    annotations = (
+        {} if over_used_since is None else {ANNO_OVER_USED_SINCE: format_since(over_used_since)}
+    )
+    return {
+        "kind": "ElasticQuota",
+        "metadata": {
+            "name": "team",
+            "namespace": "ns",
+            "labels": {LABEL_ALLOW_LENT: "false"},
+            "annotations": annotations,
+        },
+        "spec": {"min": {"cpu": "2"}, "max": {"cpu": "2"}},
+    }
+
+
 @pytest.fixture
 def world(cluster: FakeCluster) -> ControllerState:
     state = ControllerState.create(EngineSettings())
-    state.on_quota(
-        cluster.store(
-            {
-                "kind": "ElasticQuota",
-                "metadata": {
-                    "name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"}
-                },
-                "spec": {"min": {"cpu": "2"}, "max": {"cpu": "2"}},
-            }
-        )
-    )  # fmt: skip
+    state.on_quota(cluster.store(team_quota()))
     state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
     state.on_pod(running("keep", "2", 9))
     state.on_pod(running("extra", "1", 0))  # used 3 > runtime 2 from the start
@@ -151,3 +159,80 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
     assert [
         e for e in cluster.events if e["involvedObject"]["kind"] == "Pod"
     ] == []  # no RevocationFailed Event (it would be refused too)
+
+
+@pytest.mark.looptime
+async def test_a_replica_that_becomes_active_times_over_uses_from_the_quotas_records(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """A standby that saw an over-use begin at its start, then end and begin again while another
+    replica was active, takes over 2 s into the new one: its first round comes a full delay
+    after the new start (it evicted at once when it kept the start it had read at its start)."""
+    loop = asyncio.get_running_loop()
+    world.on_quota(cluster.store(team_quota(loop.time())))
+    leading = asyncio.Event()
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    context = LoopContext(world, cluster, settings, leading)
+    task = asyncio.create_task(RevocationController(context, clock=loop.time).run())
+    await asyncio.sleep(10)
+    world.on_pod_deleted(running("extra", "1", 0))  # the active replica's records follow
+    world.on_quota(cluster.store(team_quota()))
+    await asyncio.sleep(100)
+    world.on_pod(running("extra-2", "1", 0))
+    started = loop.time()
+    world.on_quota(cluster.store(team_quota(started)))
+    await asyncio.sleep(2)
+    leading.set()
+    await asyncio.sleep(DELAY - 4)
+    assert evictions(cluster) == []
+    await asyncio.sleep(4)
+    assert [name for _, name in evictions(cluster)] == ["extra-2"]
+    assert DELAY < evictions(cluster)[0][0] - started <= DELAY + 2
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.looptime
+async def test_a_replica_active_again_forgets_the_rounds_of_its_last_term(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Leading, losing the Lease while the over-use ends, leading again: the timers are the
+    quotas' records of the new term (none here), so nothing is due."""
+    loop = asyncio.get_running_loop()
+    leading = asyncio.Event()
+    leading.set()
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    context = LoopContext(world, cluster, settings, leading)
+    task = asyncio.create_task(RevocationController(context, clock=loop.time).run())
+    await asyncio.sleep(DELAY - 5)  # the over-use began and is recorded; no round yet
+    leading.clear()
+    await asyncio.sleep(2)
+    world.on_pod_deleted(running("extra", "1", 0))  # ended under another replica...
+    world.on_quota(cluster.store(team_quota()))
+    world.on_pod(running("extra-2", "1", 0))  # ...and began again, not recorded yet
+    leading.set()
+    await asyncio.sleep(10)
+    assert evictions(cluster) == []  # the old start (DELAY + 7 s ago) is not used
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_an_over_use_record_refused_is_written_at_the_next_check(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    cluster.fail("patch_quota", TimeoutError("patch ns/team"))
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    now = [100.0]
+    context = LoopContext(world, cluster, settings, asyncio.Event())
+    controller = RevocationController(context, clock=lambda: now[0])
+    await controller.check_once()  # the over-use starts; its record is refused
+    assert ANNO_OVER_USED_SINCE not in world.quotas[("ns", "team")].annotations
+    now[0] += 1
+    await controller.check_once()
+    recorded = world.quotas[("ns", "team")].annotations[ANNO_OVER_USED_SINCE]
+    assert recorded == format_since(100.0)  # the start, not the time of the retry
+    now[0] += 1
+    await controller.check_once()
+    assert len(cluster.named("patch_quota")) == 2  # refused, then written once

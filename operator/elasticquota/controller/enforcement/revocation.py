@@ -1,21 +1,23 @@
 """Over-use revocation: a quota that stays above its runtime gives back its least important pods.
 
 Every ``revocation_interval`` the active replica checks every quota (not the root nor the system
-quota; the default quota only when enabled): a cheap look at each result, and the pods of the
-quotas whose used exceeds their runtime only. A quota whose used exceeds its runtime for longer than
+quota; the default quota only when enabled): a cheap look at each result, and the pods of the quotas
+whose used exceeds their runtime only. A quota whose used exceeds its runtime for longer than
 ``revocation_delay`` gets one revocation round: the victims of
 ``core.decisions.revocation.victims_of``, the function ``plan`` uses too (least important first to
 try: lower priority, then the later start time; non-preemptible and terminating pods never) are
 evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
 on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of
 each over-use is kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and
-removed when it ends, never rewritten by a round), so a restart during the delay neither forgets it
-nor evicts twice. A quota that stays over-used with nothing evictable gets a round every delay, each
-with the same ``QuotaOverUsed`` Event, which the Event series counts (``kube.events``): one Event
-object whose count grows, not a new Event every delay. In dry-run, rounds are reported and nothing
-is evicted: the dry run's ``Cluster`` sends nothing and logs what it would evict. Every eviction
-(here and by in-quota preemption, through ``counted_eviction``) is counted by quota, reason
-(``over-use`` here, ``preemption`` there) and outcome.
+removed when it ends, never rewritten by a round; a refused write is sent again at the next check),
+so a restart during the delay neither forgets it nor evicts twice, and a replica that becomes the
+active one takes its timers from these records, not from what it saw before. A quota that stays
+over-used with nothing evictable gets a round every delay, each with the same ``QuotaOverUsed``
+Event, which the Event series counts (``kube.events``): one Event object whose count grows, not a
+new Event every delay. In dry-run, rounds are reported and nothing is evicted: the dry run's
+``Cluster`` sends nothing and logs what it would evict. Every eviction (here and by in-quota
+preemption, through ``counted_eviction``) is counted by quota, reason (``over-use`` here,
+``preemption`` there) and outcome.
 
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
@@ -61,6 +63,10 @@ RECENT = 1000
 
 #: Seconds between two solves a revocation check makes itself (see the module's docstring).
 SOLVE_EVERY = 5.0
+
+#: At most this many seconds pass between two looks at whether this replica still leads while
+#: the loop pauses between checks (another replica's term lasts a Lease duration at least).
+LEADING_POLL = 1.0
 
 NEVER_REVOKED = (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA)
 
@@ -142,17 +148,34 @@ class RevocationController(WritingLoop):
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
         self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
         self._solved_at: float | None = None
+        #: Quotas whose over-use record could not be written (sent again at the next check).
+        self._unrecorded: set[str] = set()
 
     async def run(self) -> None:
         await self._state.synced.wait()
-        self._restore_timers()
         while True:
             await self._leading.wait()
-            await self.check_once()
-            await asyncio.sleep(self._settings.revocation_interval)
+            self._restore_timers()
+            while await self._checked_while_leading():
+                pass
+
+    async def _checked_while_leading(self) -> bool:
+        """One check and the pause after it; False when this replica stopped leading by the end
+        of the pause (the next term starts from the quotas' records)."""
+        await self.check_once()
+        pause = self._settings.revocation_interval
+        while pause > 0 and self._leading.is_set():
+            step = min(pause, LEADING_POLL)
+            await asyncio.sleep(step)
+            pause -= step
+        return self._leading.is_set()
 
     def _restore_timers(self) -> None:
-        """Over-uses that started before a restart keep their start time."""
+        """At the start of each term as the active replica, the over-use timers are the quotas'
+        records: over-uses that started before a restart, or while another replica was active,
+        keep their start; one that ended meanwhile is not timed any more."""
+        self._timer = OverUseTimer(self._settings.revocation_delay)
+        self._unrecorded.clear()
         for quota in self._state.quotas.values():
             since = parse_since(quota.annotations.get(ANNO_OVER_USED_SINCE))
             if since is not None:
@@ -171,7 +194,8 @@ class RevocationController(WritingLoop):
             result = snapshot.quotas[name]
             before = self._timer.since.get(name)
             due = self._timer.observe(name, self._judge(snapshot, name), now)
-            await self._persist_since(result, before)
+            if self._timer.since.get(name) != before or name in self._unrecorded:
+                await self._persist_since(result)
             if due:
                 # the victims: of now
                 fresh = await solved_snapshot(self._state.engine, self._metrics)
@@ -187,12 +211,13 @@ class RevocationController(WritingLoop):
 
     def _candidates(self, snapshot: Snapshot) -> list[str]:
         """The monitored quotas a check can change anything for, sorted: those whose used exceeds
-        their runtime and those whose over-use timer runs (it stops when they fit again). For any
-        other quota a check records nothing and evicts nothing; its pods are never looked at."""
+        their runtime, those whose over-use timer runs (it stops when they fit again) and those
+        whose over-use record is still to be written. For any other quota a check records nothing
+        and evicts nothing; its pods are never looked at."""
         quotas = snapshot.quotas
         self._forget_vanished()
         over = snapshot.over_used_quotas()  # kept by the engine: no look at every quota
-        timed = [name for name in self._timer.since if name in quotas]
+        timed = [name for name in (*self._timer.since, *self._unrecorded) if name in quotas]
         return sorted({name for name in (*over, *timed) if self._monitored(name)})
 
     def _forget_vanished(self) -> None:
@@ -202,23 +227,27 @@ class RevocationController(WritingLoop):
         engine = self._state.engine
         for name in [name for name in self._timer.since if engine.tree_of_result(name) is None]:
             self._timer.forget(name)
+        self._unrecorded = {
+            name for name in self._unrecorded if engine.tree_of_result(name) is not None
+        }
 
-    async def _persist_since(self, result: QuotaResult, before: float | None) -> None:
-        """Keep the over-use start on the quota object when it changes."""
-        after = self._timer.since.get(result.name)
-        if after == before:
-            return
-        value = format_since(after) if after is not None else None
+    async def _persist_since(self, result: QuotaResult) -> None:
+        """Keep the over-use start on the quota object; a refused write is sent again at the
+        next check (``_unrecorded``)."""
+        since = self._timer.since.get(result.name)
+        value = format_since(since) if since is not None else None
         quota = self._state.quotas.get((result.namespace, result.name))
         if quota is None or quota.annotations.get(ANNO_OVER_USED_SINCE) == value:
             return
         patch = {"metadata": {"annotations": {ANNO_OVER_USED_SINCE: value}}}
         try:
             body = await self._cluster.patch_quota(result.namespace, result.name, patch)
-        except Exception as error:  # recorded at the next check
+        except Exception as error:
             self._outage.failed(f"the over-use record of {result.name}", error)
+            self._unrecorded.add(result.name)
             return
         self._outage.succeeded()
+        self._unrecorded.discard(result.name)
         self._state.keep_written(body)  # None: not sent (a dry run)
 
     async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
