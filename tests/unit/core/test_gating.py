@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from elasticquota.core.decisions.gating import (
+    GateDecision,
     gate_decisions,
     gate_wait,
     gates_with_admission,
@@ -124,3 +127,42 @@ def test_the_wait_at_the_gate_starts_at_the_pod_s_creation() -> None:
     assert gate_wait(pod("p", 1000, created=""), start) is None
     assert gate_wait(pod("p", 1000, created="yesterday"), start) is None
     assert gate_wait(pod("p", 1000, created="2026-01-01T00:00:00"), start) is None  # no zone
+
+
+def elastic(*pods: PodInfo, check_ancestors: bool = False) -> list[GateDecision]:
+    """Quota ``team`` (min 4, max 10 cpu, lends nothing) under ``dept`` on a 20-cpu cluster."""
+    quotas = [
+        Quota(name="dept", namespace="ns", min={"cpu": 4000}, max={"cpu": 10000}, is_parent=True),
+        Quota(
+            name="team", namespace="ns", parent="dept", min={"cpu": 4000}, max={"cpu": 10000},
+            allow_lent=False,
+        ),
+    ]  # fmt: skip
+    node = NodeInfo(name="n1", allocatable={"cpu": 20000})
+    snapshot = QuotaEngine().load(quotas=quotas, pods=pods, nodes=[node]).solve()
+    return gate_decisions(snapshot, check_ancestors)
+
+
+def test_non_preemptible_pods_released_together_never_pass_the_min_together() -> None:
+    first, second = (replace(pod(name, 3000), preemptible=False) for name in ("np1", "np2"))
+    decisions = elastic(first, second)
+    assert [(d.pod.name, d.release) for d in decisions] == [("np1", True), ("np2", False)]
+    assert decisions[1].verdict.reason == (
+        "quota team: cpu used 3 + request 3 > min (non-preemptible) 4"
+    )
+    # the next round: np1 released, not bound yet
+    (decision,) = elastic(replace(first, scheduling_gates=()), second)
+    assert decision.pod.name == "np2" and not decision.release
+
+
+def test_a_preemptible_pod_released_before_leaves_the_min_to_non_preemptible_ones() -> None:
+    decisions = elastic(pod("p", 3000, priority=9), replace(pod("np", 3000), preemptible=False))
+    assert [(d.pod.name, d.release) for d in decisions] == [("p", True), ("np", True)]
+
+
+def test_what_a_decision_saw_counts_released_pods_at_each_level_checked() -> None:
+    in_flight = pod("released", 3000, gated=False)
+    for check_ancestors, dept_used in ((False, 0), (True, 3000)):
+        (decision,) = elastic(in_flight, pod("waiting", 2000), check_ancestors=check_ancestors)
+        assert decision.seen.quotas["team"].used == {"cpu": 3000}
+        assert decision.seen.quotas["dept"].used.get("cpu", 0) == dept_used

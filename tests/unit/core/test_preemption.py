@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from elasticquota.core.decisions.gating import gate_decisions
 from elasticquota.core.decisions.preemption import preemption_victims
+from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
@@ -92,3 +96,28 @@ def test_a_pod_that_never_preempts_takes_nobodys_place() -> None:
 def test_nothing_is_chosen_when_even_every_candidate_would_not_make_room() -> None:
     snapshot = solve(running("low", 1000, 0), running("high", 3000, 9), pending("new", 3000, 5))
     assert preemption_victims(snapshot, snapshot.pods["ns/new"]) is None
+
+
+def test_a_non_preemptible_pod_its_min_holds_back_takes_nobody_s_place() -> None:
+    """Evicting preemptible pods frees runtime, never non-preemptible room under the min."""
+    team = Quota(name="team", namespace="ns", min={"cpu": 4000}, max=MAX, allow_lent=False)
+    node = NodeInfo(name="n1", allocatable={"cpu": 20_000})
+    new = replace(pending("new", 2000, 9), preemptible=False)
+    for pinned, expected in ((4000, None), (2000, ["low"])):
+        pods = [running("pinned", pinned, 0, preemptible=False), running("low", 7000, 0), new]
+        snapshot = QuotaEngine().load(quotas=[team], pods=pods, nodes=[node]).solve()
+        # runtime 10: used + 2 > 10, and evicting low makes room there; min 4: pinned + 2
+        assert names(preemption_victims(snapshot, new)) == expected
+
+
+def test_room_is_made_against_released_pods_not_bound_yet() -> None:
+    """A released pod (no gate, no node) counts as used where the gate holds the waiting pod;
+    preemption sees the same figures (``GateDecision.seen``), not 'fits already'."""
+    snapshot = solve(
+        running("low", 2000, 0), pending("released", 2000, 0),
+        replace(pending("high", 2000, 9), scheduling_gates=(ADMISSION_GATE,)),
+    )  # fmt: skip
+    (decision,) = gate_decisions(snapshot)
+    assert not decision.release  # used 2 + released 2 + 2 > 4
+    assert preemption_victims(snapshot, decision.pod) == []  # bound pods only: it would fit
+    assert names(preemption_victims(decision.seen, decision.pod)) == ["low"]

@@ -115,7 +115,7 @@ class GateController(WritingLoop):
                     await self._release(decision, snapshot.quotas[quota].tree, quota)
                     continue
                 await self._hold(decision)
-                if quota not in preempting and await self._preempt(snapshot, decision, quota):
+                if quota not in preempting and await self._preempt(decision, quota):
                     preempting.add(quota)
             except NotLeadingError:
                 return  # the Lease was lost: no write of this round can be sent any more
@@ -142,14 +142,14 @@ class GateController(WritingLoop):
         if waited is not None:
             self._metrics.admission_waited(tree, quota, waited)
 
-    async def _preempt(self, snapshot: Snapshot, decision: GateDecision, quota: str) -> bool:
+    async def _preempt(self, decision: GateDecision, quota: str) -> bool:
         """In-quota preemption: evict the fewest lower-priority pods that make room.
 
         Never for a pod a user or group limit holds: evicting pods makes room in the quota, not
         under the limit (YuniKorn's user-limit refusals never preempt either)."""
         if decision.verdict.limit_refusals:
             return False
-        victims = preemption_victims(snapshot, decision.pod)
+        victims = preemption_victims(decision.seen, decision.pod)
         if not victims:
             return False
         names = ", ".join(victim.key for victim in victims)

@@ -4,16 +4,19 @@ New pods of managed quotas carry the scheduling gate ``elasticquota.dev/admissio
 ignores them until it is removed. A gated pod is released when it fits its quota (the PreFilter
 check of ``admission``) and every user and group limit on its path still holds with it
 (``core.userlimits``), highest priority first, then oldest. Pods released but not bound yet
-(pending, no gate) are counted as if they already used their request, in their quota and in their
-user's and group's usage, so that releasing several pods that each fit alone never overshoots the
-runtime nor a user or group limit together. Pods of reserved quotas are never held back.
+(pending, no gate), and those released earlier in the same round, are counted as if they already
+used their request: in their quota's used (and each ancestor's, when ancestors are checked), in its
+non-preemptible used when they are not preemptible (the ``min`` check), and in their user's and
+group's usage, so that releasing several pods that each fit alone never overshoots the runtime, the
+min nor a user or group limit together (the reference's Reserve counts a pod before the next one's
+PreFilter). Pods of reserved quotas are never held back.
 """
 
 from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -31,6 +34,9 @@ class GateDecision:
     pod: PodInfo
     release: bool
     verdict: Verdict
+    #: The snapshot as the check saw it: released pods not bound yet counted as used (what
+    #: in-quota preemption has to make room against).
+    seen: Snapshot = field(compare=False, repr=False)
 
 
 def gates_with_admission(
@@ -82,14 +88,46 @@ def _is_in_flight(pod: PodInfo) -> bool:
     return pod.counts_in_request and not pod.node_name and not pod.scheduling_gates
 
 
-def _in_flight(snapshot: Snapshot, quota: str) -> ResourceList:
-    """Requests of the quota's released pods that are not bound yet."""
-    tracked = snapshot.quotas[quota].max
-    total: ResourceList = {}
-    for pod in snapshot.pods_of(quota):
-        if _is_in_flight(pod):
-            total = add(total, mask(pod.requests, tracked))
-    return total
+@dataclass(slots=True)
+class _Released:
+    """What the released pods that are not bound yet add to the figures the check reads."""
+
+    snapshot: Snapshot
+    check_ancestors: bool
+    #: Per quota: requests (masked to the pod's quota's max) added to its used.
+    used: dict[str, ResourceList] = field(default_factory=dict)
+    #: Per quota: requests of its non-preemptible pods, added to its non-preemptible used.
+    non_preemptible: dict[str, ResourceList] = field(default_factory=dict)
+
+    def add(self, pod: PodInfo, quota: str) -> None:
+        request = mask(pod.requests, self.snapshot.quotas[quota].max)
+        for level in self._levels(quota):
+            self.used[level] = add(self.used.get(level, {}), request)
+        if not pod.preemptible:
+            self.non_preemptible[quota] = add(self.non_preemptible.get(quota, {}), request)
+
+    def view(self, quota: str) -> Snapshot:
+        """The snapshot with the released pods counted at ``quota`` and the levels checked
+        above it. An overlay, not a copy of every quota's result per gated pod."""
+        changed: dict[str, QuotaResult] = {}
+        for level in self._levels(quota):
+            used, held = self.used.get(level), self.non_preemptible.get(level)
+            if used or held:
+                result = self.snapshot.quotas[level]
+                changed[level] = replace(
+                    result,
+                    used=add(result.used, used or {}),
+                    non_preemptible_used=add(result.non_preemptible_used, held or {}),
+                )
+        if not changed:
+            return self.snapshot
+        others = cast(MutableMapping[str, QuotaResult], self.snapshot.quotas)
+        return replace(self.snapshot, quotas=ChainMap(changed, others))
+
+    def _levels(self, quota: str) -> list[str]:
+        if not self.check_ancestors:
+            return [quota]
+        return [quota, *self.snapshot.ancestors(quota)]
 
 
 def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
@@ -100,34 +138,23 @@ def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
 def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[GateDecision]:
     """One decision per gated pod, in admission order."""
     users = snapshot.user_limits.overlay() if snapshot.user_limits.limited else None
+    released = _Released(snapshot, check_ancestors)
     waiting = []
     for pod in snapshot.pods.values():
         if is_gated(pod):
             waiting.append(pod)
-        elif users is not None and _is_in_flight(pod) and pod.key in snapshot.pod_quota:
-            users.add(pod, snapshot.pod_quota[pod.key])
-    extra: dict[str, ResourceList] = {}  # per quota: in-flight requests, growing as pods go
+        elif _is_in_flight(pod) and pod.key in snapshot.pod_quota:
+            released.add(pod, snapshot.pod_quota[pod.key])
+            if users is not None:
+                users.add(pod, snapshot.pod_quota[pod.key])
     decisions = []
     for pod in admission_order(waiting):
         quota = snapshot.pod_quota[pod.key]
-        if quota not in extra:
-            extra[quota] = _in_flight(snapshot, quota)
-        view = _with_extra_used(snapshot, quota, extra[quota])
+        view = released.view(quota)
         verdict = check_pod(view, pod, check_ancestors, users)
         if verdict.admitted:
-            extra[quota] = add(extra[quota], mask(pod.requests, snapshot.quotas[quota].max))
+            released.add(pod, quota)
             if users is not None:
                 users.add(pod, quota)
-        decisions.append(GateDecision(pod, verdict.admitted, verdict))
+        decisions.append(GateDecision(pod, verdict.admitted, verdict, view))
     return decisions
-
-
-def _with_extra_used(snapshot: Snapshot, quota: str, extra: ResourceList) -> Snapshot:
-    """The snapshot with ``extra`` added to the quota's used (and non-preemptible used)."""
-    if not extra:
-        return snapshot
-    result: QuotaResult = snapshot.quotas[quota]
-    changed = {quota: replace(result, used=add(result.used, extra))}
-    # An overlay, not a copy of every quota's result per gated pod; only ``changed`` is written.
-    others = cast(MutableMapping[str, QuotaResult], snapshot.quotas)
-    return replace(snapshot, quotas=ChainMap(changed, others))

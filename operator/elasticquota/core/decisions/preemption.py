@@ -7,7 +7,12 @@ reference's ``disableDefaultQuotaPreemption``), of strictly lower priority. The 
 chosen, lowest priority first (then latest start), such that ``used - evicted + pod <= runtime`` on
 every resource the quota's runtime has; if even all of them would not make room, none is chosen.
 A pod with ``preemptionPolicy: Never`` takes nobody's place, and while earlier victims of the quota
-are still terminating nothing more is chosen (they are making the room already).
+are still terminating nothing more is chosen (they are making the room already). A non-preemptible
+pod that its quota's ``min`` holds back (non-preemptible used + pod > min) takes nobody's place
+either: the candidates are preemptible, and evicting them frees nothing of that.
+
+The snapshot is the one the gate's check read (``GateDecision.seen``), where pods released but not
+bound yet count as used: the room is made against the figures that hold the pod back.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ def preemption_victims(snapshot: Snapshot, pod: PodInfo) -> list[PodInfo] | None
     if any(other.terminating for other in snapshot.pods_of(quota) if other.priority < pod.priority):
         return None  # earlier victims are still going: wait for them rather than evict more
     request = mask(pod.requests, result.max)
+    if not pod.preemptible and not _fits(result.non_preemptible_used, request, result.min):
+        return None  # its min holds it back: evicting preemptible pods makes no room there
     used = dict(result.used)
     if _fits(used, request, result.runtime):
         return []
