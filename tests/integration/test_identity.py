@@ -5,8 +5,8 @@ The operator serves its webhooks in Kopf's managed mode; the test sends requests
 ``userInfo``). Then: a user's pod carries the user's identity; an identity the user wrote by hand,
 ours or YuniKorn's alias, is replaced by the user's own; a Deployment's pod template gets its
 creator's identity, and the pods the controllers make from it (ReplicaSet, then Pod, created by
-the kube-controller-manager, a trusted requester) carry it; an update of the Deployment that claims
-another identity is put back.
+the kube-controller-manager, a trusted requester) carry it; an update of a pod or of the Deployment
+that claims another identity is put back.
 """
 
 from __future__ import annotations
@@ -74,6 +74,9 @@ async def test_pods_and_deployments_run_for_whoever_created_them(
             created = await mine.create_namespaced_pod(sue_namespace, body)
             assert identity_of(created.metadata) == SUE, created.metadata.annotations
             print(f"\n{key} claimed admin: the pod runs for {identity_of(created.metadata)}")
+        claim = {"metadata": {"annotations": {ANNO_USER_INFO: spoofed}}}
+        annotated = await mine.patch_namespaced_pod(created.metadata.name, sue_namespace, claim)
+        assert identity_of(annotated.metadata) == SUE, annotated.metadata.annotations
 
         apps = client.AppsV1Api(as_sue)
         name = harness.unique("web")

@@ -2,12 +2,14 @@
 
 Rules (controller/webhooks/): a new pod of a managed quota gets the admission gate where the API
 server keeps scheduling gates; an unmanaged pod, a pod of kube-system and a bound pod get none; a
-pod of a profile tree is sent to the profile's nodes, the topology rebuilt in a worker thread.
+pod of a profile tree is sent to the profile's nodes, the topology rebuilt in a worker thread; an
+update decides the pod's identity alone.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -92,3 +94,26 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     assert "patch" not in answer or all(
         op["path"] != "/spec/affinity" for op in json.loads(base64.b64decode(answer["patch"]))
     )
+
+
+async def test_an_update_of_a_pod_puts_back_an_identity_changed_by_its_author_and_nothing_more(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    """Pod UPDATEs reach the pod mutating webhook for the identity alone: a user who may update
+    pods would otherwise move one to another user's limits; no gate nor affinity is added (the
+    API refuses new gates on an existing pod)."""
+    synced.on_quota(k8s.quota("team"))
+    synced.gates_supported = True
+    before = k8s.pod("p", quota="team")
+    before["metadata"]["annotations"] = {keys.ANNO_USER_INFO: '{"user":"sue"}'}
+    after = copy.deepcopy(before)
+    after["metadata"]["annotations"][keys.ANNO_USER_INFO] = '{"user":"bob"}'
+    answer = await admission_review(
+        make_registry(synced, webhook_settings), MUTATE_POD, POD_RESOURCE, operation="UPDATE",
+        object=after, oldObject=before, userInfo={"username": "bob"},
+    )  # fmt: skip
+    assert answer["allowed"] is True
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    assert [(op["path"], op["value"]) for op in operations] == [
+        ("/metadata/annotations/elasticquota.dev~1user-info", '{"user":"sue"}')
+    ]

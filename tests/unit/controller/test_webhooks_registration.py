@@ -54,7 +54,7 @@ def test_webhooks_are_registered_only_when_a_port_is_set(
     assert sorted(handlers[VALIDATE_QUOTA].operations) == ["CREATE", "DELETE", "UPDATE"]
     assert list(handlers[MUTATE_QUOTA].operations) == ["CREATE"]
     assert sorted(handlers[VALIDATE_POD].operations) == ["CREATE", "UPDATE"]
-    assert list(handlers[MUTATE_POD].operations) == ["CREATE"]
+    assert list(handlers[MUTATE_POD].operations) == ["CREATE", "UPDATE"]
     assert all(sorted(handlers[id_].operations) == ["CREATE", "UPDATE"] for id_ in WORKLOAD_IDS)
     mutating = [h.id for h in handlers.values() if h.mutating]
     assert mutating == [MUTATE_QUOTA, MUTATE_POD, *WORKLOAD_IDS]

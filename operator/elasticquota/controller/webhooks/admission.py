@@ -203,11 +203,14 @@ class Admission:
         body: Mapping[str, Any],
         patch: kopf.Patch,
         userinfo: Mapping[str, Any] | None = None,
+        operation: str | None = "CREATE",
+        old: Mapping[str, Any] | None = None,
     ) -> None:
         """New pods: who they run for (``controller.webhooks.identity``, from the first request on),
-        the profile's node affinity and the admission gate (1.27+ servers)."""
-        stamp_request("Pod", "CREATE", body, None, userinfo, self.trust, patch)
-        if not self.state.synced.is_set():
+        the profile's node affinity and the admission gate (1.27+ servers). Updated pods: an
+        identity changed by an untrusted requester is put back (nothing else is decided)."""
+        stamp_request("Pod", operation, body, old, userinfo, self.trust, patch)
+        if operation == "UPDATE" or not self.state.synced.is_set():
             return  # fail open: the pod is still accounted, and limited by revocation
         if object_key(body)[0] in self.unjudged_pod_namespaces:
             return

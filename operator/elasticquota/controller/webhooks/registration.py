@@ -87,10 +87,15 @@ def register_webhooks(
         patch: kopf.Patch,
         subresource: str | None,
         userinfo: kopf.UserInfo | None = None,
+        operation: str | None = None,
+        old: kopf.Body | None = None,
         **_: Any,
     ) -> None:
-        await pods_caught_up()
-        admission.answer(MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo)
+        if operation != "UPDATE":  # an update's identity is all it decides: no quota to read
+            await pods_caught_up()
+        admission.answer(
+            MUTATE_POD, subresource, admission.mutate_pod, body, patch, userinfo, operation, old
+        )
 
     async def validate_pod(
         body: kopf.Body,
@@ -108,8 +113,8 @@ def register_webhooks(
     quota_operations: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE")
     register(QUOTAS, Registration(VALIDATE_QUOTA, False, quota_operations, ignore, validate_quota))
     register(QUOTAS, Registration(MUTATE_QUOTA, True, ("CREATE",), ignore, mutate_quota))
-    register(PODS, Registration(MUTATE_POD, True, ("CREATE",), ignore_for_pods, mutate_pod))
     pod_operations: tuple[Operation, ...] = ("CREATE", "UPDATE")
+    register(PODS, Registration(MUTATE_POD, True, pod_operations, ignore_for_pods, mutate_pod))
     register(PODS, Registration(VALIDATE_POD, False, pod_operations, ignore_for_pods, validate_pod))
     for selector, webhook, kind in workload_webhooks():
         handler = workload_handler(admission, webhook, kind)

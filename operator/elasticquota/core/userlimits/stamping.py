@@ -14,9 +14,11 @@ admission controller does the same, ``usergroup_resolution.md``):
   ``userInfo``: a hand-written value is replaced, so nobody can run as somebody else.
 * A workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) gets its creator's
   identity in its pod template's annotations when it is created, by the same rule: the pods its
-  controller makes later (trusted) carry the creator's identity. On an update by an untrusted
-  requester, a changed template identity is put back as it was (the workload keeps counting for
-  whoever created it; an update that leaves the annotation alone changes nothing).
+  controller makes later (trusted) carry the creator's identity.
+* On an update by an untrusted requester, a changed identity of a pod or of a workload's template
+  is put back as it was (the pod or workload keeps counting for whoever it counted for; an update
+  that leaves the annotation alone changes nothing): without this, anyone allowed to update a pod
+  could move it to another user's limits with ``kubectl annotate --overwrite``.
 
 The decision is a ``Stamp``: the annotations to set at a path of the object (the pod's metadata,
 or the template's), or nothing to change. The webhook turns it into a JSON patch.
@@ -98,7 +100,7 @@ def stamp_identity(
         return None
     if operation == "CREATE":
         return _on_create(path, _annotations(body, path), requester, rules)
-    if operation == "UPDATE" and kind != "Pod" and old_body is not None:
+    if operation == "UPDATE" and old_body is not None:
         return _on_update(
             path, _annotations(body, path), _annotations(old_body, path), rules, requester
         )
@@ -130,14 +132,15 @@ def _on_update(
     rules: TrustRules,
     requester: Identity,
 ) -> Stamp | None:
-    """An untrusted change of a workload's template identity is put back as it was."""
+    """An untrusted change of a pod's or a workload template's identity is put back as it was."""
     changed = [key for key in ANNO_USER_INFO_ALIASES if annotations.get(key) != before.get(key)]
     if not changed or rules.trusts(requester):
         return None
     restored = {key: before[key] for key in changed if key in before}
     if len(restored) < len(changed):  # a key added that was not there: ours wins over it
         restored[ANNO_USER_INFO] = before.get(ANNO_USER_INFO) or requester.annotation()
-    return Stamp(path, restored, f"{requester.user} may not change the workload's identity")
+    owner = "pod" if path == POD_PATH else "workload"
+    return Stamp(path, restored, f"{requester.user} may not change the {owner}'s identity")
 
 
 def _claimed(annotations: Mapping[str, str]) -> Identity | None:

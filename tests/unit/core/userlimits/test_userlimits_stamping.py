@@ -88,11 +88,23 @@ def test_a_pod_that_already_carries_its_creators_identity_is_left_alone() -> Non
     assert stamp_identity("Pod", "CREATE", body, None, SUE, RULES) is None
 
 
-def test_pods_are_not_stamped_on_update_and_a_request_without_a_user_decides_nothing() -> None:
+def test_a_request_without_a_user_or_about_another_kind_decides_nothing() -> None:
     body = pod({ANNO_USER_INFO: '{"user": "admin"}'})
-    assert stamp_identity("Pod", "UPDATE", body, pod(), BOB, RULES) is None
     assert stamp_identity("Pod", "CREATE", body, None, None, RULES) is None
     assert stamp_identity("ConfigMap", "CREATE", body, None, BOB, RULES) is None
+
+
+def test_an_untrusted_update_of_a_pods_identity_is_put_back() -> None:
+    """``kubectl annotate pod --overwrite`` would otherwise move a pod to another user's limits."""
+    before = pod({ANNO_USER_INFO: SUE.annotation()})
+    for changed in ({ANNO_USER_INFO: '{"user": "bob"}'}, {}, {ALIAS: '{"user": "bob"}'}):
+        after = pod({**changed})
+        stamp = stamp_identity("Pod", "UPDATE", after, before, BOB, RULES)
+        assert stamp is not None and stamp.reason == "bob may not change the pod's identity"
+        assert read_identity(applied(after, stamp)).identity == SUE
+    assert stamp_identity("Pod", "UPDATE", pod(before["metadata"]["annotations"]), before, BOB,
+                          RULES) is None  # fmt: skip
+    assert stamp_identity("Pod", "UPDATE", pod({}), before, CI, RULES) is None  # trusted
 
 
 @pytest.mark.parametrize("kind", sorted(TEMPLATE_PATHS))
