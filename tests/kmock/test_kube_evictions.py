@@ -3,7 +3,8 @@
 Rules (kube/evictions.py): a pod is evicted by POSTing an Eviction to its ``eviction`` subresource,
 ``policy/v1`` first; a server that does not know that version (400 "no kind Eviction is registered
 for version policy/v1", as Kubernetes before 1.22) gets ``policy/v1beta1``, and keeps getting it.
-A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED. A 404 means it is gone. Other errors raise.
+A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED at once, without a retry (the next round asks
+again). A 404 means it is gone. Transient errors (5xx) are retried; other errors raise.
 """
 
 from __future__ import annotations
@@ -58,11 +59,24 @@ async def test_an_old_server_gets_policy_v1beta1_from_then_on(
     assert versions(kmock) == ["policy/v1", "policy/v1beta1", "policy/v1beta1"]
 
 
-async def test_a_disruption_budget_refusal_leaves_the_pod(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+async def test_a_disruption_budget_refusal_leaves_the_pod_after_one_request(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    retry_delays: list[float],
 ) -> None:
     kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
     assert await Evictor(api).evict("team", "p") is EvictionOutcome.BLOCKED
+    only_request(kmock, kmock.method.POST, EVICTION_URL)  # not retried: the next round asks
+    assert retry_delays == []
+
+
+async def test_a_server_error_is_retried(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    kmock["post"][:1] << 503 << k8s_status(503, "ServiceUnavailable")
+    assert await Evictor(api).evict("team", "p") is EvictionOutcome.EVICTED
+    assert versions(kmock) == ["policy/v1", "policy/v1"]
 
 
 async def test_a_pod_that_is_gone_is_not_an_error(

@@ -1,7 +1,9 @@
 """API errors as retry decisions, and a retry loop with exponential backoff.
 
 409 (conflict), 429 (throttled) and 5xx are transient: retried with backoff. Everything else is
-final and raised to the caller, who decides (usually: log, count, and try again next round).
+final and raised to the caller, who decides (usually: log, count, and try again next round). A
+call for which such a status is an answer, not a failure, passes its own ``retry_on`` (an
+eviction: a 429 is a PodDisruptionBudget's refusal, ``kube.evictions``).
 """
 
 from __future__ import annotations
@@ -66,18 +68,20 @@ async def with_retries(
     first_delay: float = 0.2,
     max_delay: float = 5.0,
     attempt_timeout: float = 30.0,
+    retry_on: Callable[[BaseException], bool] = is_retryable,
 ) -> T:
     """Run ``call``, retrying transient failures with exponential backoff; re-raise the rest.
 
     Each attempt is bounded by ``attempt_timeout`` seconds (a timeout is transient too), so that no
-    request can hang a loop forever.
+    request can hang a loop forever. ``retry_on`` says which failures are transient for this call
+    (default ``is_retryable``; an eviction takes a 429 as its answer, not as throttling).
     """
     delay = first_delay
     for attempt in range(1, attempts + 1):
         try:
             return await asyncio.wait_for(call(), attempt_timeout)
         except Exception as error:
-            if attempt == attempts or not is_retryable(error):
+            if attempt == attempts or not retry_on(error):
                 raise
             logger.debug(
                 "%s failed (%s), retry %d in %.1fs", what, status_of(error), attempt, delay

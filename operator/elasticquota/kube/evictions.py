@@ -2,8 +2,10 @@
 
 ``policy/v1`` first; an API server that does not know it (before Kubernetes 1.22 it answers 400 "no
 kind Eviction is registered for version policy/v1") gets ``policy/v1beta1`` from then on. A 429 is a
-PodDisruptionBudget (or throttling) saying "not now": the pod stays and a later round tries again.
-A 404 means the pod is already gone.
+PodDisruptionBudget (or throttling) saying "not now": the pod stays and a later round tries again,
+so it is not retried here (one POST: a budget that refuses now refuses a moment later too, and the
+retries would only hold the round up). A 404 means the pod is already gone. Other transient
+failures (5xx, timeouts, broken connections) are retried (``kube.errors.with_retries``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import raise_for_status, with_retries
+from elasticquota.kube.errors import is_retryable, raise_for_status, status_of, with_retries
 
 EVICTION_VERSIONS = ("policy/v1", "policy/v1beta1")
 
@@ -24,6 +26,11 @@ class EvictionOutcome(enum.Enum):
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget (or throttling) refused it for now
     GONE = "gone"  # 404: nothing left to evict
     NOT_SENT = "not sent"  # a dry run: the eviction was not asked for (never counted)
+
+
+def _worth_retrying(error: BaseException) -> bool:
+    """Transient failures, but not a 429: a refusal for now is the answer (``BLOCKED``)."""
+    return is_retryable(error) and status_of(error) != 429
 
 
 def _is_unknown_version(error: ApiException) -> bool:
@@ -58,7 +65,10 @@ class Evictor:
         while True:
             try:
                 await with_retries(
-                    lambda: self._post(namespace, name), f"evict Pod {namespace}/{name}", attempts=3
+                    lambda: self._post(namespace, name),
+                    f"evict Pod {namespace}/{name}",
+                    attempts=3,
+                    retry_on=_worth_retrying,
                 )
             except ApiException as error:
                 if error.status == 404 and not _is_unknown_version(error):
