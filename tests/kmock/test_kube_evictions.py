@@ -4,7 +4,10 @@ Rules (kube/evictions.py): a pod is evicted by POSTing an Eviction to its ``evic
 ``policy/v1`` first; a server that does not know that version (400 "no kind Eviction is registered
 for version policy/v1", as Kubernetes before 1.22) gets ``policy/v1beta1``, and keeps getting it.
 A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED at once, without a retry (the next round asks
-again). A 404 means it is gone. Transient errors (5xx) are retried; other errors raise.
+again). A 404 means it is gone. Given the uid of the pod decided about, the Eviction carries it as
+``deleteOptions.preconditions.uid`` (in both versions), and the API server's 409 for another pod
+under the name (one recreated since) is GONE, not retried. Transient errors (5xx) are retried;
+other errors raise.
 """
 
 from __future__ import annotations
@@ -93,3 +96,42 @@ async def test_a_refusal_for_another_reason_is_raised(
     with pytest.raises(ApiException) as raised:
         await Evictor(api).evict("team", "p")
     assert raised.value.status == 403
+
+
+UID = "0f3c9a52-5d8e-4c61-9e0b-7a1d2b3c4d5e"
+
+
+async def test_an_eviction_names_the_pod_decided_about_by_its_uid(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.EVICTED
+    request = only_request(kmock, kmock.method.POST, EVICTION_URL)
+    assert request.data == {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": "team"},
+        "deleteOptions": {"preconditions": {"uid": UID}},
+    }
+
+
+async def test_the_v1beta1_fallback_keeps_the_uid(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    kmock["post"][:1] << 400 << UNKNOWN_V1
+    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.EVICTED
+    posts = [request.data for request in kmock if request.method == kmock.method.POST]
+    assert [post["apiVersion"] for post in posts] == ["policy/v1", "policy/v1beta1"]
+    assert all(post["deleteOptions"] == {"preconditions": {"uid": UID}} for post in posts)
+
+
+async def test_a_pod_recreated_under_the_name_is_gone_after_one_request(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    retry_delays: list[float],
+) -> None:
+    """The API server's answer to a uid precondition another pod fails (rest.BeforeDelete)."""
+    kmock["post"] << 409 << k8s_status(409, "Conflict")
+    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.GONE
+    only_request(kmock, kmock.method.POST, EVICTION_URL)
+    assert retry_delays == []

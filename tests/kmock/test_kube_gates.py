@@ -1,31 +1,48 @@
 """kube.pods gate writes against KMock: releasing a pod, and the condition that says why it waits.
 
 Rules (kube/pods.py): releasing replaces ``spec.schedulingGates`` with the remaining gates by a JSON
-merge patch of the pod; the admission condition ``ElasticQuotaAdmission`` is written to the pod's
+patch of the pod (RFC 6902), which first tests ``/metadata/uid`` when the uid of the pod decided
+about is given: the API server refuses the whole patch (422) when another pod has the name (one
+deleted and recreated since), and that, like a pod that is gone (404), is "not released" (False),
+not an error to retry. The admission condition ``ElasticQuotaAdmission`` is written to the pod's
 status by a strategic merge patch (merged by condition type, so other conditions stay).
+
+KMock applies JSON patches, but answers a failed ``test`` with a 500: the API server's 422 is a
+canned answer here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import kmock
 import pytest
 from kmock_requests import only_request
 from kubernetes_asyncio import client
 
+from elasticquota.kube.cluster import KubeCluster
+from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.pods import (
+    JSON_PATCH,
     STRATEGIC_MERGE,
     WAITING_CONDITION,
     set_scheduling_gates,
     set_waiting_condition,
 )
-from elasticquota.kube.quotas import MERGE_PATCH
 
+POD_URL = "/api/v1/namespaces/team/pods/p"
+UID = "0f3c9a52-5d8e-4c61-9e0b-7a1d2b3c4d5e"
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "p", "namespace": "team"},
-    "spec": {"containers": [{"name": "main", "image": "app:1"}]},
+    "metadata": {"name": "p", "namespace": "team", "uid": UID},
+    "spec": {
+        "containers": [{"name": "main", "image": "app:1"}],
+        "schedulingGates": [{"name": "elasticquota.dev/admission"}, {"name": "example.com/other"}],
+    },
 }
+StatusBody = Callable[[int, str], dict[str, Any]]
 
 
 @pytest.fixture(autouse=True)
@@ -36,10 +53,46 @@ def the_pod_exists(kmock: kmock.KubernetesEmulator) -> None:
 async def test_releasing_a_pod_keeps_only_the_other_gates(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    await set_scheduling_gates(api, "team", "p", ["example.com/other"])
-    request = only_request(kmock, kmock.method.PATCH, "/api/v1/namespaces/team/pods/p")
-    assert request.headers["Content-Type"] == MERGE_PATCH
-    assert request.data == {"spec": {"schedulingGates": [{"name": "example.com/other"}]}}
+    assert await set_scheduling_gates(api, "team", "p", ["example.com/other"]) is True
+    request = only_request(kmock, kmock.method.PATCH, POD_URL)
+    assert request.headers["Content-Type"] == JSON_PATCH
+    assert request.data == [
+        {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": "example.com/other"}]}
+    ]
+
+
+async def test_a_release_tests_the_uid_of_the_pod_decided_about_first(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    assert await set_scheduling_gates(api, "team", "p", [], UID) is True
+    request = only_request(kmock, kmock.method.PATCH, POD_URL)
+    assert request.headers["Content-Type"] == JSON_PATCH
+    assert request.data == [
+        {"op": "test", "path": "/metadata/uid", "value": UID},
+        {"op": "add", "path": "/spec/schedulingGates", "value": []},
+    ]
+    assert kmock.objects["v1/pods", "team", "p"]["spec"]["schedulingGates"] == []
+
+
+async def test_a_pod_recreated_under_the_name_is_not_released_nor_retried(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    retry_delays: list[float],
+) -> None:
+    """The uid test failed: the API server answers 422 (patch.go: a JSON patch it cannot apply)."""
+    kmock["patch"] << 422 << k8s_status(422, "UnprocessableEntity")
+    assert await set_scheduling_gates(api, "team", "p", [], UID) is False
+    only_request(kmock, kmock.method.PATCH, POD_URL)
+    assert retry_delays == []
+
+
+async def test_a_pod_that_is_gone_is_not_released(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    kmock["patch"] << 404 << k8s_status(404, "NotFound")
+    assert await set_scheduling_gates(api, "team", "p", [], UID) is False
+    only_request(kmock, kmock.method.PATCH, POD_URL)
 
 
 async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
@@ -53,3 +106,16 @@ async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
     assert condition["type"] == WAITING_CONDITION
     assert (condition["status"], condition["reason"]) == ("False", "QuotaExceeded")
     assert condition["message"] == reason
+
+
+async def test_the_cluster_adapter_passes_the_uid_on(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    """``Cluster.evict`` and ``Cluster.set_scheduling_gates`` (the port the loops write through)
+    send the uid they are given as the precondition."""
+    cluster = KubeCluster(api)
+    assert await cluster.set_scheduling_gates("team", "p", [], UID) is True
+    assert await cluster.evict("team", "p", UID) is EvictionOutcome.EVICTED
+    release, eviction = list(kmock)
+    assert release.data[0] == {"op": "test", "path": "/metadata/uid", "value": UID}
+    assert eviction.data["deleteOptions"] == {"preconditions": {"uid": UID}}

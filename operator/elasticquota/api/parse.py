@@ -244,6 +244,7 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
         user=intern(identity.user),
         groups=identity.groups,
         application=intern(identity.application),
+        uid=meta.uid,
     )
     return pod, problems
 

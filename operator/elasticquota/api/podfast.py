@@ -95,6 +95,7 @@ def read_pod(raw: object) -> PodInfo | None:
         user=intern(identity.user),
         groups=identity.groups,
         application=intern(identity.application),
+        uid=meta.get("uid", ""),
     )
 
 
@@ -170,6 +171,7 @@ def _is_plain_meta(meta: object) -> TypeGuard[dict[str, Any]]:
         and ("annotations" not in meta or _is_annotation_map(meta["annotations"]))
         and _is_optional_name(meta.get("creationTimestamp"))
         and _is_optional_name(meta.get("deletionTimestamp"))
+        and ("uid" not in meta or _is_name(meta["uid"]))
     )
 
 

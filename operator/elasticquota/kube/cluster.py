@@ -53,12 +53,13 @@ class KubeCluster:
     ) -> None:
         await events.post_event(self.api, involved, reason, message, event_type)
 
-    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
-        return await self._evictor.evict(namespace, name)
+    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+        return await self._evictor.evict(namespace, name, uid)
 
-    async def set_scheduling_gates(self, namespace: str, name: str, gates: list[str]) -> bool:
-        await pods.set_scheduling_gates(self.api, namespace, name, gates)
-        return True
+    async def set_scheduling_gates(
+        self, namespace: str, name: str, gates: list[str], uid: str = ""
+    ) -> bool:
+        return await pods.set_scheduling_gates(self.api, namespace, name, gates, uid)
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str

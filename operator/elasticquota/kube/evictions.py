@@ -6,17 +6,32 @@ PodDisruptionBudget (or throttling) saying "not now": the pod stays and a later 
 so it is not retried here (one POST: a budget that refuses now refuses a moment later too, and the
 retries would only hold the round up). A 404 means the pod is already gone. Other transient
 failures (5xx, timeouts, broken connections) are retried (``kube.errors.with_retries``).
+
+An eviction names the pod by its uid too (``deleteOptions.preconditions.uid``, which both versions
+take), the uid of the pod the decision was about: a pod deleted and recreated under the same name
+since then (a StatefulSet's) is not evicted, the API server answers 409 ("the UID in the
+precondition ... does not match"), and that pod is GONE. A 409 is never retried here: the API
+server has already retried its own conflicts.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import is_retryable, raise_for_status, status_of, with_retries
+from elasticquota.kube.errors import (
+    describe,
+    is_retryable,
+    raise_for_status,
+    status_of,
+    with_retries,
+)
+
+logger = logging.getLogger(__name__)
 
 EVICTION_VERSIONS = ("policy/v1", "policy/v1beta1")
 
@@ -24,13 +39,14 @@ EVICTION_VERSIONS = ("policy/v1", "policy/v1beta1")
 class EvictionOutcome(enum.Enum):
     EVICTED = "evicted"
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget (or throttling) refused it for now
-    GONE = "gone"  # 404: nothing left to evict
+    GONE = "gone"  # 404, or 409 on a uid precondition: the pod decided about is not there
     NOT_SENT = "not sent"  # a dry run: the eviction was not asked for (never counted)
 
 
 def _worth_retrying(error: BaseException) -> bool:
-    """Transient failures, but not a 429: a refusal for now is the answer (``BLOCKED``)."""
-    return is_retryable(error) and status_of(error) != 429
+    """Transient failures, but not a 429 (a refusal for now is the answer: ``BLOCKED``) nor a 409
+    (another pod under the name, or conflicts the API server gave up retrying)."""
+    return is_retryable(error) and status_of(error) not in (409, 429)
 
 
 def _is_unknown_version(error: ApiException) -> bool:
@@ -47,36 +63,52 @@ class Evictor:
         self._api = api
         self._versions = list(EVICTION_VERSIONS)
 
-    def _body(self, namespace: str, name: str) -> dict[str, Any]:
-        return {
+    def _body(self, namespace: str, name: str, uid: str) -> dict[str, Any]:
+        body: dict[str, Any] = {
             "apiVersion": self._versions[0],
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        return body
 
-    async def _post(self, namespace: str, name: str) -> None:
+    async def _post(self, namespace: str, name: str, uid: str) -> None:
         response = await client.CoreV1Api(self._api).create_namespaced_pod_eviction(
-            name, namespace, self._body(namespace, name), _preload_content=False
+            name, namespace, self._body(namespace, name, uid), _preload_content=False
         )
         await raise_for_status(response)
 
-    async def evict(self, namespace: str, name: str) -> EvictionOutcome:
-        """Evict one pod; errors other than 404/429 are raised (after transient retries)."""
+    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+        """Evict one pod, the one with ``uid`` if given (``_refused`` says which refusals are an
+        outcome; the others are raised, after transient retries)."""
         while True:
             try:
                 await with_retries(
-                    lambda: self._post(namespace, name),
+                    lambda: self._post(namespace, name, uid),
                     f"evict Pod {namespace}/{name}",
                     attempts=3,
                     retry_on=_worth_retrying,
                 )
             except ApiException as error:
-                if error.status == 404 and not _is_unknown_version(error):
-                    return EvictionOutcome.GONE
-                if error.status == 429:
-                    return EvictionOutcome.BLOCKED
                 if _is_unknown_version(error) and len(self._versions) > 1:
                     self._versions.pop(0)
                     continue
-                raise
+                outcome = _refused(error, f"Pod {namespace}/{name}", uid)
+                if outcome is None:
+                    raise
+                return outcome
             return EvictionOutcome.EVICTED
+
+
+def _refused(error: ApiException, pod: str, uid: str) -> EvictionOutcome | None:
+    """The outcome of a refused eviction of ``pod``: GONE on a 404 (and on a 409 when it named
+    the ``uid``), BLOCKED on a 429; None: a failure, for the caller to raise."""
+    if error.status == 404 and not _is_unknown_version(error):
+        return EvictionOutcome.GONE
+    if error.status == 409 and uid:
+        logger.info("%s not evicted: another pod has its name (%s)", pod, describe(error))
+        return EvictionOutcome.GONE
+    if error.status == 429:
+        return EvictionOutcome.BLOCKED
+    return None

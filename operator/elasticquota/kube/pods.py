@@ -1,33 +1,75 @@
 """Pod writes: admission gates and conditions. Evictions are in ``kube.evictions``; what a
 scheduler and a kubelet do (the demo's node simulation) is development tooling
 (``devtools/eqdev/kubelet.py``).
+
+A gate release is a JSON patch (RFC 6902) that first tests ``/metadata/uid``: the uid of the pod
+the decision was about. A pod deleted and recreated under the same name since then (a
+StatefulSet's) fails the test, and the API server refuses the whole patch (422; a merge patch has
+no such precondition): that pod is not released, and neither is a pod that is gone (404).
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
+from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import with_retries
-from elasticquota.kube.quotas import MERGE_PATCH
+from elasticquota.kube.errors import describe, raise_for_status, with_retries
 
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 WAITING_CONDITION = "ElasticQuotaAdmission"
 
+logger = logging.getLogger(__name__)
+
+
+def gates_patch(gates: list[str], uid: str = "") -> list[dict[str, Any]]:
+    """The JSON patch that sets the pod's gates to ``gates`` (``add`` replaces the list, or sets it
+    where it is absent), after a ``test`` that the pod is the one with ``uid`` (none: no test)."""
+    value = [{"name": gate} for gate in gates]
+    test = [{"op": "test", "path": "/metadata/uid", "value": uid}] if uid else []
+    return [*test, {"op": "add", "path": "/spec/schedulingGates", "value": value}]
+
+
+def _not_this_pod(error: ApiException, uid: str) -> bool:
+    """The pod is gone (404), or another pod has its name: the uid test failed (422; 409 too)."""
+    return error.status == 404 or (bool(uid) and error.status in (409, 422))
+
 
 async def set_scheduling_gates(
-    api: client.ApiClient, namespace: str, name: str, gates: list[str]
-) -> None:
-    """Replace the pod's scheduling gates (the API only lets gates be removed)."""
-    body = {"spec": {"schedulingGates": [{"name": gate} for gate in gates]}}
-    await with_retries(
-        lambda: client.CoreV1Api(api).patch_namespaced_pod(
-            name, namespace, body, _content_type=MERGE_PATCH
-        ),
-        f"release Pod {namespace}/{name}",
-        attempts=3,
-    )
+    api: client.ApiClient, namespace: str, name: str, gates: list[str], uid: str = ""
+) -> bool:
+    """Replace the pod's scheduling gates (the API only lets gates be removed), of the pod with
+    ``uid`` if given: True when written; False when that pod is not there (``_not_this_pod``:
+    not retried, nothing to release)."""
+
+    async def send() -> bool:
+        try:
+            # Read raw: the answer (the whole pod) is not needed, only its status.
+            response = await client.CoreV1Api(api).patch_namespaced_pod(
+                name,
+                namespace,
+                gates_patch(gates, uid),
+                _content_type=JSON_PATCH,
+                _preload_content=False,
+            )
+            await raise_for_status(response)
+        except ApiException as error:
+            if not _not_this_pod(error, uid):
+                raise
+            logger.info(
+                "Pod %s/%s not released: gone, or another pod has its name (%s)",
+                namespace,
+                name,
+                describe(error),
+            )
+            return False
+        return True
+
+    return await with_retries(send, f"release Pod {namespace}/{name}", attempts=3)
 
 
 async def set_waiting_condition(

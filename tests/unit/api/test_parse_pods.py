@@ -31,6 +31,13 @@ def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label(
     assert not pod.is_assigned
 
 
+def test_the_uid_is_kept_for_the_preconditions_of_evictions_and_gate_releases() -> None:
+    raw = raw_pod()
+    assert clean_pod(raw).uid == ""  # none in the body: nothing to check
+    raw["metadata"]["uid"] = "6f1c0d6e-2f59-4b8e-9d6a-0c2b51b7a0f1"
+    assert clean_pod(raw).uid == "6f1c0d6e-2f59-4b8e-9d6a-0c2b51b7a0f1"
+
+
 def parent_of(labels: dict[str, str]) -> str:
     return clean_quota(quota_raw(labels=labels)).parent
 

@@ -67,6 +67,7 @@ WELL_FORMED = [
             "namespace": "team",
             "deletionTimestamp": "2026-11-20T08:00:30Z",
             "creationTimestamp": "2026-11-20T07:00:00Z",
+            "uid": "6f1c0d6e-2f59-4b8e-9d6a-0c2b51b7a0f1",
             "annotations": {"note": "héllo", "kubectl.kubernetes.io/restartedAt": "x"},
         },
         "spec": {
@@ -150,6 +151,9 @@ BROKEN: list[Any] = [
     {"metadata": {"name": "p", "annotations": None}},
     {"metadata": {"name": "p", "annotations": {"a": "\udc00"}}},
     {"metadata": {"name": "p", "creation_timestamp": "2026-11-20T07:00:00Z"}},
+    {"metadata": {"name": "p", "uid": None}},
+    {"metadata": {"name": "p", "uid": 7}},
+    {"metadata": {"name": "p", "uid": "ü-1"}},
     {"metadata": {"name": "p"}, "spec": None},
     {"metadata": {"name": "p"}, "status": []},
     {},

@@ -60,6 +60,11 @@ class PodInfo:
     #: the pod is an application of its own (most pods: the key is then built when asked for,
     #: ``application_key``, not held for each of 100,000 pods).
     application: str = ""
+    #: metadata.uid: which pod of this name a decision was made about. The writes that act on the
+    #: decision (an eviction, a gate release) carry it as a precondition, so that a pod deleted and
+    #: recreated under the same name (a StatefulSet's) is never evicted or released for the old
+    #: one ("" when the body had none: then nothing is checked).
+    uid: str = ""
 
     @property
     def key(self) -> str:
