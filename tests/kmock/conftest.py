@@ -17,7 +17,9 @@ What KMock does not emulate, and what the fixtures here add or the tests leave o
   below the priority of any reaction a test sets up;
 * a POST to ``/api/v1/namespaces`` cannot be parsed by KMock (it reads "namespaces" as the start
   of a namespaced path) and is answered 500 whatever the test sets up: ``ensure_namespace`` is
-  covered by the controller tests with a fake instead.
+  covered by tests/unit/kube/test_start_up_steps.py and the controller tests, with fakes instead;
+* ``/version`` is served for 1.26 at ``/version`` only: kubernetes_asyncio asks for ``/version/``,
+  which a test answers itself (test_kube_start_up.py).
 
 ``clock``, ``failures`` and ``elector`` run kube.lease.LeaderElector on a fake clock (the Lease
 election tests; the clock and the helpers they share are in ``lease_election``).

@@ -276,9 +276,16 @@ class Operator:
         await self.leader.run()
 
     async def _gate(self) -> None:
-        """Gating where the API server has scheduling gates; said once when it has not."""
+        """Gating where the API server has scheduling gates; said once when it has not. Its
+        version is read with retries; a lasting or permanent failure (403) stops the operator,
+        saying what it could not read."""
         await self.state.synced.wait()
-        supported, version = await supports_scheduling_gates(self.api)
+        try:
+            supported, version = await supports_scheduling_gates(self.api)
+        except Exception as error:
+            raise RuntimeError(
+                f"cannot read the API server's version: {describe(error)}"
+            ) from error
         if not supported:
             logger.warning(
                 "the API server (%s) has no pod scheduling gates (Kubernetes 1.27+): admission "

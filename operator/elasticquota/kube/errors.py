@@ -23,6 +23,9 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({409, 429})
+#: Attempts of a start-up step (the API server's version, the reserved namespace): a transient
+#: failure there would otherwise stop the operator, so it gets about 16 s of backoff, not 3.
+START_UP_ATTEMPTS = 8
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import describe, raise_for_status, with_retries
+from elasticquota.kube.errors import START_UP_ATTEMPTS, describe, raise_for_status, with_retries
 
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -104,6 +104,9 @@ def gates_supported(major: str, minor: str) -> bool:
 
 
 async def supports_scheduling_gates(api: client.ApiClient) -> tuple[bool, str]:
-    """Whether the API server keeps pod scheduling gates, and its version."""
-    version = await client.VersionApi(api).get_code()
+    """Whether the API server keeps pod scheduling gates, and its version (``GET /version``,
+    transient failures retried: a start-up step, ``START_UP_ATTEMPTS``)."""
+    version = await with_retries(
+        client.VersionApi(api).get_code, "read the API server's version", START_UP_ATTEMPTS
+    )
     return gates_supported(version.major, version.minor), str(version.git_version)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import with_retries
+from elasticquota.kube.errors import START_UP_ATTEMPTS, with_retries
 
 QUOTA_GROUP = "scheduling.sigs.k8s.io"
 QUOTA_VERSION = "v1alpha1"
@@ -121,9 +121,14 @@ async def list_quotas(api: client.ApiClient) -> list[dict[str, Any]]:
 
 
 async def ensure_namespace(api: client.ApiClient, name: str) -> None:
-    """Create the namespace unless it exists."""
-    try:
-        await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
-    except ApiException as error:
-        if error.status != 409:
-            raise
+    """Create the namespace unless it exists (409 AlreadyExists is final, not a conflict to retry);
+    transient failures retried: a start-up step (``START_UP_ATTEMPTS``)."""
+
+    async def create() -> None:
+        try:
+            await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        except ApiException as error:
+            if error.status != 409:
+                raise
+
+    await with_retries(create, f"create namespace {name}", START_UP_ATTEMPTS)
