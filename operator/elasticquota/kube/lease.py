@@ -17,6 +17,14 @@ periods after the holder's last renewal expired. The record it saw was written a
 seconds before the standby can write: a write already on its way must reach the API server within
 that margin (5 s by default).
 
+A renewal whose write conflicts (409 on the ``resourceVersion`` it read: something else, a label
+tool say, wrote the Lease in between) has not lost the Lease: as in client-go, the holder reads it
+again and, still its holder, writes again (``RENEWAL_TRIES`` in all); conflicts that persist are a
+failed renewal, tried again every retry period until the renew deadline. Only a Lease that
+another replica holds is lost at once. The fence is unchanged by this: it opens only on a
+renewal that succeeded, from the start of its attempt, and each attempt is bounded by what is
+left of it.
+
 A replica that finds the Lease held under its own identity (the pod name: a restarted container)
 takes it back at once. On shutdown the holder releases the Lease so that the standby takes over
 within a retry period.
@@ -49,6 +57,16 @@ def _micro_time(moment: datetime.datetime | None = None) -> str:
 
 class NotLeadingError(Exception):
     """A write refused by the fence: this replica holds no Lease renewed within the deadline."""
+
+
+#: Writes one renewal tries, each after a fresh read, while they conflict with other writes.
+RENEWAL_TRIES = 3
+
+
+class RenewalConflictError(Exception):
+    """A renewal whose writes kept conflicting with other writes of the Lease while this replica
+    was still its holder: a failed renewal (tried again until the renew deadline), not a lost
+    Lease."""
 
 
 class Fence:
@@ -144,7 +162,13 @@ class LeaderElector:
                 self.fence.remaining() if was_leading else self.renew_deadline
             ):
                 holding = await self._acquire_or_renew()
-        except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as error:
+        except (
+            TimeoutError,
+            ApiException,
+            OSError,
+            aiohttp.ClientError,
+            RenewalConflictError,
+        ) as error:
             self._outage.failed(self.identity, error)
             if was_leading:
                 self._on_renew_failure("timeout" if isinstance(error, TimeoutError) else "error")
@@ -186,6 +210,17 @@ class LeaderElector:
                 self.leading.clear()
 
     async def _acquire_or_renew(self) -> bool:
+        """Whether this replica holds the Lease, after a look at it and, when it is free, expired
+        or ours, a write. A renewal whose write conflicts looks and writes again, ``RENEWAL_TRIES``
+        in all (``RenewalConflictError`` after the last)."""
+        for _ in range(RENEWAL_TRIES - 1):
+            try:
+                return await self._look_and_write()
+            except RenewalConflictError as conflict:
+                logger.debug("%s; reading the Lease again", conflict)
+        return await self._look_and_write()
+
+    async def _look_and_write(self) -> bool:
         try:
             lease = await self._leases.read_namespaced_lease(self.name, self.namespace)
         except ApiException as error:
@@ -271,9 +306,13 @@ class LeaderElector:
         try:
             await self._leases.replace_namespaced_lease(self.name, self.namespace, body)
         except ApiException as error:
-            if error.status == 409:
-                return False
-            raise
+            if error.status != 409:
+                raise
+            if holder == self.identity:  # ours: written by someone else meanwhile, not taken
+                raise RenewalConflictError(
+                    f"renewal of the leader lease conflicted: {describe(error)}"
+                ) from error
+            return False  # another replica was faster
         return True
 
     async def release(self) -> None:
