@@ -6,7 +6,8 @@ lost Lease: as in client-go, the holder reads it again and, still its holder, re
 (``RENEWAL_TRIES`` writes in one attempt); conflicts that persist are failed renewals (``error``),
 tried again every retry period, and the holder steps down only at the renew deadline, when its
 fence closes, as after any failure. A conflict because another replica now holds the Lease is a
-lost Lease at once.
+lost Lease at once. A renewal or a release keeps the labels and annotations others put on the
+Lease (a replace drops what it does not send).
 
 Time runs on the fake clock of ``lease_election`` (the ``clock`` fixture of conftest); KMock's
 ``PUT`` checks ``resourceVersion`` (the ``leases`` fixture).
@@ -78,6 +79,7 @@ async def test_a_renewal_that_conflicts_with_a_label_write_reads_again_and_renew
     assert elector.fence.remaining() == pytest.approx(9.0)  # renewed at 5 s: open until 15 s
     assert failures == []
     assert len(flaps(caplog)) == 1  # became active once, never lost it
+    assert leases.get(NS, NAME)["metadata"]["labels"] == {"team": "platform"}  # kept
 
 
 async def test_conflicts_that_persist_step_down_at_the_renew_deadline_not_before(
@@ -119,3 +121,23 @@ async def test_a_conflict_because_another_replica_took_the_lease_is_lost_at_once
     assert not elector.leading.is_set() and not elector.fence.is_fresh()
     assert failures == ["lost"]
     assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
+
+
+async def test_renewals_and_the_release_keep_the_labels_and_annotations_of_others(
+    kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
+) -> None:
+    await run_for(elector, clock, 1)
+    labelled = copy.deepcopy(leases.get(NS, NAME))
+    labelled["metadata"]["labels"] = {"team": "platform"}
+    labelled["metadata"]["annotations"] = {"owner": "sre"}
+    kmock.objects[LEASES, NS, NAME] = labelled
+
+    await run_for(elector, clock, 10)  # renewals
+    await elector.release()
+
+    *renewals, release = puts(kmock)
+    assert len(renewals) >= 2 and release["spec"]["holderIdentity"] == ""
+    for body in (*renewals, release):
+        assert body["metadata"]["labels"] == {"team": "platform"}
+        assert body["metadata"]["annotations"] == {"owner": "sre"}
+    assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ""  # released

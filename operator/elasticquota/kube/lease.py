@@ -237,9 +237,7 @@ class LeaderElector:
         if holder and holder != self.identity and not expired:
             return False
         transitions = (spec.lease_transitions or 0) + (holder != self.identity)
-        return await self._replace(
-            lease.metadata.resource_version, transitions, holder, spec.acquire_time
-        )
+        return await self._replace(lease.metadata, transitions, holder, spec.acquire_time)
 
     def _check_identity_is_ours_alone(
         self, holder: str, renew_time: datetime.datetime | None
@@ -288,19 +286,28 @@ class LeaderElector:
             raise
         return True
 
+    def _metadata(self, read: client.V1ObjectMeta) -> dict[str, Any]:
+        """The metadata of a replace of the Lease ``read``: its version, and the labels and
+        annotations others put on it (a replace drops what it does not send)."""
+        metadata: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "resourceVersion": read.resource_version,
+        }
+        for key, value in (("labels", read.labels), ("annotations", read.annotations)):
+            if value:
+                metadata[key] = value
+        return metadata
+
     async def _replace(
         self,
-        resource_version: str,
+        read: client.V1ObjectMeta,
         transitions: int,
         holder: str,
         acquire_time: datetime.datetime | None = None,
     ) -> bool:
         body = {
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": resource_version,
-            },
+            "metadata": self._metadata(read),
             "spec": self._spec(transitions, holder != self.identity, acquire_time),
         }
         try:
@@ -333,11 +340,7 @@ class LeaderElector:
         if lease.spec.holder_identity != self.identity:
             return
         body = {
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": lease.metadata.resource_version,
-            },
+            "metadata": self._metadata(lease.metadata),
             "spec": {
                 "holderIdentity": "",
                 "leaseDurationSeconds": 1,
