@@ -3,7 +3,9 @@
 Rules: a write (any method but GET) is sent only while the fence is open — a closed fence refuses
 it with ``NotLeadingError`` before anything leaves the process, whichever writer sends it (quota
 patch, eviction, gate release, Event); reads always pass; a write in flight is abandoned when the
-fence closes (its bound is what is left of the fence, not the longer request timeout); a fence opens
+fence closes (its bound is what is left of the fence, not the longer request timeout), and is
+reported as ``fenced``, not as a timeout, keeping its connection pool (the link is not to blame);
+a write that hits the request timeout first is a ``timeout`` and retires its pool; a fence opens
 for the renew deadline from the start of the renewal that succeeded and closes by itself.
 """
 
@@ -92,8 +94,29 @@ async def test_a_write_in_flight_is_abandoned_when_the_fence_closes(
     fence.renewed(time.monotonic() - 9.7)  # 0.3 s left
     started = time.monotonic()
     configuration = silent_server.configuration
-    async with ObservedApiClient(configuration, lambda *_: None, REQUEST_TIMEOUT, fence) as api:
+    seen: list[tuple[str, str]] = []
+    async with ObservedApiClient(
+        configuration, lambda *f: seen.append(f), REQUEST_TIMEOUT, fence
+    ) as api:
+        pool = api.rest_client.pool_manager
         with pytest.raises(NotLeadingError):  # abandoned at 0.3 s; its retry never sent
             await patch_quota(api, "team", "a", {"metadata": {"labels": {"x": "y"}}})
+        assert api.rest_client.pool_manager is pool  # the pool is not to blame: kept
     assert len(silent_server.connections) == 1
     assert time.monotonic() - started < 1.0  # not the 25-s request timeout
+    assert seen == [("patch", "fenced")]  # not a timeout of the API server
+
+
+async def test_a_write_that_hits_the_request_timeout_first_is_a_timeout(
+    silent_server: SilentServer,
+) -> None:
+    fence = Fence(renew_deadline=10.0)
+    fence.renewed(time.monotonic())  # 10 s left; the request gives up after 0.2 s
+    seen: list[tuple[str, str]] = []
+    configuration = silent_server.configuration
+    async with ObservedApiClient(configuration, lambda *f: seen.append(f), 0.2, fence) as api:
+        pool = api.rest_client.pool_manager
+        with pytest.raises(TimeoutError):
+            await api.request("PATCH", f"{configuration.host}/api/v1/namespaces/team/pods/p")
+        assert api.rest_client.pool_manager is not pool  # retired: the link may be dead
+    assert seen == [("patch", "timeout")]

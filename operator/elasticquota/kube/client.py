@@ -16,7 +16,9 @@ long as the process; elsewhere the loader's temporary files remain.
 The operator's client is also *fenced* (``kube.lease.Fence``): a write (any method but GET) is
 sent only while this replica holds a freshly renewed Lease, and is abandoned when the fence closes
 (the renew deadline passed) — so no quota write, eviction, gate release or Event leaves an old
-leader, whichever loop sends it. The elector has a client of its own, unfenced.
+leader, whichever loop sends it. A write so abandoned is reported as ``fenced``, not as a timeout:
+it says nothing about the connection, whose pool is kept. The elector has a client of its own,
+unfenced.
 
 A connection can stop carrying traffic without being closed (a NAT entry or a load balancer's flow
 that silently disappears): a request sent on it waits for an answer that never comes. So every
@@ -51,7 +53,8 @@ from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, 
 from elasticquota.kube.lease import Fence
 
 #: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
-#: or ``evict``; code the HTTP status (``"409"``), ``"timeout"`` or ``"connection"``.
+#: or ``evict``; code the HTTP status (``"409"``), ``"timeout"``, ``"connection"`` or ``"fenced"``
+#: (a write abandoned when the Lease's fence closed, ``ObservedApiClient._timed_out``).
 ApiErrorObserver = Callable[[str, str], None]
 
 _VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -115,19 +118,21 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         self.rest_client.pool_manager = pooled_session(original.connector)
         self._retired.append(original)
 
-    def _timeout(self, method: str, verb: str, url: str) -> float | None:
+    def _timeout(self, method: str, verb: str, url: str) -> tuple[float | None, bool]:
         """The request's bound: the request timeout, for a fenced write at most what is left of
-        the fence (``NotLeadingError`` when it is closed)."""
+        the fence (``NotLeadingError`` when it is closed); and whether the fence is the bound."""
         if self._fence is None or method in ("GET", "HEAD", "OPTIONS"):
-            return self._request_timeout
+            return self._request_timeout, False
         what = f"{verb} {urlsplit(url).path}"
         budget = self._fence.admit(what)
         logger.debug("write %s: sent, the fence closes in %.3f s", what, budget)
-        return budget if self._request_timeout is None else min(budget, self._request_timeout)
+        if self._request_timeout is not None and self._request_timeout <= budget:
+            return self._request_timeout, False
+        return budget, True
 
     async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         verb = api_verb(method, url)
-        timeout = self._timeout(method, verb, url)
+        timeout, fenced = self._timeout(method, verb, url)
         pool = self.rest_client.pool_manager
         try:
             async with asyncio.timeout(timeout):
@@ -136,9 +141,7 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
             self._observer(verb, str(error.status))
             raise
         except TimeoutError:
-            self._observer(verb, "timeout")
-            if self.rest_client.pool_manager is pool:  # once per pool, not per hung request
-                self.renew_pool()
+            self._timed_out(verb, pool, fenced)
             raise
         except (OSError, aiohttp.ClientError):
             self._observer(verb, "connection")
@@ -146,6 +149,18 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         if not 200 <= response.status <= 299:  # read raw (unpreloaded): not checked by the client
             self._observer(verb, str(response.status))
         return response
+
+    def _timed_out(self, verb: str, pool: aiohttp.ClientSession, fenced: bool) -> None:
+        """Report a request abandoned at its bound. At the fence's (``fenced``: the Lease was not
+        renewed in time) it is ``fenced`` and says nothing about the connections: the pool stays.
+        Otherwise a ``timeout``, and the pool it was sent on is retired (once per pool, not per
+        hung request)."""
+        if fenced:
+            self._observer(verb, "fenced")
+            return
+        self._observer(verb, "timeout")
+        if self.rest_client.pool_manager is pool:
+            self.renew_pool()
 
     def renew_pool(self) -> None:
         """New requests open fresh connections; the old pool is closed after ``request_timeout``
