@@ -1,10 +1,6 @@
 """A pod deleted and recreated under the same name (a StatefulSet's) between a decision and the
 write that acts on it: the write names the pod decided about by its uid (``PodInfo.uid``), and the
 cluster (``FakeCluster``, as the API server's preconditions) refuses it for the other pod.
-
-Pending: the enforcement loops (``controller/enforcement``, another change) pass ``uid=pod.uid``
-to ``Cluster.set_scheduling_gates`` and ``Cluster.evict``; until they do, these are expected to
-fail (strict: the marker goes when they pass).
 """
 
 from __future__ import annotations
@@ -23,10 +19,6 @@ from elasticquota.core.keys import LABEL_ALLOW_LENT
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
-
-PENDING = pytest.mark.xfail(
-    strict=True, reason="controller/enforcement does not pass uid=pod.uid to the Cluster yet"
-)
 
 
 def with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
@@ -52,7 +44,6 @@ def gates(world: ControllerState, cluster: FakeCluster) -> GateController:
     return GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
 
 
-@PENDING
 async def test_a_pod_recreated_under_the_name_is_not_released_for_the_old_one(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
@@ -65,7 +56,6 @@ async def test_a_pod_recreated_under_the_name_is_not_released_for_the_old_one(
     assert "set_waiting_condition" not in cluster.verbs()
 
 
-@PENDING
 async def test_a_victim_recreated_under_the_name_is_not_evicted(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
