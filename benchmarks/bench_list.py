@@ -41,6 +41,7 @@ import orjson
 from kubernetes_asyncio import client, config
 
 from elasticquota.api.parse import parse_pod
+from elasticquota.kube.readerhttp import check
 from elasticquota.kube.readerparts import Kind, object_key
 from elasticquota.kube.reflector import Reflector
 from eqdev.cluster import LocalCluster
@@ -84,10 +85,10 @@ def memory_kb(field: str) -> int:
 
 async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
     """``resourceVersion=0``, the answer read and parsed as one document."""
-    async with reader._http().get(
-        reader._url(), params={"resourceVersion": "0"}, headers=await reader._headers()
+    async with reader._http.session().get(
+        reader._http.url, params={"resourceVersion": "0"}, headers=await reader._http.headers()
     ) as reply:
-        await reader._check(reply)
+        await check(reply)
         document = orjson.loads(await reply.read())
     await reader._feed(document["items"], seen)
     await reader._sink.relisted(seen)
@@ -98,11 +99,11 @@ async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
     uncompressed, as the reflector asks for it."""
     ijson = importlib.import_module("ijson")  # optional: only this variant needs it
 
-    headers = {**await reader._headers(), "Accept-Encoding": "identity"}
-    async with reader._http().get(
-        reader._url(), params={"resourceVersion": "0"}, headers=headers
+    headers = {**await reader._http.headers(), "Accept-Encoding": "identity"}
+    async with reader._http.session().get(
+        reader._http.url, params={"resourceVersion": "0"}, headers=headers
     ) as reply:
-        await reader._check(reply)
+        await check(reply)
         count = 0
         async for body in ijson.items(reply.content, "items.item", use_float=True):
             seen.add(object_key(body))
@@ -146,8 +147,7 @@ async def measure(variant: str, kubeconfig: str, delay: float) -> dict[str, Any]
             await with_ijson(reader, seen)
         seconds = time.monotonic() - started
         peak = memory_kb("VmHWM")
-        if reader._session is not None:
-            await reader._session.close()
+        await reader.close()
     return {
         "seconds": seconds,
         "pods": len(sink.pods),

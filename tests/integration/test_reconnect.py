@@ -2,10 +2,11 @@
 
 The operator reaches the API server through a TCP proxy (tests/integration/proxy.py). The link is
 cut; meanwhile pods and a quota are deleted directly on the API server (no watch can tell the
-operator); the link comes back. Every relist is level-based, so the operator's memory becomes
-exactly what the new list returns: within a few seconds `used` and the annotations are what `plan`
-computes for the cluster as it is, and no pod is evicted for resources the deleted pods no longer
-hold (revocation runs with a 1-s delay to make any ghost over-use show). The outage is readable in
+operator); the link comes back. Each watch resumes from its resourceVersion and is replayed the
+deletions (or, if that version left the API server's window, a level-based relist drops what it no
+longer returns): within a few seconds `used` and the annotations are what `plan` computes for the
+cluster as it is, and no pod is evicted for resources the deleted pods no longer hold (revocation
+runs with a 1-s delay to make any ghost over-use show). The outage is readable in
 the operator's log: one WARNING (the kind and the cause) and one INFO (how long) per kind, no
 ERROR, no line per retry of the readers or the quota writes.
 """

@@ -1,10 +1,12 @@
 """kube.reflector: the list from the API server's watch cache, and its fall-back to paged lists.
 
 Rules: a list is asked of the watch cache first (``resourceVersion`` ``0`` at start-up, else the
-latest version seen; no ``limit``), its answer read as a stream; any failure of that request (an
-error status, a ``Status`` answer, a stream cut or stalled) falls back to the paged list
-(``limit`` + ``continue``), and memory is then exactly what the paged list returned; with
-``list_from_cache`` off, only the paged list is used.
+latest version seen; no ``limit``), its answer read as a stream; when the answer is not one whole
+list (a ``Status`` answer, a page, a stream cut or stalled) or the cache cannot serve the version
+(410, 504 "too large resource version"), the list is read in pages (``limit`` + ``continue``),
+and memory is then exactly what the paged list returned; with ``list_from_cache`` off, only the
+paged list is used. (A 429 or 5xx from the cache is asked of the cache again after a wait:
+``test_reflector_retries``.)
 
 The server here is a small aiohttp application rather than KMock: the faults are in the body of
 one response (cut in the middle, stalled), below what KMock's reactions can express.
@@ -137,8 +139,7 @@ async def list_once(
         try:
             version = await asyncio.wait_for(reader._relist(), timeout=within)
         finally:
-            if reader._session is not None:
-                await reader._session.close()
+            await reader.close()
     assert version == "10"
     return reader
 
@@ -170,8 +171,13 @@ async def test_without_list_from_cache_only_pages_are_asked() -> None:
     assert reader.health.list_source == "pages"
 
 
+TOO_LARGE = (
+    b'{"kind":"Status","code":504,"reason":"Timeout","message":"Too large resource version: 20,'
+    b' current: 10","details":{"causes":[{"reason":"ResourceVersionTooLarge"}]}}'
+)
 FAULTS: dict[str, Handler] = {
-    "error status": answer(b'{"kind":"Status","code":500}', status=500),
+    "410 Gone": answer(b'{"kind":"Status","code":410,"reason":"Expired"}', status=410),
+    "a too large resourceVersion": answer(TOO_LARGE, status=504),
     "a Status answer": answer(b'{"kind":"Status","apiVersion":"v1","status":"Failure"}'),
     "a page, not the whole list": answer(pod_list(["x"], token="more")),
     "a stream cut": streamed([pod_list(["x", "y", "z"])[:150]], then="cut"),
@@ -287,14 +293,18 @@ async def test_a_list_parsed_slower_than_the_servers_bound_still_comes_from_the_
 async def test_an_api_server_that_keeps_failing_is_said_once_not_at_every_retry(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Every list fails (the cache's and the pages'): the fall-back is said at INFO the first
-    time, the outage once at WARNING (as "cannot list": no watch was lost, none had started);
-    the retries every second or two say nothing more."""
-    server = FakeServer(FAULTS["error status"])
-    server.pages = FAULTS["error status"]
+    """Every list fails (the cache's answer is no list, the pages are refused): the fall-back is
+    said at INFO the first time, the outage once at WARNING (as "cannot list": no watch was lost,
+    none had started); the retries, after their waits, say nothing more."""
+    server = FakeServer(FAULTS["a Status answer"])
+    server.pages = answer(b'{"kind":"Status","code":500}', status=500)
     caplog.set_level("DEBUG", logger="elasticquota.kube.reflector")
+
+    async def instantly(_: float) -> None:
+        await asyncio.sleep(0)
+
     async with serving(server) as api:
-        reader = Reflector(api, PODS, MemorySink(), request_timeout=1.0)
+        reader = Reflector(api, PODS, MemorySink(), request_timeout=1.0, sleep=instantly)
         task = asyncio.create_task(reader.run())
         try:
             while sum("listing in pages" in r.message for r in caplog.records) < 3:
@@ -306,5 +316,5 @@ async def test_an_api_server_that_keeps_failing_is_said_once_not_at_every_retry(
     fallbacks = [r.levelname for r in caplog.records if "listing in pages" in r.message]
     outages = [(r.levelname, r.message) for r in caplog.records if r.levelname == "WARNING"]
     assert fallbacks[:3] == ["INFO", "DEBUG", "DEBUG"]
-    cause = 'RuntimeError: HTTP 500: {"kind":"Status","code":500}'
+    cause = 'HTTP 500: {"kind":"Status","code":500}'
     assert outages == [("WARNING", f"pods: cannot list ({cause}); trying again")]

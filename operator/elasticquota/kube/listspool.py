@@ -4,18 +4,27 @@ The API server (1.20) ends a list at its ``--request-timeout`` (60 s from the re
 however far the client has read. A list from the watch cache read at the pace of its parse (100,000
 pods: 185 MB of JSON) was cut near its end when encoding it and parsing it took longer. So the
 reflector (``kube.reflector``) asks for it gzipped and a task of its own moves the compressed bytes
-into a ``Spool`` (a queue bounded in bytes) as fast as they come; the parse takes them from there at
-its own pace. ``StreamProgress`` says how far a list got, for the log of its failure.
+into a ``Spool`` (a queue bounded in bytes) as fast as they come; the parse takes them from there
+at its own pace (``read_list``). ``StreamProgress`` says how far a list got, for the log of its
+failure.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from elasticquota.kube.liststream import ListStream
+from elasticquota.api import Body
+from elasticquota.kube.liststream import Inflater, ListStream, ListStreamError
+
+#: Bytes of a list handed to its parse at a time (expanded, if gzipped).
+STREAM_CHUNK = 1 << 18
+#: Bytes of a list (as they came, gzipped) held ahead of its parse at most; past it the reading
+#: waits. 100,000 pods are ~185 MB of JSON, ~15 MB gzipped.
+STREAM_BACKLOG = 64 << 20
 
 
 class Spool:
@@ -60,10 +69,11 @@ class Spool:
 
 
 class StreamProgress:
-    """How far a list from the cache got, for the log of its failure."""
+    """How far the parse of a list (``stream``) got, for the log of its failure."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, stream: ListStream) -> None:
         self._loop = loop
+        self.stream = stream
         self._started = loop.time()
         self.bytes = 0
         self.expanded = 0
@@ -75,14 +85,14 @@ class StreamProgress:
     def drained(self) -> None:
         self.drained_after = self._loop.time() - self._started
 
-    def say(self, stream: ListStream) -> str:
+    def say(self) -> str:
         drained = (
             f"all received in {self.drained_after:.1f} s"
             if self.drained_after is not None
             else "still receiving"
         )
         return (
-            f"{stream.count} items, {self.expanded / 1e6:.1f} MB parsed of"
+            f"{self.stream.count} items, {self.expanded / 1e6:.1f} MB parsed of"
             f" {self.bytes / 1e6:.1f} MB received ({drained})"
             f" in {self._loop.time() - self._started:.1f} s"
         )
@@ -108,3 +118,40 @@ async def drain_into(
         raise
     except Exception as error:
         spool.close(error)
+
+
+async def read_list(
+    reply: aiohttp.ClientResponse,
+    progress: StreamProgress,
+    feed: Callable[[list[Body]], Awaitable[None]],
+    read_timeout: float,
+) -> str:
+    """The resourceVersion of the list ``reply`` carries, its items handed to ``feed`` as their
+    bytes come: drained off the connection at once (every read bounded by ``read_timeout``),
+    parsed behind them. ListStreamError (or the connection's error) unless it is one whole list."""
+    stream = progress.stream
+    inflater = Inflater(reply.headers.get("Content-Encoding", ""), STREAM_CHUNK)
+    spool = Spool(STREAM_BACKLOG)
+    drain = asyncio.create_task(drain_into(reply.content, spool, progress, read_timeout))
+    try:
+        while (data := await spool.take()) is not None:
+            for piece in inflater.pieces(data):
+                progress.expanded += len(piece)
+                await feed(stream.feed(piece))
+    finally:
+        drain.cancel()
+    inflater.finish()
+    last, document = stream.finish()
+    await feed(last)
+    return list_version(document)
+
+
+def list_version(document: Body) -> str:
+    """The resourceVersion of a list document read whole (ListStreamError if it is none)."""
+    meta = document.get("metadata") or {}
+    version = meta.get("resourceVersion")
+    if document.get("kind") == "Status" or "items" not in document or not version:
+        raise ListStreamError(f"not a list: {str(document)[:300]}")
+    if meta.get("continue"):
+        raise ListStreamError("the answer was one page, not the whole list")
+    return str(version)

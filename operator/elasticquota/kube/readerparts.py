@@ -47,8 +47,9 @@ class ReaderHealth:
     #: Monotonic time since which the reader is not connected (None: connected).
     down_since: float | None = None
     relists: int = 0
-    #: Where the latest complete list came from: "cache" (the API server's watch cache, streamed)
-    #: or "pages" (paged, from etcd); "" before the first.
+    #: Where the latest complete list came from: "cache" (the API server's watch cache, streamed),
+    #: "pages" (paged, from etcd) or "whole" (from etcd in one request, streamed: a page's
+    #: ``continue`` token expired); "" before the first.
     list_source: str = ""
     events: int = 0
     #: Monotonic time of the latest watch event (0: none yet).

@@ -4,24 +4,39 @@ A :class:`Reflector` lists every object of its kind and hands each to its :class
 between which the event loop runs; when the list is complete the sink is
 told which objects exist (``relisted``): every object it holds that the list did not return is
 gone, as if deleted. This is what makes memory exactly the cluster after every relist (start-up,
-``410 Gone``, a broken watch): a pod deleted while the watch was down never lingers as a ghost.
+``410 Gone``): a pod deleted while the reader could not see never lingers as a ghost.
 
 A list is read first from the API server's watch cache, as client-go's reflectors do
 (``resourceVersion`` set: ``0`` at start-up, else the latest version seen, so that a relist never
 goes back in time): the cache answers from memory, where a paged list makes the server read and
 decode the whole range from etcd page after page. The cache sends the whole list in one response
 (before 1.27 it ignores ``limit``), so that response is parsed as a stream
-(:mod:`elasticquota.kube.liststream`), its items handed on as its chunks arrive. Any failure of
-that request (an error status, a ``Status`` answer, a stream cut or stalled) falls back to the
-paged list from etcd (``limit`` + ``continue``), whose pages are each one small response.
+(:mod:`elasticquota.kube.liststream`), its items handed on as its chunks arrive. The list is read
+in pages from etcd instead (``limit`` + ``continue``, each page one small response) when the
+cache's answer is not one whole list (a stream cut or stalled, a page, a ``Status``), when the
+cache cannot serve the version asked for (``410``; ``504`` "too large resource version", a cache
+behind it: a consistent read is needed) or when it refuses the request for good (another 4xx). A
+refusal that waiting may lift (``429`` from API Priority and Fairness, a 5xx) and no answer at all
+are not moved onto etcd, the most expensive read, on a server already refusing work: the relist is
+tried again, from the cache, after a wait. A paged list whose ``continue`` token expired (``410``:
+it took longer than etcd's compaction window) is read again in one request, without ``limit`` nor
+``resourceVersion``, as client-go's pager does, rather than from its first page again.
 
 Then it watches from the list's resourceVersion: ``ADDED``/``MODIFIED``/``DELETED`` events go to the
 sink one by one, ``BOOKMARK`` events only move the resourceVersion on. Every watch is bounded: the
 server is asked to end it after ``server_timeout`` seconds (with jitter, so that replicas and kinds
 do not reconnect in step) and the client gives it up ``client_margin`` seconds after that, so a
-connection that silently stopped carrying traffic blinds the reader for a bounded time only. An
-ended watch resumes from the last resourceVersion seen; ``410 Gone`` or any other failure to resume
-relists. Connections are never reused (a pooled connection may be the silently dead one).
+connection that silently stopped carrying traffic blinds the reader for a bounded time only. A
+watch that ended, and one that failed (a dropped connection, a cut stream, ``429``, a 5xx), resumes
+from the last resourceVersion seen: the server replays every event since that version, deletions
+included, so nothing is lost; only ``410 Gone`` (the version left the server's window) relists.
+A watch the server ends within ``SHORT_WATCH`` without an event counts as failed. Connections are
+never reused (a pooled connection may be the silently dead one: ``kube.readerhttp``).
+
+Failures are retried after waits that double (:mod:`elasticquota.kube.backoff`: 1 s up to 30 s,
+jittered), started over by a watch that worked; the first ``410`` after a long watch relists at
+once, a ``410`` that comes again waits as a failure does. A watch given up at its client-side bound
+is resumed at once: that bound was its wait.
 
 The reader keeps its health for readiness and metrics: whether the first list is done, whether
 the watch is connected, and since when it is not. A watch whose connection froze still looks
@@ -41,19 +56,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
 from elasticquota.api import Body
 from elasticquota.core.generic.timeslice import TimeSlice
-from elasticquota.kube.client import keepalive_socket
-from elasticquota.kube.listspool import Spool, StreamProgress, drain_into
-from elasticquota.kube.liststream import Inflater, ListStream, ListStreamError
+from elasticquota.kube.backoff import Backoff
+from elasticquota.kube.listspool import StreamProgress, read_list
+from elasticquota.kube.liststream import ListStream
+from elasticquota.kube.readerhttp import HttpStatusError, ReaderHttp, cause
 from elasticquota.kube.readerparts import (
     Kind,
     ReaderHealth,
@@ -70,35 +84,27 @@ logger = logging.getLogger(__name__)
 #: grows with the square of the object count over the page size. 2,000 pods (about 5 MB) parse in
 #: ~15 ms; 100,000 pods were listed in 31 s with pages of 500 and in 17 s with 2,000 (local 1.20).
 PAGE_SIZE = 2000
-#: Bytes of a list from the watch cache handed to its parse at a time (expanded, if gzipped).
-STREAM_CHUNK = 1 << 18
-#: Bytes of a list from the watch cache (as they came, gzipped) held ahead of its parse at most;
-#: past it the reading waits. 100,000 pods are ~185 MB of JSON, ~15 MB gzipped.
-STREAM_BACKLOG = 64 << 20
-#: How a list from the watch cache is asked for: gzipped, a tenth of the bytes to hold.
+#: How a list read as a stream is asked for: gzipped, a tenth of the bytes to hold.
 STREAM_ENCODING = "gzip"
-#: Seconds given to TLS connections to finish closing when a reader stops.
-TLS_CLOSE_GRACE = 0.25
 #: Objects handed to the sink between two yields to the event loop.
 SLICE = 100
 #: Seconds after the server's end of a watch (``timeoutSeconds``) from which a watch still open is
 #: known dead: the server ends it on time, and sends a bookmark two seconds before.
 STALL_SLACK = 2.0
+#: Seconds within which a watch the server ends without an event counts as failed (client-go's
+#: "very short watch"): a server that ends every watch at once would otherwise be a tight loop.
+SHORT_WATCH = 1.0
+
+Sleep = Callable[[float], Awaitable[None]]
 
 
-def ssl_context(configuration: client.Configuration) -> ssl.SSLContext:
-    """The TLS settings of a kubeconfig, as the generated client builds them."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
+class ShortWatchError(Exception):
+    """The server ended a watch within ``SHORT_WATCH`` without an event."""
 
 
 class Reflector:
-    """Keeps a sink equal to the cluster's objects of one kind."""
+    """Keeps a sink equal to the cluster's objects of one kind. ``clock`` and ``sleep`` are the
+    reader's time (monotonic) and its waits between attempts."""
 
     def __init__(
         self,
@@ -112,25 +118,27 @@ class Reflector:
         page_size: int = PAGE_SIZE,
         list_from_cache: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
-        self._api = api
+        self._http = ReaderHttp(api, kind.path)
         self.kind = kind
         self._sink = sink
         self._server_timeout = server_timeout
         self._client_margin = client_margin
         self._request_timeout = request_timeout
-        #: How far the last list from the cache got (items, bytes, time), for its failure's log.
-        self._stream_progress = "nothing received"
+        #: How far the last list read as a stream got, for its failure's log.
+        self._progress: StreamProgress | None = None
         self._page_size = page_size
         self._list_from_cache = list_from_cache
         self._clock = clock
+        self._sleep = sleep
+        self._backoff = Backoff()
         self.health = ReaderHealth()
         #: The resourceVersion to resume from (None: list first).
         self._version: str | None = None
         #: The latest resourceVersion seen: a list from the cache is at least as recent.
         self._latest: str | None = None
         self._in_outage = False
-        self._session: aiohttp.ClientSession | None = None
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -141,31 +149,46 @@ class Reflector:
             while True:
                 await self._cycle()
         finally:
-            if self._session is not None:
-                session, self._session = self._session, None  # run again, it opens a new one
-                await session.close()
-                # aiohttp's graceful shutdown: TLS connections finish closing a moment after the
-                # session (else their sockets outlive a closed event loop, unclosed).
-                await asyncio.sleep(TLS_CLOSE_GRACE)
+            await self.close()
+
+    async def close(self) -> None:
+        """Close the reader's connections (``run`` closes them when it ends)."""
+        await self._http.close()
 
     async def _cycle(self) -> None:
-        """One list (when there is no version to resume from) or one watch, and its outcome."""
+        """One list (when there is no version to resume from) or one watch; then the wait its
+        outcome calls for (none after a success)."""
+        listing = self._version is None
         try:
-            if self._version is None:
+            if listing:
                 self._version = await self._relist()
-            await self._watch()
+            else:
+                await self._watch()
+            return
         except asyncio.CancelledError:
             raise
-        except VersionExpiredError:
-            logger.info("%s: resourceVersion expired; listing again", self.kind.name)
-            self._version = None
-            self.health.stale_after = None  # the watch ended; the list is no stalled watch
+        except VersionExpiredError as error:
+            delay = self._expired(error)
         except TimeoutError:  # a watch (or a list) that did not end in time: its connection is dead
             self._outage("no answer within the request's bound (a silently dropped connection?)")
-        except Exception as error:
-            self._outage(_cause(error))
-            self._version = None
-            await asyncio.sleep(1.0 + random.random())
+            delay = self._backoff.failed() if listing else 0.0  # a watch waited out its bound
+        except Exception as error:  # resumed from the same version (or listed again) after a wait
+            self._outage(cause(error))
+            delay = self._backoff.failed()
+        if delay > 0:
+            await self._sleep(delay)
+
+    def _expired(self, error: VersionExpiredError) -> float:
+        """Relist (410 Gone): at once if routine (the first since a long watch), else after a wait
+        and as an outage. The wait."""
+        self._version = None
+        self.health.stale_after = None  # the watch ended; the list is no stalled watch
+        delay = self._backoff.expired()
+        if delay > 0:
+            self._outage(f"resourceVersion expired again: {error}")
+        else:
+            logger.info("%s: resourceVersion expired; listing again", self.kind.name)
+        return delay
 
     def _outage(self, cause: str) -> None:
         """Said once per outage (WARNING); its end is said once by ``_connected`` (INFO). The
@@ -190,27 +213,15 @@ class Reflector:
         self._in_outage = False
         self.health.up(now, stale_after)
 
+    # -- lists ------------------------------------------------------------------------------------
+
     async def _relist(self) -> str:
         """Every object into the sink (from the watch cache, else page by page); then forget the
         others. The version to watch from."""
         seen: set[tuple[str, str]] = set()
-        version: str | None = None
-        if self._list_from_cache:
-            try:
-                version = await self._list_cached(seen)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                # Said once: while the API server is unreachable, every retry would say it again.
-                log = logger.debug if self._in_outage else logger.info
-                log(
-                    "%s: list from the API server's cache failed (%s; %s); listing in pages",
-                    self.kind.name,
-                    _cause(error),
-                    self._stream_progress,
-                )
-                seen = set()
+        version = await self._list_cached(seen) if self._list_from_cache else None
         if version is None:
+            seen.clear()  # what a broken stream handed over is not the list
             version = await self._list_paged(seen)
         await self._sink.relisted(seen)
         self._latest = version
@@ -225,65 +236,74 @@ class Reflector:
         )
         return version
 
-    async def _list_cached(self, seen: set[tuple[str, str]]) -> str:
-        """The whole list from the API server's watch cache: its bytes drained off the connection
-        as fast as they come (``listspool.drain_into``, every read bounded by the request
-        timeout), parsed as a stream behind them. Raises on anything but a complete list.
-
-        The API server (1.20) ends a list at its ``--request-timeout`` (60 s) from the request's
-        arrival, and the ``timeout`` query parameter can only shorten that (1.21+): an answer read
-        at the pace of its parse (100,000 pods: 185 MB) is cut when encoding it plus the parse take
-        longer. So the answer is asked for gzipped (a tenth of the bytes to hold) and drained at
-        once; the server is done with it seconds after it began to send, and the parse may take
-        its time."""
+    async def _list_cached(self, seen: set[tuple[str, str]]) -> str | None:
+        """The list from the API server's watch cache; None when it is to be read from etcd
+        instead: the cache's answer was not one whole list, or the cache cannot serve this
+        version (410, too large) or refused for good (4xx). A refusal that waiting may lift
+        (429, 5xx) and no answer at all are raised: the relist is tried again after a wait, from
+        the cache, not moved onto the most expensive read of a server that is refusing work."""
         params = {"resourceVersion": self._latest or "0"}
-        stream = ListStream()
-        session = self._http()
-        progress = StreamProgress(asyncio.get_running_loop())
-        self._stream_progress = progress.say(stream)
-        async with asyncio.timeout(self._request_timeout):
-            headers = {**await self._headers(), "Accept-Encoding": STREAM_ENCODING}
-            reply = await session.get(
-                self._url(), params=params, headers=headers, auto_decompress=False
-            )
         try:
-            await self._check(reply)
-            inflater = Inflater(reply.headers.get("Content-Encoding", ""), STREAM_CHUNK)
-            spool = Spool(STREAM_BACKLOG)
-            drain = asyncio.create_task(
-                drain_into(reply.content, spool, progress, self._request_timeout)
+            return await self._list_streamed(params, seen, "cache")
+        except asyncio.CancelledError:
+            raise
+        except HttpStatusError as error:
+            if error.transient:
+                raise
+            self._falling_back(error)
+        except VersionExpiredError as error:
+            self._falling_back(error)
+        except Exception as error:
+            if self._progress is None:  # no answer at all (no connection, none in time)
+                raise
+            self._falling_back(error)
+        return None
+
+    def _falling_back(self, error: Exception) -> None:
+        """Say why the list is read in pages: once (at INFO), for while the API server is
+        unreachable every retry would say it again."""
+        log = logger.debug if self._in_outage else logger.info
+        said = cause(error) if self._progress is None else f"{cause(error)}; {self._progress.say()}"
+        log(
+            "%s: list from the API server's cache failed (%s); listing in pages",
+            self.kind.name,
+            said,
+        )
+
+    async def _list_streamed(
+        self, params: dict[str, str], seen: set[tuple[str, str]], source: str
+    ) -> str:
+        """The whole list asked with ``params`` (``source``: what it is, for the health), in one
+        answer read as a stream: its bytes drained off the connection as fast as they come (every
+        read bounded by the request timeout), parsed behind them (``listspool.read_list``). Raises
+        on anything but a complete list; ``_progress`` is None if no answer came.
+
+        Asked for gzipped (a tenth of the bytes to hold) and drained at once, so that the server
+        is done with it before its ``--request-timeout`` cuts it, however long the parse takes
+        (``kube.listspool``)."""
+        self._progress = None
+        async with asyncio.timeout(self._request_timeout):
+            reply = await self._http.open(params, encoding=STREAM_ENCODING)
+        self._progress = StreamProgress(asyncio.get_running_loop(), ListStream())
+        try:
+            version = await read_list(
+                reply, self._progress, lambda items: self._feed(items, seen), self._request_timeout
             )
-            try:
-                while (data := await spool.take()) is not None:
-                    for piece in inflater.pieces(data):
-                        progress.expanded += len(piece)
-                        await self._feed(stream.feed(piece), seen)
-                        self._stream_progress = progress.say(stream)
-            finally:
-                drain.cancel()
-                self._stream_progress = progress.say(stream)
-            inflater.finish()
-            last, document = stream.finish()
         finally:
             reply.close()
-        await self._feed(last, seen)
-        meta = document.get("metadata") or {}
-        version = meta.get("resourceVersion")
-        if document.get("kind") == "Status" or "items" not in document or not version:
-            raise ListStreamError(f"not a list: {str(document)[:300]}")
-        if meta.get("continue"):
-            raise ListStreamError("the cache answered one page, not the whole list")
-        self.health.list_source = "cache"
-        return str(version)
+        self.health.list_source = source
+        return version
 
     async def _list_paged(self, seen: set[tuple[str, str]]) -> str:
-        """Every object, page by page (from etcd). The list's version."""
+        """Every object, page by page (from etcd); read again in one request if a ``continue``
+        token expires. The list's version."""
         token: str | None = None
         version = ""
         while True:
-            page = await self._get_json(self._list_params(token))
-            items = page.get("items") or []
-            await self._feed(items, seen)
+            page = await self._page(token)
+            if page is None:
+                return await self._list_whole(seen)
+            await self._feed(page.get("items") or [], seen)
             meta = page.get("metadata") or {}
             version = str(meta.get("resourceVersion") or version)
             token = meta.get("continue") or None
@@ -291,6 +311,23 @@ class Reflector:
                 break
         self.health.list_source = "pages"
         return version
+
+    async def _page(self, token: str | None) -> Body | None:
+        """The page after ``token`` (the first if None); None if that token expired (410)."""
+        try:
+            return await self._http.get_json(self._list_params(token), self._request_timeout)
+        except VersionExpiredError:
+            if token is None:
+                raise
+            return None
+
+    async def _list_whole(self, seen: set[tuple[str, str]]) -> str:
+        """Every object in one request from etcd (neither ``limit`` nor ``resourceVersion``): a
+        paged list's ``continue`` token expired (410), and starting over from the first page
+        would meet the same fate on a list that takes longer than etcd's compaction window."""
+        logger.info("%s: a page's continue token expired; listing in one request", self.kind.name)
+        seen.clear()  # the pages read so far may hold objects deleted since: the list decides
+        return await self._list_streamed({}, seen, "whole")
 
     def _list_params(self, token: str | None) -> dict[str, str]:
         params = {"limit": str(self._page_size)}
@@ -310,8 +347,11 @@ class Reflector:
                 stretch.restart()
         await asyncio.sleep(0)
 
+    # -- watches ----------------------------------------------------------------------------------
+
     async def _watch(self) -> None:
-        """One bounded watch from the last version seen (moved on by every event)."""
+        """One bounded watch from the last version seen (moved on by every event). However it
+        ends, a watch that worked starts the backoff's waits over."""
         timeout = int(self._server_timeout * (1 + random.random() / 5))
         params = {
             "watch": "true",
@@ -319,18 +359,24 @@ class Reflector:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout),
         }
-        session = self._http()
-        started = self._clock()
-        async with asyncio.timeout(timeout + self._client_margin):
-            headers = await self._headers()
-            async with session.get(self._url(), params=params, headers=headers) as reply:
-                await self._check(reply)
-                self._connected(stale_after=started + timeout + STALL_SLACK)
-                async for line in reply.content:
-                    self.health.last_seen = self._clock()
-                    self._on_line(line)
-                    await asyncio.sleep(0)
+        started, events = self._clock(), self.health.events
+        opened = False
+        try:
+            async with asyncio.timeout(timeout + self._client_margin):
+                async with await self._http.open(params) as reply:
+                    opened = True
+                    self._connected(stale_after=started + timeout + STALL_SLACK)
+                    async for line in reply.content:
+                        self.health.last_seen = self._clock()
+                        self._on_line(line)
+                        await asyncio.sleep(0)
+        finally:
+            if opened:
+                lasted = self._clock() - started
+                self._backoff.watch_ended(events=self.health.events - events, lasted=lasted)
         self.health.stale_after = None  # ended by the server: no watch open until the next one
+        if self.health.events == events and self._clock() - started < SHORT_WATCH:
+            raise ShortWatchError("the server ended the watch at once, without an event")
 
     def _on_line(self, line: bytes) -> None:
         if not line.strip():
@@ -349,51 +395,3 @@ class Reflector:
             self._sink.upsert(body)
         self._version = str((body.get("metadata") or {}).get("resourceVersion") or self._version)
         self._latest = self._version
-
-    # -- HTTP -------------------------------------------------------------------------------------
-
-    def _http(self) -> aiohttp.ClientSession:
-        """A session of its own that never reuses a connection."""
-        if self._session is None:
-            context = ssl_context(self._api.configuration)
-            connector = aiohttp.TCPConnector(
-                ssl=context, force_close=True, socket_factory=keepalive_socket
-            )
-            self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
-        return self._session
-
-    def _url(self) -> str:
-        return f"{self._api.configuration.host}{self.kind.path}"
-
-    async def _headers(self) -> dict[str, str]:
-        """JSON, and the client's credentials (its token refresh included)."""
-        headers = {"Accept": "application/json"}
-        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
-        return headers
-
-    async def _get_json(self, params: dict[str, str]) -> Body:
-        session = self._http()
-        async with asyncio.timeout(self._request_timeout):
-            headers = await self._headers()
-            async with session.get(self._url(), params=params, headers=headers) as reply:
-                await self._check(reply)
-                return dict(orjson.loads(await reply.read()))
-
-    async def _check(self, reply: aiohttp.ClientResponse) -> None:
-        if reply.status == 410:
-            raise VersionExpiredError(await reply.text())
-        if reply.status != 200:
-            raise RuntimeError(f"HTTP {reply.status}: {(await reply.text())[:300]}")
-
-
-def _cause(error: Exception) -> str:
-    """What broke a watch or a list, in a few words (aiohttp's own messages run long)."""
-    if isinstance(error, aiohttp.ClientPayloadError):
-        return f"the connection was closed in the middle of the stream: {error.__cause__ or error}"
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return (
-            f"cannot connect to {error.host}:{error.port} ({error.os_error.strerror or 'refused'})"
-        )
-    if isinstance(error, aiohttp.ServerDisconnectedError):
-        return "the server closed the connection"
-    return f"{type(error).__name__}: {error}"

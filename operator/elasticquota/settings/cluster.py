@@ -36,5 +36,7 @@ class ClusterSettings(BaseModel):
     """List pods, quotas, profiles and nodes from the API server's watch cache (``resourceVersion``
     set, as client-go does; one gzipped response, drained off the connection as it comes so that
     the API server's request timeout does not cut it, parsed as a stream behind), falling back to
-    a paged list from etcd when that request fails. Off: always the paged list (``limit`` +
-    ``continue``), which costs the API server far more CPU at start-up and after every relist."""
+    a paged list from etcd when its answer is not one whole list or the cache cannot serve the
+    version (a throttled or failing cache is asked again after a wait, not moved onto etcd). Off:
+    always the paged list (``limit`` + ``continue``), which costs the API server far more CPU at
+    start-up and after every relist."""

@@ -21,7 +21,7 @@ from kubernetes_asyncio.config import ConfigException
 
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.kube.client import make_api_client, memory_files_supported
-from elasticquota.kube.reflector import ssl_context
+from elasticquota.kube.readerhttp import ssl_context
 
 pytestmark = [
     pytest.mark.skipif(

@@ -58,4 +58,4 @@ _DOWN_HELP = (
     "Seconds the kind's watch has been disconnected or known dead, since it last carried data "
     "(0 while connected)"
 )
-_RELISTS_HELP = "Complete lists of the kind (start-up, expired versions, failed watches)"
+_RELISTS_HELP = "Complete lists of the kind (start-up, then expired resourceVersions)"
