@@ -4,7 +4,7 @@ Rules (as client-go's reflector): a watch that fails (429, a 5xx, a dropped conn
 event) is resumed from the last resourceVersion seen, with no list: the resumed watch replays
 what happened since. A 429 or 5xx on the list from the watch cache asks the cache again rather
 than the paged list from etcd. Failures in a row wait longer and longer (``kube.backoff``: doubling
-from 1 s, less up to a quarter at random, up to 30 s); a watch that delivered events starts the
+from 1 s, less up to a quarter at random, up to 10 s); a watch that delivered events starts the
 waits over. A 410 relists at once the first time after a long watch and waits when it comes again;
 a 410 on a page's ``continue`` token is followed by one list without paging (neither ``limit`` nor
 ``resourceVersion``), not by the first page again.

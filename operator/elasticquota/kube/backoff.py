@@ -1,5 +1,7 @@
 """How long a reader (``kube.reflector``) waits before it tries again: exponential backoff with
-jitter, as client-go's reflector does (800 ms doubling up to 30 s there).
+jitter, as client-go's reflector does (800 ms doubling up to 30 s there; 10 s here, so that a
+kind is watched again within seconds of the API server's return, at a cost of one request per
+kind every 10 s or less while it fails).
 
 A server that refuses requests (429 under API Priority and Fairness, a 5xx) or cannot be reached
 must not be asked again at once: every failure in a row doubles the wait, from ``FIRST_DELAY`` up
@@ -21,7 +23,7 @@ from collections.abc import Callable
 #: Seconds waited after the first failure in a row (less the jitter).
 FIRST_DELAY = 1.0
 #: Seconds waited at most, however many failures in a row.
-MAX_DELAY = 30.0
+MAX_DELAY = 10.0
 #: Part of a wait taken off at random (0.25: a wait of 8 s is 6 to 8 s).
 JITTER = 0.25
 #: Seconds a watch stays open to count as healthy whatever it delivered.

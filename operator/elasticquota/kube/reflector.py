@@ -33,7 +33,7 @@ included, so nothing is lost; only ``410 Gone`` (the version left the server's w
 A watch the server ends within ``SHORT_WATCH`` without an event counts as failed. Connections are
 never reused (a pooled connection may be the silently dead one: ``kube.readerhttp``).
 
-Failures are retried after waits that double (:mod:`elasticquota.kube.backoff`: 1 s up to 30 s,
+Failures are retried after waits that double (:mod:`elasticquota.kube.backoff`: 1 s up to 10 s,
 jittered), started over by a watch that worked; the first ``410`` after a long watch relists at
 once, a ``410`` that comes again waits as a failure does. A watch given up at its client-side bound
 is resumed at once: that bound was its wait.

@@ -1,6 +1,6 @@
 """A reader's waits between attempts (kube/backoff.py).
 
-Rules: failures in a row wait 1, 2, 4... s up to 30 s, each less up to a quarter of itself at
+Rules: failures in a row wait 1, 2, 4... s up to 10 s, each less up to a quarter of itself at
 random; a watch that delivered events or stayed open 10 s starts them over; a 410 waits nothing
 the first time (and after every watch that stayed open 10 s), and as a failure when it comes again.
 """
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from elasticquota.kube.backoff import HEALTHY_WATCH, Backoff
+from elasticquota.kube.backoff import HEALTHY_WATCH, MAX_DELAY, Backoff
 
 
-def test_failures_in_a_row_double_the_wait_up_to_30_s() -> None:
+def test_failures_in_a_row_double_the_wait_up_to_the_most() -> None:
     backoff = Backoff(draw=lambda: 0.0)
-    assert [backoff.failed() for _ in range(8)] == [1, 2, 4, 8, 16, 30, 30, 30]
+    assert MAX_DELAY == 10
+    assert [backoff.failed() for _ in range(7)] == [1, 2, 4, 8, 10, 10, 10]
 
 
 def test_a_wait_is_shortened_by_up_to_a_quarter_at_random() -> None:
@@ -26,7 +27,7 @@ def test_no_overflow_after_very_many_failures() -> None:
     backoff = Backoff(draw=lambda: 0.0)
     for _ in range(5000):
         backoff.failed()
-    assert backoff.failed() == 30
+    assert backoff.failed() == MAX_DELAY
 
 
 @pytest.mark.parametrize(("events", "lasted"), [(1, 0.0), (0, HEALTHY_WATCH)])
