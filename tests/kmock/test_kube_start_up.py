@@ -57,21 +57,21 @@ async def test_a_version_read_that_fails_once_is_retried(
     assert retry_delays == [0.2]
 
 
-async def test_a_version_read_is_given_up_after_the_start_up_attempts(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+@pytest.mark.parametrize(
+    ("status", "reason", "reads"),
+    [(503, "ServiceUnavailable", START_UP_ATTEMPTS), (403, "Forbidden", 1)],
+    ids=["given-up-after-the-start-up-attempts", "refused-raised-at-once"],
+)
+async def test_a_version_read_that_keeps_failing_is_raised(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    status: int,
+    reason: str,
+    reads: int,
 ) -> None:
-    kmock[VERSION] << 503 << k8s_status(503, "ServiceUnavailable")
+    kmock[VERSION] << status << k8s_status(status, reason)
     with pytest.raises(ApiException) as raised:
         await supports_scheduling_gates(api)
-    assert raised.value.status == 503
-    assert version_reads(kmock) == START_UP_ATTEMPTS
-
-
-async def test_a_refused_version_read_is_raised_at_once(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
-) -> None:
-    kmock[VERSION] << 403 << k8s_status(403, "Forbidden")
-    with pytest.raises(ApiException) as raised:
-        await supports_scheduling_gates(api)
-    assert raised.value.status == 403
-    assert version_reads(kmock) == 1
+    assert raised.value.status == status
+    assert version_reads(kmock) == reads

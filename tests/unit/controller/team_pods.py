@@ -1,4 +1,5 @@
-"""Raw pods of quota ``team`` in namespace ``ns``, for the admission gating tests.
+"""Raw pods of quota ``team`` in namespace ``ns``, and the state they go in, for the admission
+gating tests.
 
 A plain module (the ``conftest`` modules of several tiers share a name, so helpers that tests
 import live in uniquely named modules).
@@ -9,7 +10,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from elasticquota.core.keys import ADMISSION_GATE, POD_LABEL_QUOTA
+from elasticquota.controller.state import ControllerState
+from elasticquota.core.keys import ADMISSION_GATE, LABEL_ALLOW_LENT, POD_LABEL_QUOTA
+from elasticquota.core.solve.engine import EngineSettings
+
+
+def team_of_four() -> ControllerState:
+    """Synced state: quota ``team`` of exactly 4 cpu (min = max, lends nothing), node ``n1`` of
+    8 cpu, no pods yet."""
+    state = ControllerState.create(EngineSettings())
+    state.on_quota(
+        {
+            "metadata": {"name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"}},
+            "spec": {"min": {"cpu": "4"}, "max": {"cpu": "4"}},
+        }
+    )
+    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
+    state.mark_synced()
+    return state
 
 
 def team_pod(

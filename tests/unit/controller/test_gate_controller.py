@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from team_pods import team_of_four
 from team_pods import team_pod as pod
 
 from elasticquota.controller.context import LoopContext
@@ -28,16 +29,7 @@ from elasticquota.settings import Settings
 
 @pytest.fixture
 def world() -> ControllerState:
-    state = ControllerState.create(EngineSettings())
-    state.on_quota(
-        {
-            "metadata": {"name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"}},
-            "spec": {"min": {"cpu": "4"}, "max": {"cpu": "4"}},
-        }
-    )
-    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
-    state.mark_synced()
-    return state
+    return team_of_four()
 
 
 async def stepped(

@@ -10,13 +10,11 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
-from team_pods import team_pod
+from team_pods import team_of_four, team_pod
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.gating import GateController
 from elasticquota.controller.state import ControllerState
-from elasticquota.core.keys import LABEL_ALLOW_LENT
-from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
 
@@ -28,16 +26,7 @@ def with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
 
 @pytest.fixture
 def world() -> ControllerState:
-    state = ControllerState.create(EngineSettings())
-    state.on_quota(
-        {
-            "metadata": {"name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"}},
-            "spec": {"min": {"cpu": "4"}, "max": {"cpu": "4"}},
-        }
-    )
-    state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8"}}})
-    state.mark_synced()
-    return state
+    return team_of_four()
 
 
 def gates(world: ControllerState, cluster: FakeCluster) -> GateController:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -41,6 +42,18 @@ def running(name: str, cpu: str, priority: int) -> dict[str, Any]:
         },
         "status": {"phase": "Running"},
     }
+
+
+@contextlib.asynccontextmanager
+async def looping(controller: RevocationController) -> AsyncIterator[None]:
+    """The controller's loop runs until the block ends."""
+    task = asyncio.create_task(controller.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def leading_controller(
@@ -90,24 +103,23 @@ async def test_rounds_come_only_after_each_full_delay(
     loop = asyncio.get_running_loop()
     controller = leading_controller(world, cluster, loop)
     start = loop.time()
-    task = asyncio.create_task(controller.run())
-    await asyncio.sleep(DELAY - 1)
-    assert evictions(cluster) == []  # not before the delay
-    await asyncio.sleep(3)
-    assert [name for _, name in evictions(cluster)] == ["extra"]
-    assert (
-        DELAY < evictions(cluster)[0][0] - start <= DELAY + 2
-    )  # strictly after it, at the next check
-    await asyncio.sleep(DELAY - 3)
-    assert len(evictions(cluster)) == 1  # the timer restarted: no second round yet
-    await asyncio.sleep(5)
-    assert len(evictions(cluster)) == 2  # still over-used (nothing terminates here): another round
-    world.on_pod_deleted(running("extra", "1", 0))  # the over-use ends
-    await asyncio.sleep(3 * DELAY)
-    assert len(evictions(cluster)) == 2
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with looping(controller):
+        await asyncio.sleep(DELAY - 1)
+        assert evictions(cluster) == []  # not before the delay
+        await asyncio.sleep(3)
+        assert [name for _, name in evictions(cluster)] == ["extra"]
+        assert (
+            DELAY < evictions(cluster)[0][0] - start <= DELAY + 2
+        )  # strictly after it, at the next check
+        await asyncio.sleep(DELAY - 3)
+        assert len(evictions(cluster)) == 1  # the timer restarted: no second round yet
+        await asyncio.sleep(5)
+        assert (
+            len(evictions(cluster)) == 2
+        )  # still over-used (nothing terminates here): another round
+        world.on_pod_deleted(running("extra", "1", 0))  # the over-use ends
+        await asyncio.sleep(3 * DELAY)
+        assert len(evictions(cluster)) == 2
 
 
 @pytest.mark.looptime
@@ -122,11 +134,8 @@ async def test_an_over_use_with_nothing_evictable_keeps_its_start_and_its_event(
         world.on_pod(pod)
     loop = asyncio.get_running_loop()
     controller = leading_controller(world, cluster, loop)
-    task = asyncio.create_task(controller.run())
-    await asyncio.sleep(5 * DELAY + 2)
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with looping(controller):
+        await asyncio.sleep(5 * DELAY + 2)
 
     assert evictions(cluster) == []
     events = [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in cluster.events]
@@ -173,24 +182,21 @@ async def test_a_replica_that_becomes_active_times_over_uses_from_the_quotas_rec
     leading = asyncio.Event()
     settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
     context = LoopContext(world, cluster, settings, leading)
-    task = asyncio.create_task(RevocationController(context, clock=loop.time).run())
-    await asyncio.sleep(10)
-    world.on_pod_deleted(running("extra", "1", 0))  # the active replica's records follow
-    world.on_quota(cluster.store(team_quota()))
-    await asyncio.sleep(100)
-    world.on_pod(running("extra-2", "1", 0))
-    started = loop.time()
-    world.on_quota(cluster.store(team_quota(started)))
-    await asyncio.sleep(2)
-    leading.set()
-    await asyncio.sleep(DELAY - 4)
-    assert evictions(cluster) == []
-    await asyncio.sleep(4)
-    assert [name for _, name in evictions(cluster)] == ["extra-2"]
-    assert DELAY < evictions(cluster)[0][0] - started <= DELAY + 2
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with looping(RevocationController(context, clock=loop.time)):
+        await asyncio.sleep(10)
+        world.on_pod_deleted(running("extra", "1", 0))  # the active replica's records follow
+        world.on_quota(cluster.store(team_quota()))
+        await asyncio.sleep(100)
+        world.on_pod(running("extra-2", "1", 0))
+        started = loop.time()
+        world.on_quota(cluster.store(team_quota(started)))
+        await asyncio.sleep(2)
+        leading.set()
+        await asyncio.sleep(DELAY - 4)
+        assert evictions(cluster) == []
+        await asyncio.sleep(4)
+        assert [name for _, name in evictions(cluster)] == ["extra-2"]
+        assert DELAY < evictions(cluster)[0][0] - started <= DELAY + 2
 
 
 @pytest.mark.looptime
@@ -204,19 +210,16 @@ async def test_a_replica_active_again_forgets_the_rounds_of_its_last_term(
     leading.set()
     settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
     context = LoopContext(world, cluster, settings, leading)
-    task = asyncio.create_task(RevocationController(context, clock=loop.time).run())
-    await asyncio.sleep(DELAY - 5)  # the over-use began and is recorded; no round yet
-    leading.clear()
-    await asyncio.sleep(2)
-    world.on_pod_deleted(running("extra", "1", 0))  # ended under another replica...
-    world.on_quota(cluster.store(team_quota()))
-    world.on_pod(running("extra-2", "1", 0))  # ...and began again, not recorded yet
-    leading.set()
-    await asyncio.sleep(10)
-    assert evictions(cluster) == []  # the old start (DELAY + 7 s ago) is not used
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with looping(RevocationController(context, clock=loop.time)):
+        await asyncio.sleep(DELAY - 5)  # the over-use began and is recorded; no round yet
+        leading.clear()
+        await asyncio.sleep(2)
+        world.on_pod_deleted(running("extra", "1", 0))  # ended under another replica...
+        world.on_quota(cluster.store(team_quota()))
+        world.on_pod(running("extra-2", "1", 0))  # ...and began again, not recorded yet
+        leading.set()
+        await asyncio.sleep(10)
+        assert evictions(cluster) == []  # the old start (DELAY + 7 s ago) is not used
 
 
 async def test_an_over_use_record_refused_is_written_at_the_next_check(
