@@ -4,10 +4,11 @@ Rules (kube/evictions.py): a pod is evicted by POSTing an Eviction to its ``evic
 ``policy/v1`` first; a server that does not know that version (400 "no kind Eviction is registered
 for version policy/v1", as Kubernetes before 1.22) gets ``policy/v1beta1``, and keeps getting it.
 A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED at once, without a retry (the next round asks
-again). A 404 means it is gone. Given the uid of the pod decided about, the Eviction carries it as
-``deleteOptions.preconditions.uid`` (in both versions), and the API server's 409 for another pod
-under the name (one recreated since) is GONE, not retried. Transient errors (5xx) are retried;
-other errors raise.
+again). A 404 means it is gone. Given the creation time of the pod decided about, the pod is read
+first: gone, or created at another time (recreated under the name since), it is GONE without an
+eviction; else the Eviction carries its uid as ``deleteOptions.preconditions.uid`` (in both
+versions), and the API server's 409 for a pod recreated after the read is GONE, not retried.
+Transient errors (5xx) are retried; other errors raise.
 """
 
 from __future__ import annotations
@@ -99,13 +100,28 @@ async def test_a_refusal_for_another_reason_is_raised(
 
 
 UID = "0f3c9a52-5d8e-4c61-9e0b-7a1d2b3c4d5e"
+CREATED = "2026-11-27T10:00:00Z"
+POD_URL = "/api/v1/namespaces/team/pods/p"
 
 
-async def test_an_eviction_names_the_pod_decided_about_by_its_uid(
+def the_pod(kmock: kmock.KubernetesEmulator, created: str = CREATED) -> None:
+    """Pod team/p as the API server holds it, created at ``created``."""
+    metadata = {"name": "p", "namespace": "team", "uid": UID, "creationTimestamp": created}
+    kmock.objects["v1/pods", "team", "p"] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+    }
+
+
+async def test_the_pod_decided_about_is_read_then_evicted_by_its_uid(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.EVICTED
-    request = only_request(kmock, kmock.method.POST, EVICTION_URL)
+    the_pod(kmock)
+    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.EVICTED
+    read, request = list(kmock)
+    assert (read.method, read.url.path) == (kmock.method.GET, POD_URL)
+    assert (request.method, request.url.path) == (kmock.method.POST, EVICTION_URL)
     assert request.data == {
         "apiVersion": "policy/v1",
         "kind": "Eviction",
@@ -117,21 +133,33 @@ async def test_an_eviction_names_the_pod_decided_about_by_its_uid(
 async def test_the_v1beta1_fallback_keeps_the_uid(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
+    the_pod(kmock)
     kmock["post"][:1] << 400 << UNKNOWN_V1
-    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.EVICTED
+    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.EVICTED
     posts = [request.data for request in kmock if request.method == kmock.method.POST]
     assert [post["apiVersion"] for post in posts] == ["policy/v1", "policy/v1beta1"]
     assert all(post["deleteOptions"] == {"preconditions": {"uid": UID}} for post in posts)
 
 
-async def test_a_pod_recreated_under_the_name_is_gone_after_one_request(
+@pytest.mark.parametrize("held", ["2026-11-27T10:05:00Z", None], ids=["recreated", "gone"])
+async def test_a_pod_recreated_under_the_name_or_gone_is_not_evicted(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, held: str | None
+) -> None:
+    if held is not None:
+        the_pod(kmock, held)
+    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.GONE
+    assert [request.method for request in kmock] == [kmock.method.GET]
+
+
+async def test_a_pod_recreated_after_the_read_is_gone_after_one_eviction(
     kmock: kmock.KubernetesEmulator,
     api: client.ApiClient,
     k8s_status: StatusBody,
     retry_delays: list[float],
 ) -> None:
     """The API server's answer to a uid precondition another pod fails (rest.BeforeDelete)."""
+    the_pod(kmock)
     kmock["post"] << 409 << k8s_status(409, "Conflict")
-    assert await Evictor(api).evict("team", "p", UID) is EvictionOutcome.GONE
-    only_request(kmock, kmock.method.POST, EVICTION_URL)
+    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.GONE
+    assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.POST]
     assert retry_delays == []

@@ -1,11 +1,12 @@
 """kube.pods gate writes against KMock: releasing a pod, and the condition that says why it waits.
 
 Rules (kube/pods.py): releasing replaces ``spec.schedulingGates`` with the remaining gates by a JSON
-patch of the pod (RFC 6902), which first tests ``/metadata/uid`` when the uid of the pod decided
-about is given: the API server refuses the whole patch (422) when another pod has the name (one
-deleted and recreated since), and that, like a pod that is gone (404), is "not released" (False),
-not an error to retry. The admission condition ``ElasticQuotaAdmission`` is written to the pod's
-status by a strategic merge patch (merged by condition type, so other conditions stay).
+patch of the pod (RFC 6902), which first tests ``/metadata/creationTimestamp`` when the creation
+time of the pod decided about is given: the API server refuses the whole patch (422) when another
+pod has the name (one deleted and recreated since), and that, like a pod that is gone (404), is
+"not released" (False), not an error to retry. The admission condition ``ElasticQuotaAdmission``
+is written to the pod's status by a strategic merge patch (merged by condition type, so other
+conditions stay).
 
 KMock applies JSON patches, but answers a failed ``test`` with a 500: the API server's 422 is a
 canned answer here.
@@ -33,10 +34,11 @@ from elasticquota.kube.pods import (
 
 POD_URL = "/api/v1/namespaces/team/pods/p"
 UID = "0f3c9a52-5d8e-4c61-9e0b-7a1d2b3c4d5e"
+CREATED = "2026-11-27T10:00:00Z"
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"name": "p", "namespace": "team", "uid": UID},
+    "metadata": {"name": "p", "namespace": "team", "uid": UID, "creationTimestamp": CREATED},
     "spec": {
         "containers": [{"name": "main", "image": "app:1"}],
         "schedulingGates": [{"name": "elasticquota.dev/admission"}, {"name": "example.com/other"}],
@@ -61,14 +63,14 @@ async def test_releasing_a_pod_keeps_only_the_other_gates(
     ]
 
 
-async def test_a_release_tests_the_uid_of_the_pod_decided_about_first(
+async def test_a_release_tests_the_creation_time_of_the_pod_decided_about_first(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    assert await set_scheduling_gates(api, "team", "p", [], UID) is True
+    assert await set_scheduling_gates(api, "team", "p", [], CREATED) is True
     request = only_request(kmock, kmock.method.PATCH, POD_URL)
     assert request.headers["Content-Type"] == JSON_PATCH
     assert request.data == [
-        {"op": "test", "path": "/metadata/uid", "value": UID},
+        {"op": "test", "path": "/metadata/creationTimestamp", "value": CREATED},
         {"op": "add", "path": "/spec/schedulingGates", "value": []},
     ]
     assert kmock.objects["v1/pods", "team", "p"]["spec"]["schedulingGates"] == []
@@ -80,9 +82,9 @@ async def test_a_pod_recreated_under_the_name_is_not_released_nor_retried(
     k8s_status: StatusBody,
     retry_delays: list[float],
 ) -> None:
-    """The uid test failed: the API server answers 422 (patch.go: a JSON patch it cannot apply)."""
+    """The test failed: the API server answers 422 (patch.go: a JSON patch it cannot apply)."""
     kmock["patch"] << 422 << k8s_status(422, "UnprocessableEntity")
-    assert await set_scheduling_gates(api, "team", "p", [], UID) is False
+    assert await set_scheduling_gates(api, "team", "p", [], CREATED) is False
     only_request(kmock, kmock.method.PATCH, POD_URL)
     assert retry_delays == []
 
@@ -91,7 +93,7 @@ async def test_a_pod_that_is_gone_is_not_released(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
     kmock["patch"] << 404 << k8s_status(404, "NotFound")
-    assert await set_scheduling_gates(api, "team", "p", [], UID) is False
+    assert await set_scheduling_gates(api, "team", "p", [], CREATED) is False
     only_request(kmock, kmock.method.PATCH, POD_URL)
 
 
@@ -108,14 +110,21 @@ async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
     assert condition["message"] == reason
 
 
-async def test_the_cluster_adapter_passes_the_uid_on(
+async def test_the_cluster_adapter_passes_the_creation_time_on(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     """``Cluster.evict`` and ``Cluster.set_scheduling_gates`` (the port the loops write through)
-    send the uid they are given as the precondition."""
+    check the creation time they are given (the eviction as the uid of the pod read)."""
     cluster = KubeCluster(api)
-    assert await cluster.set_scheduling_gates("team", "p", [], UID) is True
-    assert await cluster.evict("team", "p", UID) is EvictionOutcome.EVICTED
-    release, eviction = list(kmock)
-    assert release.data[0] == {"op": "test", "path": "/metadata/uid", "value": UID}
-    assert eviction.data["deleteOptions"] == {"preconditions": {"uid": UID}}
+    assert await cluster.set_scheduling_gates("team", "p", [], CREATED) is True
+    assert await cluster.evict("team", "p", CREATED) is EvictionOutcome.EVICTED
+    release, read, eviction = list(kmock)
+    assert release.data[0] == {
+        "op": "test",
+        "path": "/metadata/creationTimestamp",
+        "value": CREATED,
+    }
+    assert (read.method, eviction.data["deleteOptions"]) == (
+        kmock.method.GET,
+        {"preconditions": {"uid": UID}},
+    )

@@ -244,7 +244,6 @@ def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
         user=intern(identity.user),
         groups=identity.groups,
         application=intern(identity.application),
-        uid=meta.uid,
     )
     return pod, problems
 

@@ -95,7 +95,6 @@ def read_pod(raw: object) -> PodInfo | None:
         user=intern(identity.user),
         groups=identity.groups,
         application=intern(identity.application),
-        uid=meta.get("uid", ""),
     )
 
 

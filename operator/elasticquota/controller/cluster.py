@@ -60,17 +60,17 @@ class Cluster(Protocol):
     ) -> None:
         """Post an Event about ``involved`` (a repeat counts on the Event already posted)."""
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
         """Evict a pod through the Eviction API (PodDisruptionBudgets are honoured); with the
-        ``uid`` of the pod decided about (``PodInfo.uid``), only that pod: another one recreated
-        under the name since is GONE, not evicted."""
+        creation time of the pod decided about (``PodInfo.created``), only that pod: another one
+        recreated under the name since is GONE, not evicted."""
 
     async def set_scheduling_gates(
-        self, namespace: str, name: str, gates: list[str], uid: str = ""
+        self, namespace: str, name: str, gates: list[str], created: str = ""
     ) -> bool:
-        """Replace a pod's scheduling gates, with ``uid`` only the gates of that pod; False when
-        they were not changed: nothing was sent (a dry run), or the pod is gone or another pod
-        has its name."""
+        """Replace a pod's scheduling gates, with ``created`` only the gates of that pod; False
+        when they were not changed: nothing was sent (a dry run), or the pod is gone or another
+        pod has its name."""
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str
@@ -131,12 +131,12 @@ class DryRunCluster:
         what = f"post {event_type} Event {reason} on {involved.get('kind')} {namespace}/{name}"
         self._would("post_event", namespace, name, message, f"{what}: {message}")
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
         self._would("evict", namespace, name, None, f"evict Pod {namespace}/{name}")
         return EvictionOutcome.NOT_SENT
 
     async def set_scheduling_gates(
-        self, namespace: str, name: str, gates: list[str], uid: str = ""
+        self, namespace: str, name: str, gates: list[str], created: str = ""
     ) -> bool:
         what = f"set the scheduling gates of Pod {namespace}/{name} to {gates}"
         self._would("set_scheduling_gates", namespace, name, gates, what)

@@ -53,13 +53,13 @@ class KubeCluster:
     ) -> None:
         await events.post_event(self.api, involved, reason, message, event_type)
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
-        return await self._evictor.evict(namespace, name, uid)
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+        return await self._evictor.evict(namespace, name, created)
 
     async def set_scheduling_gates(
-        self, namespace: str, name: str, gates: list[str], uid: str = ""
+        self, namespace: str, name: str, gates: list[str], created: str = ""
     ) -> bool:
-        return await pods.set_scheduling_gates(self.api, namespace, name, gates, uid)
+        return await pods.set_scheduling_gates(self.api, namespace, name, gates, created)
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str

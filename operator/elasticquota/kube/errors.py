@@ -59,6 +59,16 @@ async def raise_for_status(response: Any) -> None:
         response.release()
 
 
+async def read_json(response: Any) -> Any:
+    """The JSON body of an unpreloaded response, its status checked (``raise_for_status``)."""
+    try:
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=RESTResponse(response, await response.read()))
+        return json.loads(await response.read())
+    finally:
+        response.release()
+
+
 def status_of(error: BaseException) -> int | None:
     """The HTTP status of an API error (None for connection errors)."""
     return error.status if isinstance(error, ApiException) else None

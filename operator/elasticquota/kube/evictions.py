@@ -7,11 +7,15 @@ so it is not retried here (one POST: a budget that refuses now refuses a moment 
 retries would only hold the round up). A 404 means the pod is already gone. Other transient
 failures (5xx, timeouts, broken connections) are retried (``kube.errors.with_retries``).
 
-An eviction names the pod by its uid too (``deleteOptions.preconditions.uid``, which both versions
-take), the uid of the pod the decision was about: a pod deleted and recreated under the same name
-since then (a StatefulSet's) is not evicted, the API server answers 409 ("the UID in the
-precondition ... does not match"), and that pod is GONE. A 409 is never retried here: the API
-server has already retried its own conflicts.
+Given the creation time of the pod the decision was about (``PodInfo.created``, which memory holds
+anyway; a uid per pod would cost 90 bytes more each), the eviction is of that pod only: the pod is
+read first (one GET: evictions are few, at most ``eviction_rate`` a second), a pod created at
+another time under the name (a StatefulSet's, deleted and recreated since) is GONE without an
+eviction, and the eviction of the right one names it by its uid (``deleteOptions.preconditions.
+uid``, which both versions take), so that a pod recreated between the read and the eviction is not
+evicted either: the API server answers 409 ("the UID in the precondition ... does not match"), and
+that pod is GONE. A 409 is never retried here: the API server has already retried its own
+conflicts.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from elasticquota.kube.errors import (
     describe,
     is_retryable,
     raise_for_status,
+    read_json,
     status_of,
     with_retries,
 )
@@ -79,9 +84,15 @@ class Evictor:
         )
         await raise_for_status(response)
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
-        """Evict one pod, the one with ``uid`` if given (``_refused`` says which refusals are an
-        outcome; the others are raised, after transient retries)."""
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+        """Evict one pod, the one created at ``created`` if given (``_refused`` says which
+        refusals are an outcome; the others are raised, after transient retries)."""
+        uid = ""
+        if created:
+            found = await self._uid_of(namespace, name, created)
+            if found is None:
+                return EvictionOutcome.GONE
+            uid = found
         while True:
             try:
                 await with_retries(
@@ -99,6 +110,30 @@ class Evictor:
                     raise
                 return outcome
             return EvictionOutcome.EVICTED
+
+    async def _uid_of(self, namespace: str, name: str, created: str) -> str | None:
+        """The uid of the pod of that name if it is the one created at ``created``; None when it is
+        gone or another pod has the name."""
+
+        async def read() -> Any:
+            response = await client.CoreV1Api(self._api).read_namespaced_pod(
+                name, namespace, _preload_content=False
+            )
+            return await read_json(response)
+
+        try:
+            pod = await with_retries(read, f"read Pod {namespace}/{name}", attempts=3)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        metadata = pod.get("metadata") if isinstance(pod, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if metadata.get("creationTimestamp") != created:
+            logger.info("Pod %s/%s not evicted: another pod has its name", namespace, name)
+            return None
+        uid = metadata.get("uid")
+        return uid if isinstance(uid, str) else ""
 
 
 def _refused(error: ApiException, pod: str, uid: str) -> EvictionOutcome | None:

@@ -2,10 +2,11 @@
 scheduler and a kubelet do (the demo's node simulation) is development tooling
 (``devtools/eqdev/kubelet.py``).
 
-A gate release is a JSON patch (RFC 6902) that first tests ``/metadata/uid``: the uid of the pod
-the decision was about. A pod deleted and recreated under the same name since then (a
-StatefulSet's) fails the test, and the API server refuses the whole patch (422; a merge patch has
-no such precondition): that pod is not released, and neither is a pod that is gone (404).
+A gate release is a JSON patch (RFC 6902) that first tests ``/metadata/creationTimestamp``: the
+creation time of the pod the decision was about. A pod deleted and recreated under the same name
+since then (a StatefulSet's) fails the test, and the API server refuses the whole patch (422; a
+merge patch has no such precondition): that pod is not released, and neither is a pod that is
+gone (404).
 """
 
 from __future__ import annotations
@@ -26,25 +27,29 @@ WAITING_CONDITION = "ElasticQuotaAdmission"
 logger = logging.getLogger(__name__)
 
 
-def gates_patch(gates: list[str], uid: str = "") -> list[dict[str, Any]]:
+def gates_patch(gates: list[str], created: str = "") -> list[dict[str, Any]]:
     """The JSON patch that sets the pod's gates to ``gates`` (``add`` replaces the list, or sets it
-    where it is absent), after a ``test`` that the pod is the one with ``uid`` (none: no test)."""
+    where it is absent), after a ``test`` that the pod is the one created at ``created`` (none: no
+    test)."""
     value = [{"name": gate} for gate in gates]
-    test = [{"op": "test", "path": "/metadata/uid", "value": uid}] if uid else []
-    return [*test, {"op": "add", "path": "/spec/schedulingGates", "value": value}]
+    test = [{"op": "test", "path": "/metadata/creationTimestamp", "value": created}]
+    return [
+        *(test if created else []),
+        {"op": "add", "path": "/spec/schedulingGates", "value": value},
+    ]
 
 
-def _not_this_pod(error: ApiException, uid: str) -> bool:
-    """The pod is gone (404), or another pod has its name: the uid test failed (422; 409 too)."""
-    return error.status == 404 or (bool(uid) and error.status in (409, 422))
+def _not_this_pod(error: ApiException, created: str) -> bool:
+    """The pod is gone (404), or another pod has its name: the test failed (422; 409 too)."""
+    return error.status == 404 or (bool(created) and error.status in (409, 422))
 
 
 async def set_scheduling_gates(
-    api: client.ApiClient, namespace: str, name: str, gates: list[str], uid: str = ""
+    api: client.ApiClient, namespace: str, name: str, gates: list[str], created: str = ""
 ) -> bool:
-    """Replace the pod's scheduling gates (the API only lets gates be removed), of the pod with
-    ``uid`` if given: True when written; False when that pod is not there (``_not_this_pod``:
-    not retried, nothing to release)."""
+    """Replace the pod's scheduling gates (the API only lets gates be removed), of the pod created
+    at ``created`` if given: True when written; False when that pod is not there
+    (``_not_this_pod``: not retried, nothing to release)."""
 
     async def send() -> bool:
         try:
@@ -52,13 +57,13 @@ async def set_scheduling_gates(
             response = await client.CoreV1Api(api).patch_namespaced_pod(
                 name,
                 namespace,
-                gates_patch(gates, uid),
+                gates_patch(gates, created),
                 _content_type=JSON_PATCH,
                 _preload_content=False,
             )
             await raise_for_status(response)
         except ApiException as error:
-            if not _not_this_pod(error, uid):
+            if not _not_this_pod(error, created):
                 raise
             logger.info(
                 "Pod %s/%s not released: gone, or another pod has its name (%s)",

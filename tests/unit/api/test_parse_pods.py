@@ -31,11 +31,11 @@ def test_a_minimal_pod_is_pending_preemptible_priority_zero_without_quota_label(
     assert not pod.is_assigned
 
 
-def test_the_uid_is_kept_for_the_preconditions_of_evictions_and_gate_releases() -> None:
+def test_the_creation_time_is_kept_to_name_the_pod_evictions_and_gate_releases_are_about() -> None:
     raw = raw_pod()
-    assert clean_pod(raw).uid == ""  # none in the body: nothing to check
-    raw["metadata"]["uid"] = "6f1c0d6e-2f59-4b8e-9d6a-0c2b51b7a0f1"
-    assert clean_pod(raw).uid == "6f1c0d6e-2f59-4b8e-9d6a-0c2b51b7a0f1"
+    assert clean_pod(raw).created == ""  # none in the body: nothing to check
+    raw["metadata"]["creationTimestamp"] = "2026-11-27T10:00:00Z"
+    assert clean_pod(raw).created == "2026-11-27T10:00:00Z"
 
 
 def parent_of(labels: dict[str, str]) -> str:

@@ -6,9 +6,9 @@ It behaves like the API server where the controller depends on it: writes are JS
 object answers None (the adapter's reading of a 409), patching a missing one raises a 404. It
 records every call, with the event loop's time, and can be told to fail the next calls of a verb,
 how the next evictions end, or to refuse every call about an object. An eviction or a gate release
-given a pod's uid checks it against the pod stored under the name (``store``), as the API server's
-precondition does: another uid there is GONE, or not released (False); the uids given are kept in
-``uids``. No call opens a network connection.
+given a pod's creation time checks it against the pod stored under the name (``store``), as the
+adapter's checks do: another creation time there is GONE, or not released (False); the creation
+times given are kept in ``created``. No call opens a network connection.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class FakeCluster:
         self.refused: set[str] = set()
         #: How the next evictions end (EVICTED once these are used up).
         self.outcomes: list[EvictionOutcome] = []
-        #: The uid preconditions of the evictions and gate releases: (verb, namespace, name, uid).
-        self.uids: list[tuple[str, str, str, str]] = []
+        #: The pods the evictions and gate releases were about: (verb, namespace, name, created).
+        self.created: list[tuple[str, str, str, str]] = []
         #: Seconds each call takes (to observe concurrency and pacing).
         self.latency = 0.0
         self.in_flight = 0
@@ -152,27 +152,27 @@ class FakeCluster:
         await self._call("post_event", involved.get("namespace", ""), involved["name"], event)
         self.events.append({**event, "type": event_type})
 
-    def _another_pod(self, verb: str, namespace: str, name: str, uid: str) -> bool:
-        """Whether the pod stored under the name is not the one with ``uid`` (none given, or no
-        uid stored: nothing to compare)."""
-        self.uids.append((verb, namespace, name, uid))
-        stored = self.pods.get((namespace, name), {}).get("metadata", {}).get("uid")
-        return bool(uid) and stored is not None and stored != uid
+    def _another_pod(self, verb: str, namespace: str, name: str, created: str) -> bool:
+        """Whether the pod stored under the name is not the one created at ``created`` (none
+        given, or none stored: nothing to compare)."""
+        self.created.append((verb, namespace, name, created))
+        stored = self.pods.get((namespace, name), {}).get("metadata", {}).get("creationTimestamp")
+        return bool(created) and stored is not None and stored != created
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
         await self._call("evict", namespace, name, None)
-        if self._another_pod("evict", namespace, name, uid):
-            return EvictionOutcome.GONE  # the API server's 409 on the precondition
+        if self._another_pod("evict", namespace, name, created):
+            return EvictionOutcome.GONE  # another pod has the name
         outcome = self.outcomes.pop(0) if self.outcomes else EvictionOutcome.EVICTED
         if outcome is EvictionOutcome.EVICTED:
             self.pods.pop((namespace, name), None)
         return outcome
 
     async def set_scheduling_gates(
-        self, namespace: str, name: str, gates: list[str], uid: str = ""
+        self, namespace: str, name: str, gates: list[str], created: str = ""
     ) -> bool:
         await self._call("set_scheduling_gates", namespace, name, gates)
-        return not self._another_pod("set_scheduling_gates", namespace, name, uid)
+        return not self._another_pod("set_scheduling_gates", namespace, name, created)
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str

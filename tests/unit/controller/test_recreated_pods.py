@@ -1,6 +1,7 @@
 """A pod deleted and recreated under the same name (a StatefulSet's) between a decision and the
-write that acts on it: the write names the pod decided about by its uid (``PodInfo.uid``), and the
-cluster (``FakeCluster``, as the API server's preconditions) refuses it for the other pod.
+write that acts on it: the write names the pod decided about by its creation time
+(``PodInfo.created``), and the cluster (``FakeCluster``, as the adapter's checks) refuses it for
+the other pod.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.settings import Settings
 
 
-def with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
-    body["metadata"]["uid"] = uid
+def created_at(body: dict[str, Any], created: str) -> dict[str, Any]:
+    body["metadata"]["creationTimestamp"] = created
     return body
+
+
+OLD = "2026-11-27T10:00:00Z"
+LATER = "2026-11-27T10:05:00Z"
+NEW_POD = "2026-11-27T10:06:00Z"
 
 
 @pytest.fixture
@@ -36,11 +42,11 @@ def gates(world: ControllerState, cluster: FakeCluster) -> GateController:
 async def test_a_pod_recreated_under_the_name_is_not_released_for_the_old_one(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(with_uid(team_pod("web-0", "2", 5, gated=True), "uid-old"))
-    cluster.store(with_uid(team_pod("web-0", "2", 5, gated=True), "uid-new"))
+    world.on_pod(created_at(team_pod("web-0", "2", 5, gated=True), OLD))
+    cluster.store(created_at(team_pod("web-0", "2", 5, gated=True), LATER))
     gate = gates(world, cluster)
     await gate.step()
-    assert ("set_scheduling_gates", "ns", "web-0", "uid-old") in cluster.uids
+    assert ("set_scheduling_gates", "ns", "web-0", OLD) in cluster.created
     assert list(gate.released) == []
     assert "set_waiting_condition" not in cluster.verbs()
 
@@ -48,12 +54,12 @@ async def test_a_pod_recreated_under_the_name_is_not_released_for_the_old_one(
 async def test_a_victim_recreated_under_the_name_is_not_evicted(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    world.on_pod(with_uid(team_pod("low", "4", 0, node="n1"), "uid-old"))
-    world.on_pod(with_uid(team_pod("new", "2", 5, gated=True), "uid-new-pod"))
-    cluster.store(with_uid(team_pod("low", "4", 0, node="n1"), "uid-recreated"))
+    world.on_pod(created_at(team_pod("low", "4", 0, node="n1"), OLD))
+    world.on_pod(created_at(team_pod("new", "2", 5, gated=True), NEW_POD))
+    cluster.store(created_at(team_pod("low", "4", 0, node="n1"), LATER))
     gate = gates(world, cluster)
     await gate.step()
-    assert ("evict", "ns", "low", "uid-old") in cluster.uids
+    assert ("evict", "ns", "low", OLD) in cluster.created
     assert list(gate.preempted) == []
     assert ("ns", "low") in cluster.pods  # the other pod stays
 
@@ -61,14 +67,14 @@ async def test_a_victim_recreated_under_the_name_is_not_evicted(
 def test_the_fake_cluster_refuses_another_pod_as_the_api_server_does() -> None:
     """The fake's side of the contract, which the tests above rely on."""
     cluster = FakeCluster()
-    cluster.store(with_uid(team_pod("web-0", "1"), "uid-new"))
+    cluster.store(created_at(team_pod("web-0", "1"), LATER))
 
     async def writes() -> tuple[bool, bool, EvictionOutcome, EvictionOutcome]:
         return (
-            await cluster.set_scheduling_gates("ns", "web-0", [], "uid-old"),
-            await cluster.set_scheduling_gates("ns", "web-0", [], "uid-new"),
-            await cluster.evict("ns", "web-0", "uid-old"),
-            await cluster.evict("ns", "web-0", "uid-new"),
+            await cluster.set_scheduling_gates("ns", "web-0", [], OLD),
+            await cluster.set_scheduling_gates("ns", "web-0", [], LATER),
+            await cluster.evict("ns", "web-0", OLD),
+            await cluster.evict("ns", "web-0", LATER),
         )
 
     assert asyncio.run(writes()) == (

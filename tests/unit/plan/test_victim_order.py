@@ -95,7 +95,7 @@ class RecordingCluster:
     def __init__(self) -> None:
         self.evicted: list[str] = []
 
-    async def evict(self, namespace: str, name: str, uid: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
         self.evicted.append(f"{namespace}/{name}")
         return EvictionOutcome.EVICTED
 

@@ -132,7 +132,7 @@ class GateController(WritingLoop):
         logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
         remaining = [gate for gate in pod.scheduling_gates if gate != ADMISSION_GATE]
         if not await self._cluster.set_scheduling_gates(
-            pod.namespace, pod.name, remaining, uid=pod.uid
+            pod.namespace, pod.name, remaining, created=pod.created
         ):
             return  # not sent (a dry run): the pod is still gated
         await self._cluster.set_waiting_condition(

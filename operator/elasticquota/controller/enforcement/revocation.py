@@ -87,7 +87,7 @@ async def counted_eviction(
     ``over-use`` or ``preemption``); ``failed`` when it raises; an eviction not sent, in a dry
     run, is not counted."""
     try:
-        outcome = await cluster.evict(pod.namespace, pod.name, uid=pod.uid)
+        outcome = await cluster.evict(pod.namespace, pod.name, created=pod.created)
     except NotLeadingError:
         raise  # not sent: nothing to count
     except Exception:

@@ -42,6 +42,10 @@ class PodInfo:
     node_name: str = ""
     #: status.startTime as epoch seconds; None counts as "now" when ordering victims.
     start_time: float | None = None
+    #: metadata.creationTimestamp. It also names which pod of this name a decision was about: the
+    #: writes that act on one (an eviction, a gate release) check it, so that a pod deleted and
+    #: recreated under the same name (a StatefulSet's) is never evicted or released for the old
+    #: one (the uid would do as well, at 90 bytes more per pod; this string is interned).
     created: str = ""
     #: metadata.deletionTimestamp is set: the pod is going (it still counts until it is gone).
     terminating: bool = False
@@ -60,11 +64,6 @@ class PodInfo:
     #: the pod is an application of its own (most pods: the key is then built when asked for,
     #: ``application_key``, not held for each of 100,000 pods).
     application: str = ""
-    #: metadata.uid: which pod of this name a decision was made about. The writes that act on the
-    #: decision (an eviction, a gate release) carry it as a precondition, so that a pod deleted and
-    #: recreated under the same name (a StatefulSet's) is never evicted or released for the old
-    #: one ("" when the body had none: then nothing is checked).
-    uid: str = ""
 
     @property
     def key(self) -> str:
