@@ -6,8 +6,8 @@ lost Lease: as in client-go, the holder reads it again and, still its holder, re
 (``RENEWAL_TRIES`` writes in one attempt); conflicts that persist are failed renewals (``error``),
 tried again every retry period, and the holder steps down only at the renew deadline, when its
 fence closes, as after any failure. A conflict because another replica now holds the Lease is a
-lost Lease at once. A renewal or a release keeps the labels and annotations others put on the
-Lease (a replace drops what it does not send).
+lost Lease at once. A renewal or a release keeps the labels, annotations, owner references and
+finalizers others put on the Lease (a replace drops what it does not send).
 
 Time runs on the fake clock of ``lease_election`` (the ``clock`` fixture of conftest); KMock's
 ``PUT`` checks ``resourceVersion`` (the ``leases`` fixture).
@@ -123,13 +123,16 @@ async def test_a_conflict_because_another_replica_took_the_lease_is_lost_at_once
     assert leases.get(NS, NAME)["spec"]["holderIdentity"] == OTHER
 
 
-async def test_renewals_and_the_release_keep_the_labels_and_annotations_of_others(
+async def test_renewals_and_the_release_keep_what_others_put_in_the_metadata(
     kmock: kmock.KubernetesEmulator, elector: LeaderElector, leases: Leases, clock: Clock
 ) -> None:
     await run_for(elector, clock, 1)
     labelled = copy.deepcopy(leases.get(NS, NAME))
     labelled["metadata"]["labels"] = {"team": "platform"}
     labelled["metadata"]["annotations"] = {"owner": "sre"}
+    labelled["metadata"]["finalizers"] = ["example.com/audit"]
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u-1"}
+    labelled["metadata"]["ownerReferences"] = [owner]
     kmock.objects[LEASES, NS, NAME] = labelled
 
     await run_for(elector, clock, 10)  # renewals
@@ -140,4 +143,6 @@ async def test_renewals_and_the_release_keep_the_labels_and_annotations_of_other
     for body in (*renewals, release):
         assert body["metadata"]["labels"] == {"team": "platform"}
         assert body["metadata"]["annotations"] == {"owner": "sre"}
+        assert body["metadata"]["finalizers"] == ["example.com/audit"]
+        assert body["metadata"]["ownerReferences"] == [owner]
     assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ""  # released

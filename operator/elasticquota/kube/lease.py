@@ -287,16 +287,23 @@ class LeaderElector:
         return True
 
     def _metadata(self, read: client.V1ObjectMeta) -> dict[str, Any]:
-        """The metadata of a replace of the Lease ``read``: its version, and the labels and
-        annotations others put on it (a replace drops what it does not send)."""
+        """The metadata of a replace of the Lease ``read``: its version, and the labels,
+        annotations, owner references and finalizers others put on it (a replace drops what it
+        does not send)."""
         metadata: dict[str, Any] = {
             "name": self.name,
             "namespace": self.namespace,
             "resourceVersion": read.resource_version,
         }
-        for key, value in (("labels", read.labels), ("annotations", read.annotations)):
+        kept = (
+            ("labels", read.labels),
+            ("annotations", read.annotations),
+            ("ownerReferences", read.owner_references),
+            ("finalizers", read.finalizers),
+        )
+        for key, value in kept:
             if value:
-                metadata[key] = value
+                metadata[key] = self._leases.api_client.sanitize_for_serialization(value)
         return metadata
 
     async def _replace(
