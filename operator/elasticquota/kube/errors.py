@@ -53,8 +53,7 @@ async def raise_for_status(response: Any) -> None:
     generated model; read raw, the client no longer checks their status, so this does.
     """
     try:
-        if not 200 <= response.status <= 299:
-            raise ApiException(http_resp=RESTResponse(response, await response.read()))
+        await _raise_unless_ok(response)
     finally:
         response.release()
 
@@ -62,11 +61,16 @@ async def raise_for_status(response: Any) -> None:
 async def read_json(response: Any) -> Any:
     """The JSON body of an unpreloaded response, its status checked (``raise_for_status``)."""
     try:
-        if not 200 <= response.status <= 299:
-            raise ApiException(http_resp=RESTResponse(response, await response.read()))
+        await _raise_unless_ok(response)
         return json.loads(await response.read())
     finally:
         response.release()
+
+
+async def _raise_unless_ok(response: Any) -> None:
+    """An ``ApiException`` carrying the answer, unless the status is 2xx."""
+    if not 200 <= response.status <= 299:
+        raise ApiException(http_resp=RESTResponse(response, await response.read()))
 
 
 def status_of(error: BaseException) -> int | None:
