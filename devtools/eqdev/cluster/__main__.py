@@ -23,7 +23,7 @@ from eqdev.cluster.build import ensure_binaries
 from eqdev.cluster.cluster import ClusterError, LocalCluster
 from eqdev.cluster.crds import apply_crds_sync, default_crd_dir
 from eqdev.cluster.pki import PkiError
-from eqdev.cluster.promtool import ToolError, install_promtool
+from eqdev.cluster.promtool import install_promtool
 
 WATCH_INTERVAL = 1.0
 
@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         crd_dir = args.crd_dir if args.crd_dir is not None else default_crd_dir()
         return _up(crd_dir, controller_manager=not args.no_controller_manager)
-    except (BuildError, ClusterError, PkiError, ToolError) as error:
+    except (BuildError, ClusterError, PkiError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

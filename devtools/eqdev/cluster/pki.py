@@ -5,9 +5,10 @@ for kube-apiserver (SANs ``127.0.0.1``, ``localhost``, ``kubernetes``, ``kuberne
 ``kubernetes.default.svc``), a service-account signing key pair and a static token file that maps
 a random token to ``system:masters``. Everything is made in process with the ``cryptography``
 library, with the key usage and key encoding of the operator's own webhook certificates
-(``elasticquota.controller.webhooks.certs``), so no ``openssl`` command is needed or spawned; keys are P-256 (instant to generate), private keys PKCS#8
-PEM with mode 0600, the public key SubjectPublicKeyInfo PEM, and all of it lives in the cluster's
-run directory (mode 0700), which is deleted when the cluster stops.
+(``elasticquota.controller.webhooks.certs``), so no ``openssl`` command is needed or spawned; keys
+are P-256 (instant to generate), private keys PKCS#8 PEM with mode 0600, the public key
+SubjectPublicKeyInfo PEM, and all of it lives in the cluster's run directory (mode 0700), which is
+deleted when the cluster stops.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ here, but Debian ships ``promtool`` in its ``prometheus`` package, so :func:`ins
 4. checks that ``promtool --version`` runs, and returns the package version.
 
 The scratch directory (apt lists, the ``.deb``) is deleted afterwards. A failing step raises
-:class:`ToolError` with the end of its output.
+:class:`~eqdev.cluster.binaries.BuildError` with the end of its output, as the control-plane build's
+steps do.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eqdev.cluster.apt import PrivateApt, machine_debian_sources
-from eqdev.cluster.binaries import say
+from eqdev.cluster.binaries import BuildError, say
 
 PACKAGE = "prometheus"
 MEMBER = "usr/bin/promtool"
@@ -38,10 +39,6 @@ BINARY_NAME = "promtool"
 APT_RETRIES = 3
 COMMAND_TIMEOUT_SECONDS = 600.0
 OUTPUT_TAIL_LINES = 20
-
-
-class ToolError(RuntimeError):
-    """Fetching or unpacking a tool failed; the message names the step and its last output."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +57,7 @@ def _tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
 
 
 def _run(step: str, argv: Sequence[str], cwd: Path) -> str:
-    """Run one command (output captured); :class:`ToolError` if it cannot start or fails."""
+    """Run one command (output captured); :class:`BuildError` if it cannot start or fails."""
     started = time.monotonic()
     try:
         result = subprocess.run(
@@ -73,9 +70,9 @@ def _run(step: str, argv: Sequence[str], cwd: Path) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise ToolError(f"{step}: {' '.join(argv)}: {error}") from error
+        raise BuildError(f"{step}: {' '.join(argv)}: {error}") from error
     if result.returncode != 0:
-        raise ToolError(
+        raise BuildError(
             f"{step} failed (exit {result.returncode}): {' '.join(argv)}\n"
             f"--- last lines of its output ---\n{_tail(result.stdout + result.stderr)}"
         )
@@ -112,7 +109,7 @@ def extract_member(deb: Path, member: str, target: Path) -> None:
                         continue
                     source = archive.extractfile(entry) if entry.isfile() else None
                     if source is None:
-                        raise ToolError(f"{member} in {deb.name} is not a regular file")
+                        raise BuildError(f"{member} in {deb.name} is not a regular file")
                     with source, partial.open("wb") as sink:
                         shutil.copyfileobj(source, sink)
                     partial.chmod((entry.mode & 0o7777) | 0o100)
@@ -120,7 +117,7 @@ def extract_member(deb: Path, member: str, target: Path) -> None:
                     break
         except tarfile.TarError as error:
             partial.unlink(missing_ok=True)
-            raise ToolError(f"cannot read the data archive of {deb.name}: {error}") from error
+            raise BuildError(f"cannot read the data archive of {deb.name}: {error}") from error
         finally:
             process.stdout.close()  # stops dpkg-deb early once the member is out
         errors = process.stderr.read().decode(errors="replace")
@@ -128,7 +125,7 @@ def extract_member(deb: Path, member: str, target: Path) -> None:
     if not found:
         partial.unlink(missing_ok=True)
         detail = f" (dpkg-deb exit {returncode}: {_tail(errors)})" if returncode else ""
-        raise ToolError(f"{deb.name} has no {member}{detail}")
+        raise BuildError(f"{deb.name} has no {member}{detail}")
     partial.replace(target)
 
 
@@ -140,7 +137,7 @@ def install_promtool(destination: Path) -> InstalledTool:
         try:
             sources = machine_debian_sources()
         except RuntimeError as error:
-            raise ToolError(str(error)) from error
+            raise BuildError(str(error)) from error
         apt = PrivateApt(work / "apt", sources)
         apt.write()
         say("private apt sources: " + ", ".join(f"{s.uri} {' '.join(s.suites)}" for s in sources))
@@ -151,11 +148,11 @@ def install_promtool(destination: Path) -> InstalledTool:
         _run(f"apt-get download {PACKAGE}", apt.command(*retries, "download", PACKAGE), debs)
         found = sorted(debs.glob(f"{PACKAGE}_*.deb"))
         if not found:
-            raise ToolError(f"apt-get download {PACKAGE} fetched no {PACKAGE}_*.deb")
+            raise BuildError(f"apt-get download {PACKAGE} fetched no {PACKAGE}_*.deb")
         deb = found[-1]
         fields = deb_fields(deb, "Package", "Version")
         if fields.get("Package") != PACKAGE or "Version" not in fields:
-            raise ToolError(f"{deb.name} is not a {PACKAGE} package: {fields}")
+            raise BuildError(f"{deb.name} is not a {PACKAGE} package: {fields}")
         target = destination.resolve() / BINARY_NAME
         extract_member(deb, MEMBER, target)
         say(f"extracted {MEMBER} of {deb.name} to {target}")

@@ -16,7 +16,7 @@ from eqdev.cluster import promtool as module
 from eqdev.cluster.apt import AptSource, AptSourceError, PrivateApt
 from eqdev.cluster.promtool import (
     MEMBER,
-    ToolError,
+    BuildError,
     deb_fields,
     extract_member,
     install_promtool,
@@ -68,7 +68,7 @@ def test_extract_member_writes_only_that_file(prometheus_deb: Path, tmp_path: Pa
 def test_extract_member_missing(tmp_path: Path) -> None:
     deb = build_deb(tmp_path, "prometheus", {"usr/bin/prometheus": "#!/bin/sh\n"})
     target = tmp_path / "bin" / "promtool"
-    with pytest.raises(ToolError, match="has no usr/bin/promtool"):
+    with pytest.raises(BuildError, match="has no usr/bin/promtool"):
         extract_member(deb, MEMBER, target)
     assert list(target.parent.iterdir()) == []
 
@@ -101,7 +101,7 @@ def test_install_promtool_without_a_mirror(tmp_path: Path, monkeypatch: pytest.M
         raise AptSourceError("no Debian mirror for 'bookworm' is configured")
 
     monkeypatch.setattr(module, "machine_debian_sources", no_mirror)
-    with pytest.raises(ToolError, match="no Debian mirror"):
+    with pytest.raises(BuildError, match="no Debian mirror"):
         install_promtool(tmp_path / "bin")
     assert not (tmp_path / "bin").exists()
 
@@ -118,5 +118,5 @@ def test_install_promtool_reports_a_failing_download(
         return ["true"]
 
     monkeypatch.setattr(PrivateApt, "command", command)
-    with pytest.raises(ToolError, match=r"(?s)exit 100.*Unable to locate package prometheus"):
+    with pytest.raises(BuildError, match=r"(?s)exit 100.*Unable to locate package prometheus"):
         install_promtool(tmp_path / "bin")
