@@ -103,14 +103,15 @@ def _context(path: str, context: str | None) -> dict[str, Any]:
     """The kubeconfig's ``context`` entry (default: the current context), as a plain dict."""
     import yaml
     from kubernetes_asyncio.config import ConfigException
-    from kubernetes_asyncio.config.kube_config import KubeConfigMerger
+
+    from elasticquota.kube.client import KubeconfigFiles
 
     where = os.path.expanduser(path)
     files = [one for one in where.split(os.pathsep) if one]
     if not any(os.path.exists(one) for one in files):  # a list's missing files are skipped
         raise KubeconfigError(f"kubeconfig {where}: no such file")
     try:
-        merged = KubeConfigMerger(where).config
+        merged = KubeconfigFiles(where).config
     except (ConfigException, OSError, ValueError, yaml.YAMLError) as error:
         raise KubeconfigError(f"kubeconfig {where}: {_one_line(error)}") from error
     except (TypeError, AttributeError, KeyError) as error:  # the merger on a non-mapping

@@ -345,15 +345,29 @@ async def load_kubeconfig(
     """Load a kubeconfig (``path``: one file or a $KUBECONFIG-style list) into ``configuration``,
     with its ``context`` (default: the current context), its inline certificates in memory files
     where the platform has them."""
-    if not memory_files_supported():
-        await config.load_kube_config(
-            config_file=path, context=context, client_configuration=configuration
-        )
-        return
-    merged = KubeConfigMerger(path).config
+    files = KubeconfigFiles(path)
+    merged = files.config
     if merged is None:
         raise config.ConfigException(f"no kubeconfig found at {path}")
+    in_memory = memory_files_supported()
     loader = KubeConfigLoader(
-        config_dict=certificates_in_memory(merged), active_context=context, config_base_path=None
+        config_dict=certificates_in_memory(merged) if in_memory else merged,
+        active_context=context,
+        config_base_path=None,
+        # elsewhere: the loader's temporary files, and its token refreshes saved to the files
+        config_persister=None if in_memory else files.save_changes,
     )
     await loader.load_and_set(configuration)
+
+
+class KubeconfigFiles(KubeConfigMerger):  # type: ignore[misc]  # untyped library class
+    """The files of a $KUBECONFIG-style list merged as kubectl merges them: the first file that
+    sets ``current-context`` (to a non-empty name) wins, as the first to set any other key does
+    (the library's merger let the last file's ``current-context`` win)."""
+
+    def load_config(self, path: str) -> None:
+        merged = self.config_merged
+        chosen = merged.value.get("current-context") if merged is not None else None
+        super().load_config(path)
+        if chosen:
+            self.config_merged.value["current-context"] = chosen
