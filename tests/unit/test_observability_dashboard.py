@@ -222,3 +222,29 @@ def test_unset_max_is_shown_as_unlimited(dashboard: dict[str, Any]) -> None:
         for override in table["fieldConfig"]["overrides"]
     }
     assert {"id": "noValue", "value": "unlimited"} in overrides["max"]
+
+
+SECONDS = re.compile(r"\belastic_quota_[a-z0-9_]*_seconds(_bucket)?\b")
+
+
+def target_unit(panel: dict[str, Any], ref_id: str) -> str | None:
+    """The unit a target's series are shown in: its refId's override, else the panel's."""
+    unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit")
+    for override in panel.get("fieldConfig", {}).get("overrides", []):
+        if override["matcher"] == {"id": "byFrameRefID", "options": ref_id}:
+            for prop in override["properties"]:
+                unit = prop["value"] if prop["id"] == "unit" else unit
+    return unit if isinstance(unit, str) else None
+
+
+def test_only_durations_are_shown_in_seconds(dashboard: dict[str, Any]) -> None:
+    """A series is shown in seconds exactly when it is a duration (a ``_seconds`` family): a 0/1
+    gauge or a count of relists in a panel of durations gets a unit of its own."""
+    wrong = [
+        (panel["title"], target["refId"], target_unit(panel, target["refId"]))
+        for panel in all_panels(dashboard["panels"])
+        if panel["type"] == "timeseries"
+        for target in panel.get("targets", [])
+        if (target_unit(panel, target["refId"]) == "s") != bool(SECONDS.search(target["expr"]))
+    ]
+    assert wrong == []
