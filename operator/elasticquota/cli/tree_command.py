@@ -81,7 +81,8 @@ def _below(snapshot: Snapshot, quota: str) -> set[str]:
     for name, result in snapshot.quotas.items():
         children.setdefault(result.parent, []).append(name)
     found: set[str] = set()
-    stack = list(children.get(quota, [])) if quota != ROOT_QUOTA else []
+    tree = snapshot.quotas[quota].tree  # under the virtual root: the quotas of its own tree
+    stack = [child for child in children.get(quota, []) if snapshot.quotas[child].tree == tree]
     while stack:
         name = stack.pop()
         if name not in found:
