@@ -44,9 +44,23 @@ def add_tree_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     add_cluster_options(tree, lists=True)
     add_output_option(tree)
     tree.add_argument("-w", "--watch", action="store_true", help="redraw until Ctrl-C")
-    tree.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
+    tree.add_argument(
+        "--interval", type=seconds, default=2.0, help="seconds between redraws (above 0)"
+    )
     tree.add_argument("--resources", metavar="NAMES", help="comma-separated resources to show")
     tree.set_defaults(handler=run_tree)
+
+
+def seconds(text: str) -> float:
+    """A number of seconds above 0 (argparse's type: a wrong one is a usage error, exit 2), so
+    that ``--watch`` never lists every quota back to back."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
 
 
 def select(snapshot: Snapshot, namespace: str | None, quota: str | None) -> Snapshot:
