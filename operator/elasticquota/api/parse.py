@@ -329,6 +329,8 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         quota_labels=dict(view.spec.quota_labels),
         resource_ratio=view.spec.resource_ratio,
         tree_id_label=meta.labels.get(keys.LABEL_TREE_ID, ""),
-        resource_keys=resource_keys or keys.DEFAULT_PROFILE_RESOURCE_KEYS,
+        resource_keys=(
+            keys.DEFAULT_PROFILE_RESOURCE_KEYS if resource_keys is None else resource_keys
+        ),
     )
     return profile, problems

@@ -11,6 +11,7 @@ from profile_bodies import profile_body
 from elasticquota.api.parse import parse_profile
 from elasticquota.core import keys
 from elasticquota.core.model.models import ProfileSpec
+from elasticquota.core.tree.profiles import root_quota_manifest
 
 # -- ElasticQuotaProfile ----------------------------------------------------------------------
 
@@ -61,6 +62,15 @@ def test_the_resource_keys_annotation_lists_the_root_quota_resources() -> None:
     profile, problems = parse_profile(raw)
     assert problems == []
     assert profile.resource_keys == ("cpu", "memory", "nvidia.com/gpu")
+
+
+def test_an_empty_resource_keys_list_gives_the_root_quota_no_resources() -> None:
+    """The default applies only when the annotation is absent (or unreadable): ``[]`` is a list,
+    and the reference's root quota then has an empty min and max (reference §5 step 5)."""
+    profile, problems = parse_profile(profile_raw(annotations={keys.ANNO_RESOURCE_KEYS: "[]"}))
+    assert problems == []
+    assert profile.resource_keys == ()
+    assert root_quota_manifest(profile, [])["spec"] == {"min": {}, "max": {}}
 
 
 def test_a_malformed_resource_keys_annotation_is_a_problem_and_the_default_is_used() -> None:
