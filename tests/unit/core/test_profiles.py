@@ -125,6 +125,14 @@ def test_match_labels_and_expressions_are_anded() -> None:
         ("1.5", 1.0),
         ("nan", 1.0),
         ("inf", 1.0),
+        ("5e-1", 0.5),
+        ("0.2_5", 0.25),
+        ("0x1p-2", 0.25),
+        # Go's strconv.ParseFloat refuses these (the reference then uses 1):
+        (" 0.5", 1.0),
+        ("0.5\n", 1.0),
+        ("0x1", 1.0),
+        ("\uff10.5", 1.0),
     ],
 )
 def test_resource_ratio_in_zero_one_else_one(text: str | None, ratio: float) -> None:

@@ -77,13 +77,30 @@ def selects(profile: ProfileSpec, node: NodeInfo) -> bool:
     return all(requirement_matches(item, labels) for item in profile.match_expressions)
 
 
-def resource_ratio(profile: ProfileSpec) -> float:
-    """``resourceRatio`` when it parses as a number in (0, 1], else 1."""
+def go_parse_float(text: str) -> float | None:
+    """``text`` as Go's ``strconv.ParseFloat`` reads it (the reference parses the ratio so), None
+    where Go refuses it. Go trims nothing and reads ASCII digits only, where Python's ``float``
+    takes surrounding whitespace and any Unicode digit; Go also reads hexadecimal floats
+    (``0x1p-1``), which need their ``p`` exponent."""
+    if not text.isascii() or text != text.strip():
+        return None
     try:
-        ratio = float(profile.resource_ratio or "")
+        return float(text)
     except ValueError:
-        return 1.0
-    return ratio if 0 < ratio <= 1 else 1.0
+        pass
+    digits = text.lstrip("+-").lower()
+    if len(text) - len(digits) > 1 or not digits.startswith("0x") or "p" not in digits:
+        return None
+    try:
+        return float.fromhex(text)
+    except ValueError:
+        return None
+
+
+def resource_ratio(profile: ProfileSpec) -> float:
+    """``resourceRatio`` when it parses (as Go parses it) as a number in (0, 1], else 1."""
+    ratio = go_parse_float(profile.resource_ratio or "")
+    return ratio if ratio is not None and 0 < ratio <= 1 else 1.0
 
 
 def _scaled(resources: ResourceList, ratio: float) -> ResourceList:
