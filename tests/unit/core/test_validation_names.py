@@ -30,6 +30,7 @@ from elasticquota.core.validation import (
     validate_quota_delete,
     validate_quota_update,
 )
+from elasticquota.core.validation.facts import NANOS, exact_amounts
 
 # -- names and namespaces -------------------------------------------------------------------------
 
@@ -137,7 +138,7 @@ def test_of_quotas_sharing_a_name_the_first_namespace_is_the_quota() -> None:
 
 def test_the_sum_of_the_siblings_mins_is_exact_whoever_is_left_out() -> None:
     """``ClusterView.children_min``, remembered per parent, equals the sum over the other
-    children's mins: the same values, and only keys one of the others has."""
+    children's mins: the same exact values (nano units), and only keys one of the others has."""
     children = [
         quota("a", min={"cpu": "1", "nvidia.com/gpu": "2"}, parent="dept"),
         quota("b", min={"cpu": "2"}, parent="dept"),
@@ -150,11 +151,11 @@ def test_the_sum_of_the_siblings_mins_is_exact_whoever_is_left_out() -> None:
         for name in view.children("dept"):
             facts = view.quota(name)
             if name != but and facts is not None:
-                for key, value in facts.min.items():
+                for key, value in exact_amounts(facts, "min").items():
                     total[key] = total.get(key, 0) + value
         return total
 
     for but in ("a", "b", "c", "", "stranger"):
         assert view.children_min("dept", but) == naive(but)
     assert "nvidia.com/gpu" not in view.children_min("dept", "a")
-    assert view.children_min("dept", "c")["cpu"] == 3000
+    assert view.children_min("dept", "c")["cpu"] == 3 * NANOS

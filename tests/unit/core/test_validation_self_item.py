@@ -37,6 +37,22 @@ def test_min_must_not_exceed_max_and_the_message_has_both_numbers() -> None:
     assert validate_quota_create(quota("q", min={"cpu": "4"}, max={"cpu": "4"}), view()) == []
 
 
+def test_min_and_max_are_compared_as_written_not_in_rounded_engine_units() -> None:
+    """The reference compares the quantities themselves: memory 1.5 > 1.2 (both are 2 bytes in
+    engine units), cpu 0.6m > 0.5m (both 1m); and used 0.5m fits a max of 0.5m."""
+    memory = quota("q", min={"memory": "1.5"}, max={"memory": "1.2"})
+    assert messages(validate_quota_create(memory, view())) == [
+        "resourceKey memory of quota q min 1.5 > max 1.2"
+    ]
+    cpu = quota("q", min={"cpu": "0.6m"}, max={"cpu": "0.5m"})
+    assert rules(validate_quota_create(cpu, view())) == ["min-le-max"]
+    strict = {ANNO_MAX_STRICT_CHECK_KEYS: '["cpu"]'}
+    fits = quota("q", max={"cpu": "0.5m"}, used={"cpu": "0.5m"}, annotations=strict)
+    assert validate_quota_create(fits, view()) == []
+    above = quota("q", max={"cpu": "0.5m"}, used={"cpu": "0.6m"}, annotations=strict)
+    assert rules(validate_quota_create(above, view())) == ["max-strict-keys"]
+
+
 def test_min_keys_must_be_within_max_keys() -> None:
     found = validate_quota_create(
         quota("q", min={"cpu": "1", "nvidia.com/gpu": "1"}, max={"cpu": "4"}), view()

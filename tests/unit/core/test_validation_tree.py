@@ -104,6 +104,22 @@ def test_the_childrens_min_must_fit_in_the_parents_min() -> None:
     assert validate_quota_create(exact, view(DEPT, TEAM_A)) == []
 
 
+def test_the_min_sum_adds_the_quantities_as_written() -> None:
+    """0.5m + 0.5m fits a parent min of 1m (in engine units each child is 1m: 2m > 1m); 0.6m +
+    0.5m does not (1.1m, rounded up in the message)."""
+    parent = quota("p", is_parent=True, min={"cpu": "1m"}, max={"cpu": "10"})
+    first = quota("a", parent="p", min={"cpu": "0.5m"}, max={"cpu": "10"})
+    second = quota("b", parent="p", min={"cpu": "0.5m"}, max={"cpu": "10"})
+    assert validate_quota_create(second, view(parent, first)) == []
+    rewritten = with_spec(parent, min={"cpu": "0.001"})  # the same 1m: the rules run again
+    assert validate_quota_update(parent, rewritten, view(parent, first, second)) == []
+    greedy = with_spec(second, min={"cpu": "0.6m"})
+    assert messages(validate_quota_create(greedy, view(parent, first))) == [
+        "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: p (sum of its "
+        "children's min with b: cpu 2m; p's min: cpu 1m)"
+    ]
+
+
 def test_a_parent_cannot_shrink_its_min_below_its_childrens() -> None:
     smaller = with_spec(DEPT, min={"cpu": "5"})
     assert messages(validate_quota_update(DEPT, smaller, view(DEPT, TEAM_A))) == [

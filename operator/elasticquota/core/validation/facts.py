@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 from elasticquota.core import keys
 from elasticquota.core.model import quotaread
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import mapping_or_empty, object_name, string_map
+from elasticquota.core.quantities.quantity import CPU, QuantityError, parse_quantity
+from elasticquota.core.quantities.resources import ResourceList
 
 LABEL_ALLOW_FORCE_UPDATE: Final = f"{keys.PREFIX}/allow-force-update"
 ANNO_MAX_STRICT_CHECK_KEYS: Final = f"{keys.PREFIX}/max-strict-check-resource-keys"
@@ -22,6 +25,9 @@ WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_BORROWING_LIMIT,
     keys.ANNO_USER_LIMITS,
 )
+#: Exact amounts are counted in billionths of the Kubernetes value (every quantity is a whole
+#: number of them: Kubernetes rounds quantities up to the nano).
+NANOS: Final = 10**9
 KEY_CHECK_PREFIX: Final = (
     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: "
 )
@@ -41,6 +47,22 @@ class Violation:
 def force_update(quota: Quota) -> bool:
     """The quota asks that the rules of its tree id be skipped (the reference's force update)."""
     return quota.labels.get(LABEL_ALLOW_FORCE_UPDATE) == "true"
+
+
+def exact_amounts(quota: Quota, where: str) -> ResourceList:
+    """``min``, ``max`` or ``used`` as written, exactly, in ``NANOS`` of each value: the
+    reference's webhook compares the quantities themselves, where engine units are rounded up
+    (memory ``"1.5"`` and ``"1.2"`` are both 2 bytes, cpu ``"0.5m"`` is 1m). A value that does
+    not read counts as its engine units (0: it is refused for itself)."""
+    written = quota.written(where)
+    found: ResourceList = {}
+    for name, units in getattr(quota, where).items():
+        try:
+            value = parse_quantity(written[name])
+        except (KeyError, QuantityError):
+            value = Fraction(units, 1000 if name == CPU else 1)
+        found[name] = int(value * NANOS)
+    return found
 
 
 def read_quota(raw: Mapping[str, Any]) -> tuple[Quota, list[Violation]]:
@@ -76,10 +98,12 @@ __all__ = [
     "ANNO_MAX_STRICT_CHECK_KEYS",
     "KEY_CHECK_PREFIX",
     "LABEL_ALLOW_FORCE_UPDATE",
+    "NANOS",
     "WATCHED_ANNOTATIONS",
     "WATCHED_LABELS",
     "QuotaKey",
     "Violation",
+    "exact_amounts",
     "force_update",
     "mapping_or_empty",
     "object_name",

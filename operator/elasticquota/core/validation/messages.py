@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 from elasticquota.core.model.quota import Quota
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_units, to_units
+from elasticquota.core.validation.facts import NANOS
 
 
 def go_list(items: Iterable[str]) -> str:
@@ -15,6 +17,12 @@ def go_list(items: Iterable[str]) -> str:
 
 def amounts_text(resources: Mapping[str, int], names: Iterable[str]) -> str:
     return ", ".join(f"{name} {format_units(name, resources.get(name, 0))}" for name in names)
+
+
+def exact_text(nanos: Mapping[str, int], names: Iterable[str]) -> str:
+    """``amounts_text`` of exact amounts (``facts.exact_amounts``), in engine units."""
+    units = {name: to_units(name, Fraction(nanos.get(name, 0), NANOS)) for name in names}
+    return amounts_text(units, units)
 
 
 def written_text(quota: Quota, where: str, name: str) -> str:

@@ -16,6 +16,7 @@ from elasticquota.core.quantities.resources import (
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     Violation,
+    exact_amounts,
 )
 from elasticquota.core.validation.messages import amounts_text, go_list, written_text
 
@@ -106,8 +107,9 @@ def _shared_weight(quota: Quota) -> list[Violation]:
 
 def _min_within_max(quota: Quota) -> list[Violation]:
     found = []
-    for name in sorted(quota.min):
-        if name not in quota.max:
+    minimum, maximum = exact_amounts(quota, "min"), exact_amounts(quota, "max")
+    for name in sorted(minimum):
+        if name not in maximum:
             found.append(
                 Violation(
                     "min-key-in-max",
@@ -115,7 +117,7 @@ def _min_within_max(quota: Quota) -> list[Violation]:
                     "included in max",
                 )
             )
-        elif quota.min[name] > quota.max[name]:
+        elif minimum[name] > maximum[name]:
             found.append(
                 Violation(
                     "min-le-max",
@@ -144,16 +146,17 @@ def _max_strict_keys(quota: Quota) -> list[Violation]:
             )
         ]
     found = []
+    used, maximum = exact_amounts(quota, "used"), exact_amounts(quota, "max")
     for name in names:
-        if name not in quota.used:
+        if name not in used:
             continue  # never used: nothing to compare
-        if name not in quota.max:
+        if name not in maximum:
             message = (
                 f"resourceKey {name} of quota {quota.name} is included in used, which is not "
                 "included in max but should check max >= used"
             )
             found.append(Violation("max-strict-keys", message))
-        elif quota.max[name] < quota.used[name]:
+        elif maximum[name] < used[name]:
             found.append(
                 Violation(
                     "max-strict-keys",

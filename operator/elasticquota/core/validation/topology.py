@@ -10,9 +10,10 @@ from elasticquota.core.quantities.resources import ResourceList, add
 from elasticquota.core.validation.facts import (
     KEY_CHECK_PREFIX,
     Violation,
+    exact_amounts,
     force_update,
 )
-from elasticquota.core.validation.messages import amounts_text, go_list, some_names
+from elasticquota.core.validation.messages import exact_text, go_list, some_names
 from elasticquota.core.validation.view import ClusterView
 
 
@@ -164,33 +165,35 @@ def _over(total: ResourceList, limit: ResourceList) -> list[str]:
 
 def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Violation]:
     """Σ children's min ≤ parent's min, below the top level (skipped with allow-force-update or
-    is-root)."""
+    is-root), compared exactly as the reference compares quantities (``exact_amounts``)."""
     if force_update(quota) or quota.is_root:
         return []
     found = []
+    own = exact_amounts(quota, "min")
     if parent is not None:
-        total = add(view.children_min(parent.name, but=quota.name), quota.min)
-        over = _over(total, parent.min)
+        total = add(view.children_min(parent.name, but=quota.name), own)
+        limit = exact_amounts(parent, "min")
+        over = _over(total, limit)
         if over:
             found.append(
                 Violation(
                     "min-sum",
                     "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: "
                     f"{parent.name} (sum of its children's min with {quota.name}: "
-                    f"{amounts_text(total, over)}; {parent.name}'s min: "
-                    f"{amounts_text(parent.min, over)})",
+                    f"{exact_text(total, over)}; {parent.name}'s min: "
+                    f"{exact_text(limit, over)})",
                 )
             )
     children = view.children(quota.name)
     total = view.children_min(quota.name, but="")
-    over = _over(total, quota.min)
+    over = _over(total, own)
     if children and over:
         found.append(
             Violation(
                 "min-sum",
                 "checkMinQuotaSum all children's MinQuota > current MinQuota, current: "
-                f"{quota.name} (sum of its children's min: {amounts_text(total, over)}; "
-                f"its min: {amounts_text(quota.min, over)})",
+                f"{quota.name} (sum of its children's min: {exact_text(total, over)}; "
+                f"its min: {exact_text(own, over)})",
             )
         )
     return found

@@ -11,7 +11,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import quota_key
 from elasticquota.core.quantities.resources import ResourceList, add
-from elasticquota.core.validation.facts import QuotaKey, read_quota
+from elasticquota.core.validation.facts import QuotaKey, exact_amounts, read_quota
 
 
 class QuotaCatalog:
@@ -163,8 +163,8 @@ class ClusterView:
 
     def children_min(self, name: str, but: str) -> ResourceList:
         """The sum of the mins of ``name``'s children (the quota of each child's name), leaving
-        out the child named ``but``: exactly the per-key sum over the other children's mins,
-        with the keys that at least one of them has."""
+        out the child named ``but``: exactly the per-key sum over the other children's mins (in
+        ``facts.NANOS``, ``facts.exact_amounts``), with the keys that at least one of them has."""
         self._current()
         if name not in self._children_min:
             total: ResourceList = {}
@@ -172,17 +172,18 @@ class ClusterView:
             for child in self.children(name):
                 facts = self.quota(child)
                 if facts is not None:
-                    total = add(total, facts.min)
+                    total = add(total, exact_amounts(facts, "min"))
                     present.update(facts.min.keys())
             self._children_min[name] = total, present
         total, present = self._children_min[name]
         left_out = self.quota(but) if but in self.children(name) else None
         if left_out is None:
             return dict(total)
+        subtracted = exact_amounts(left_out, "min")
         return {
-            key: value - left_out.min.get(key, 0)
+            key: value - subtracted.get(key, 0)
             for key, value in total.items()
-            if present[key] - (key in left_out.min) > 0
+            if present[key] - (key in subtracted) > 0
         }
 
     def namespace_owner(self, namespace: str) -> str | None:
