@@ -2,10 +2,11 @@
 
 The readers (``controller.ingest``, one per kind) call ``on_*`` with raw bodies: that is the only
 way in, where objects are parsed and stored. The write path only keeps the object a write returned
-for the next diff (``keep_written``), without judging it or waking anything. Nothing here does
-I/O. Each change updates the engine (which marks trees dirty) and wakes the loops concerned: a pod
-its trees' loops (``tree_wakes``), the others the reconciler's dispatcher (``trees_changed``, which
-routes the quota objects seen to their tree's loop) or the profile controller.
+for the next diff (``keep_written``, ``keep_created``), without judging it or waking anything.
+Nothing here does I/O. Each change updates the engine (which marks trees dirty) and wakes the
+loops concerned: a pod its trees' loops (``tree_wakes``), the others the reconciler's dispatcher
+(``trees_changed``, which routes the quota objects seen to their tree's loop) or the profile
+controller.
 ``synced`` is set once the initial listing of every watched kind is in memory: no loop writes
 before it, so a restart never writes from a half-known cluster.
 
@@ -216,15 +217,27 @@ class ControllerState:
         the engine is untouched, no loop is woken, no problem recorded; the watch brings the
         same object to ``on_quota``, which parses it if its inputs changed and has it diffed
         again. A write of annotations or status (the usual) keeps what was read of the object;
-        any other (a created quota, a profile's root) is read (``core.model.quotaread``)."""
+        any other (a profile's root) is read (``core.model.quotaread``). An answer about an
+        object memory no longer holds (none under its name, or one with another uid) is dropped:
+        the watch brought its deletion (and a new quota of that name) after the write, so the
+        answer is older than memory; kept, it would bring back a deleted quota, or hide a new
+        one's missing figures from the next diff."""
         if body is None:
             return
         key = quota_key(body)
         current = self.quotas.get(key)
-        if current is not None and same_inputs(current, body):
+        if current is None or current.uid != str((body.get("metadata") or {}).get("uid", "")):
+            return  # deleted (and maybe created anew) since: the watch said so after the write
+        if same_inputs(current, body):
             self.quotas[key] = as_written(current, body)
         else:
             self.quotas[key] = read_quota(body).quota
+
+    def keep_created(self, body: Mapping[str, Any] | None) -> None:
+        """``keep_written`` for a quota the operator created (a profile's root, a reserved
+        quota): kept unless the watch brought it first."""
+        if body is not None and quota_key(body) not in self.quotas:
+            self.quotas[quota_key(body)] = read_quota(body).quota
 
     def keep_written_profile(self, body: Mapping[str, Any] | None) -> None:
         """``keep_written`` for a profile: its labels as the write left them (what the profile

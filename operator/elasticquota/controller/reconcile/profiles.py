@@ -105,7 +105,7 @@ class ProfileController(WritingLoop):
             created = await self._cluster.create_quota(desired)
             if created is not None:
                 logger.info("profile %s: created root quota %s", profile.ref, profile.quota_name)
-                self._state.keep_written(created)
+                self._state.keep_created(created)
             return
         patch = root_quota_patch(desired, current)
         if patch is not None:

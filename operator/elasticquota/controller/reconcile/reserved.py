@@ -53,4 +53,4 @@ async def ensure_reserved_quotas(cluster: Cluster, state: ControllerState, names
         created = await cluster.create_quota(manifest)
         if created is not None:
             logger.info("created reserved quota %s/%s", namespace, manifest["metadata"]["name"])
-            state.keep_written(created)
+            state.keep_created(created)
