@@ -134,8 +134,8 @@ class ControllerState:
             else:
                 self.engine.hold_name(quota)  # left out, but the name stays its own
         self._trees_changed()
-        if quota is not None and quota.is_root:
-            self.profiles_changed.set()
+        if (quota is not None and quota.is_root) or (previous is not None and previous.is_root):
+            self.profiles_changed.set()  # a root changed, or stopped being one (labels edited)
 
     def on_quota_deleted(self, body: Mapping[str, Any]) -> None:
         namespace, name = quota_key(body)

@@ -3,7 +3,8 @@
 Rules (controller/reconcile/profiles.py): the root quota is created when missing and merge-patched
 where it differs from ``core.tree.profiles.root_quota_manifest`` (the labels and the two annotations
 the controller owns, and the spec); nothing is written when it matches; a profile without a
-``tree-id`` label gets it written back; changes are debounced; nothing is written before ``synced``,
+``tree-id`` label gets it written back; an edit of the root by hand is undone, one that leaves it
+no root (``is-root`` removed) too; changes are debounced; nothing is written before ``synced``,
 by a standby, or in dry-run; a failure posts an ``UpdateQuotaFailed`` Event on the profile and is
 retried; a patch, applied as a JSON merge patch, leaves nothing more to patch.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -226,6 +228,33 @@ async def test_the_root_follows_its_node_pool(
         keys.ANNO_TOTAL_RESOURCE: '{"cpu":"24","memory":"96Gi"}'
     }
     assert pool.quotas[("team", "gpu-root")].spec["min"] == {"cpu": "24", "memory": "96Gi"}
+
+
+@pytest.mark.looptime
+async def test_a_root_whose_is_root_label_was_removed_by_hand_gets_it_back(
+    up_to_date: ControllerState, cluster: FakeCluster, context: LoopContext
+) -> None:
+    """Without the label the tree has no root (no total: its quotas get nothing) and the default
+    tree takes the pool back; the edit is a change of the root even though what it leaves is not
+    one."""
+    pool = up_to_date
+    async with profiles_running(context):
+        await asyncio.sleep(5)
+        edited = copy.deepcopy(cluster.quotas[("team", "gpu-root")])
+        del edited["metadata"]["labels"][keys.LABEL_IS_ROOT]
+        cluster.store(edited)
+        pool.on_quota(edited)
+        await asyncio.sleep(5)
+
+    assert cluster.calls == [
+        (
+            "patch_quota",
+            "team",
+            "gpu-root",
+            {"metadata": {"labels": {keys.LABEL_IS_ROOT: "true"}, "annotations": {}}},
+        )
+    ]
+    assert cluster.quotas[("team", "gpu-root")]["metadata"]["labels"][keys.LABEL_IS_ROOT] == "true"
 
 
 @pytest.mark.looptime
