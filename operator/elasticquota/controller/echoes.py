@@ -4,8 +4,9 @@ Every write of the operator comes back twice (the patch's answer, then the watch
 second in a burst. A body whose inputs (spec, labels, the annotations the operator does not
 write, identity) are those of the quota in memory is not read again: the kept reading takes the
 body's annotations and status (``as_written``), or stays the very same object when it already
-shows them (``echoed``). ``ControllerState`` (``controller.state``) uses these on intake and in
-``keep_written``.
+shows them (``echoed``); an answer to a write of figures whose inputs differ gives only what the
+operator writes (``figures_written``). ``ControllerState`` (``controller.state``) uses these on
+intake and in ``keep_written``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,16 @@ def as_written(quota: Quota, body: Mapping[str, Any]) -> Quota:
     return quota.with_written(
         _shared(metadata.get("annotations") or {}), _shared(body.get("status") or {})
     )
+
+
+def figures_written(quota: Quota, body: Mapping[str, Any]) -> Quota:
+    """``quota`` with what the operator writes (its annotations, the status) as ``body`` holds
+    it, and everything else as it is: the answer to a write of figures whose inputs are not
+    those in memory (an edit came in between; the watch brings the inputs)."""
+    seen = (body.get("metadata") or {}).get("annotations") or {}
+    annotations = {k: v for k, v in quota.annotations.items() if k not in OPERATOR_ANNOTATIONS}
+    annotations.update({k: v for k, v in seen.items() if k in OPERATOR_ANNOTATIONS})
+    return quota.with_written(_shared(annotations), _shared(body.get("status") or {}))
 
 
 def _shared(section: Mapping[str, Any]) -> dict[str, Any]:

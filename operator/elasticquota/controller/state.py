@@ -32,7 +32,7 @@ from elasticquota.api.parse import (
     parse_profile,
     parse_quota_object,
 )
-from elasticquota.controller.echoes import as_written, echoed, same_inputs
+from elasticquota.controller.echoes import as_written, echoed, figures_written, same_inputs
 from elasticquota.core.model.models import Problem, ProfileSpec
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import quota_key, read_quota
@@ -211,17 +211,21 @@ class ControllerState:
 
     # -- the write path's answers ---------------------------------------------------------------
 
-    def keep_written(self, body: Mapping[str, Any] | None) -> None:
+    def keep_written(self, body: Mapping[str, Any] | None, inputs: bool = False) -> None:
         """Keep the object a write returned as the one the next diff reads (None: nothing was
         sent, as in a dry run), so that a pass right after shows what was written. Not intake:
         the engine is untouched, no loop is woken, no problem recorded; the watch brings the
         same object to ``on_quota``, which parses it if its inputs changed and has it diffed
-        again. A write of annotations or status (the usual) keeps what was read of the object;
-        any other (a profile's root) is read (``core.model.quotaread``). An answer about an
-        object memory no longer holds (none under its name, or one with another uid) is dropped:
-        the watch brought its deletion (and a new quota of that name) after the write, so the
-        answer is older than memory; kept, it would bring back a deleted quota, or hide a new
-        one's missing figures from the next diff."""
+        again. A write of annotations or status (the usual) keeps memory's reading of the
+        object's inputs, with the answer's figures (``echoes.figures_written``): the inputs are
+        the watch's to bring, and an answer that reaches the writer after the watch brought an
+        edit would otherwise put the object as it was before the edit back (a profile root's min
+        edited by hand then looked as the profile controller wants it, and stayed). A write of
+        the inputs (``inputs``: a profile's root, a name record) is read
+        (``core.model.quotaread``). An answer about an object memory no longer holds (none under
+        its name, or one with another uid) is dropped: the watch brought its deletion (and a new
+        quota of that name) after the write, so the answer is older than memory; kept, it would
+        bring back a deleted quota, or hide a new one's missing figures from the next diff."""
         if body is None:
             return
         key = quota_key(body)
@@ -230,8 +234,10 @@ class ControllerState:
             return  # deleted (and maybe created anew) since: the watch said so after the write
         if same_inputs(current, body):
             self.quotas[key] = as_written(current, body)
-        else:
+        elif inputs:
             self.quotas[key] = read_quota(body).quota
+        else:
+            self.quotas[key] = figures_written(current, body)
 
     def keep_created(self, body: Mapping[str, Any] | None) -> None:
         """``keep_written`` for a quota the operator created (a profile's root, a reserved

@@ -1,4 +1,4 @@
-"""A write's answer that arrives after the watch told of the quota's deletion is not kept.
+"""A write's answer that arrives after the watch told of a change of the quota is not kept as such.
 
 Rules (controller/state.py, ``keep_written``): the object a write returns is kept for the next
 diff only while memory holds that very object (same name, same uid). The API server can apply a
@@ -7,23 +7,29 @@ readers before the write's answer reaches the writer: that answer is older than 
 brought the deleted quota back into memory (until a relist, which only a 410 causes), and over a
 quota created anew it hid the new object's missing figures from the next diff, so they were never
 written. A quota the operator creates (a profile's root, a reserved quota) is kept by
-``keep_created`` unless the watch brought it first.
+``keep_created`` unless the watch brought it first. An answer to a write of figures (annotations
+and status) that arrives after the watch brought an edit of the quota's inputs keeps the edit's
+inputs: read again, it put the object as it was before the edit back in memory, and a profile
+root's min edited by hand then looked as the profile controller wants it, and stayed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from background import reconciling
+from background import reconciling, running
 from cluster_quotas import DEFAULT, add_quota
 from fake_cluster import FakeCluster
 
+from elasticquota.controller.reconcile.profiles import ProfileController
 from elasticquota.controller.reconcile.writer import pending_writes
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import EngineSettings
+from elasticquota.core.tree.profiles import root_quota_manifest
 from elasticquota.kube.quotafigures import Changes
 
 if TYPE_CHECKING:
@@ -131,3 +137,52 @@ async def test_a_late_answer_leaves_memory_and_the_figures_as_a_fresh_solve(
 
     assert set(state.quotas) == set(cluster.quotas)
     assert fresh_writes(cluster, k8s) == []
+
+
+def test_an_answer_to_a_figures_write_keeps_the_inputs_the_watch_brought_since(
+    state: ControllerState, k8s: Bodies
+) -> None:
+    weight = keys.ANNO_SHARED_WEIGHT
+    state.on_quota(k8s.quota("a", max={CPU: "4"}, annotations={weight: '{"cpu":"1"}'}))
+    edited = k8s.quota("a", max={CPU: "8"}, annotations={weight: '{"cpu":"2"}'})
+    state.on_quota(edited)  # by hand, after our write
+    answer = {weight: '{"cpu":"1"}', keys.ANNO_REQUEST: "{}"}
+    state.keep_written(k8s.quota("a", max={CPU: "4"}, annotations=answer, status={"used": {}}))
+    kept = state.quotas[("team", "a")]
+    assert kept.spec["max"] == {CPU: "8"} and kept.status == {"used": {}}
+    assert kept.annotations == {weight: '{"cpu":"2"}', keys.ANNO_REQUEST: "{}"}
+
+
+@pytest.mark.looptime
+async def test_a_root_edited_by_hand_while_its_figures_were_answered_is_set_right(
+    state: ControllerState, cluster: AnswersLate, context: LoopContext, k8s: Bodies
+) -> None:
+    pool = {"pool": "gpu"}
+    state.on_node(k8s.node("n1", labels=pool, allocatable={"cpu": "8", "memory": "32Gi"}))
+    profile = k8s.profile(
+        "gpu", quota_name="root", match_labels=pool, labels={keys.LABEL_TREE_ID: "7"}
+    )
+    cluster.store(profile)
+    state.on_profile(profile)
+    root = root_quota_manifest(state.profiles[("team", "gpu")], state.engine.nodes.values())
+    add_quota(state, cluster, root)
+    async with reconciling(context), running(ProfileController(context).run()):
+        await asyncio.sleep(5)
+        for echo in cluster.watch():
+            state.on_quota(echo)
+        await asyncio.sleep(5)
+        cluster.answer.clear()
+        state.on_pod(k8s.pod("p1", quota="root", requests={CPU: "1"}, node="n1", phase="Running"))
+        await asyncio.sleep(0.1)  # the root's figures written, the answer on the way
+        assert cluster.named("write_quota")[-1] == "root"
+        for echo in cluster.watch():
+            state.on_quota(echo)
+        edited = copy.deepcopy(cluster.quotas[("team", "root")])
+        edited["spec"]["min"][CPU] = "3"  # by hand
+        cluster.store(edited)
+        state.on_quota(edited)
+        await asyncio.sleep(0.1)
+        cluster.answer.set()
+        await asyncio.sleep(5)
+
+    assert cluster.quotas[("team", "root")]["spec"]["min"][CPU] == "8"

@@ -26,6 +26,7 @@ from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.reconcile.writer import Writer, pending_writes
 from elasticquota.controller.state import ControllerState
+from elasticquota.core import keys
 from elasticquota.core.decisions.diff import QuotaWrite
 from elasticquota.core.solve.engine import EngineSettings
 
@@ -188,7 +189,8 @@ async def test_the_changes_are_written_in_order_and_each_answer_is_kept(
         cluster.store(k8s.quota(name))
         state.on_quota(k8s.quota(name))
     writer = Writer(cluster, state, make_settings(write_concurrency=1))
-    changes = [QuotaWrite("team", name, {"k": name}, {"cpu": "1"}) for name in ("a", "b")]
+    request = keys.ANNO_REQUEST  # the writer writes the operator's annotations
+    changes = [QuotaWrite("team", name, {request: name}, {"cpu": "1"}) for name in ("a", "b")]
 
     assert await writer.write_all(changes) == [True, True]
 
@@ -196,7 +198,7 @@ async def test_the_changes_are_written_in_order_and_each_answer_is_kept(
         ("write_quota", "a"),
         ("write_quota", "b"),
     ]
-    assert state.quotas[("team", "b")].annotations == {"k": "b"}  # each answer kept
+    assert state.quotas[("team", "b")].annotations == {request: "b"}  # each answer kept
     assert state.quotas[("team", "b")].status == {"used": {"cpu": "1"}}
     assert writer.stats.writes == 2
 

@@ -142,7 +142,7 @@ def test_what_a_write_returns_is_kept_for_the_diff_and_taken_in_only_by_the_read
     assert state.take_changed_quotas() == {"a"}
     clear_events(state)
     written = k8s.quota("a", max={CPU: "8"})
-    state.keep_written(written)
+    state.keep_written(written, inputs=True)  # a write of the inputs (a profile's root)
     assert state.quotas[("team", "a")].spec["max"] == {CPU: "8"}
     assert not state.trees_changed.is_set() and not state.profiles_changed.is_set()
     assert state.take_changed_quotas() == set()

@@ -49,7 +49,7 @@ class NameRecorder:
                 continue
             if body is None:  # not sent (a dry run)
                 continue
-            self._state.keep_written(body)
+            self._state.keep_written(body, inputs=True)  # the record is an input
             logger.info(
                 "%s owns the quota name %r that other quotas share: recorded (%s)",
                 owner.ref,

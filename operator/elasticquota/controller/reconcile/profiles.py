@@ -110,7 +110,7 @@ class ProfileController(WritingLoop):
         patch = root_quota_patch(desired, current)
         if patch is not None:
             body = await self._cluster.patch_quota(profile.namespace, profile.quota_name, patch)
-            self._state.keep_written(body)  # None: not sent (a dry run)
+            self._state.keep_written(body, inputs=True)  # None: not sent (a dry run)
 
     async def _label_profile(self, profile: ProfileSpec) -> None:
         """Write the computed tree id back onto the profile, as the reference does."""
