@@ -4,11 +4,10 @@ Each :class:`~eqdev.cluster.cluster.LocalCluster` gets its own CA, a serving cer
 for kube-apiserver (SANs ``127.0.0.1``, ``localhost``, ``kubernetes``, ``kubernetes.default``,
 ``kubernetes.default.svc``), a service-account signing key pair and a static token file that maps
 a random token to ``system:masters``. Everything is made in process with the ``cryptography``
-library, with the key usage and key encoding of the operator's own webhook certificates
-(``elasticquota.controller.webhooks.certs``), so no ``openssl`` command is needed or spawned; keys
-are P-256 (instant to generate), private keys PKCS#8 PEM with mode 0600, the public key
-SubjectPublicKeyInfo PEM, and all of it lives in the cluster's run directory (mode 0700), which is
-deleted when the cluster stops.
+library (a dependency of the operator already: ``elasticquota.controller.webhooks.certs``), so no
+``openssl`` command is needed or spawned; keys are P-256 (instant to generate), private keys PKCS#8
+PEM with mode 0600, the public key SubjectPublicKeyInfo PEM, and all of it lives in the cluster's
+run directory (mode 0700), which is deleted when the cluster stops.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from elasticquota.controller.webhooks.certs import key_usage, private_key_pem
 
 SERVING_DNS_NAMES = (
     "localhost",
@@ -85,6 +82,14 @@ def _write_private(path: Path, data: bytes) -> None:
     path.chmod(0o600)  # an existing file keeps its mode through O_CREAT
 
 
+def _private_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
@@ -92,6 +97,23 @@ def _name(common_name: str) -> x509.Name:
 def _validity(builder: x509.CertificateBuilder, now: datetime.datetime) -> x509.CertificateBuilder:
     return builder.not_valid_before(now - CLOCK_SKEW).not_valid_after(
         now + datetime.timedelta(days=VALID_DAYS)
+    )
+
+
+def key_usage(*, ca: bool) -> x509.KeyUsage:
+    """A CA signs certificates (and CRLs); a server signs its TLS handshakes. Never key
+    encipherment, which RFC 5480 forbids for the elliptic-curve keys made here (as the operator's
+    own webhook certificates, ``elasticquota.controller.webhooks.certs``)."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
     )
 
 
@@ -108,7 +130,7 @@ def make_ca(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=True), critical=True)
+        .add_extension(key_usage(ca=True), critical=True)
         .add_extension(identifier, critical=False)
     )
     return key, _validity(builder, now).sign(key, hashes.SHA256())
@@ -127,7 +149,7 @@ def make_serving(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=False, crl_sign=False), critical=True)
+        .add_extension(key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier),
@@ -163,12 +185,12 @@ def _create(directory: Path) -> Pki:
     now = datetime.datetime.now(datetime.UTC)
     ca_key, ca = make_ca(now)
     serving_key, serving = make_serving(ca_key, ca, now)
-    _write_private(pki.ca_key, private_key_pem(ca_key))
+    _write_private(pki.ca_key, _private_pem(ca_key))
     pki.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    _write_private(pki.serving_key, private_key_pem(serving_key))
+    _write_private(pki.serving_key, _private_pem(serving_key))
     pki.serving_cert.write_bytes(serving.public_bytes(serialization.Encoding.PEM))
     account_key = ec.generate_private_key(ec.SECP256R1())
-    _write_private(pki.service_account_key, private_key_pem(account_key))
+    _write_private(pki.service_account_key, _private_pem(account_key))
     pki.service_account_pub.write_bytes(
         account_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo

@@ -68,7 +68,7 @@ def _builder(
     )
 
 
-def private_key_pem(
+def _private_key_pem(
     key: ec.EllipticCurvePrivateKey,
     encryption: serialization.KeySerializationEncryption | None = None,
 ) -> bytes:
@@ -80,7 +80,7 @@ def private_key_pem(
     )
 
 
-def key_usage(*, cert_sign: bool, crl_sign: bool) -> x509.KeyUsage:
+def _usage(*, cert_sign: bool, crl_sign: bool) -> x509.KeyUsage:
     """Digital signatures always (an ECDSA key's TLS handshake); certificate and CRL signing as
     asked (a CA both, a serving certificate neither, the self-signed one certificates only); never
     key or data encipherment, which RFC 5480 forbids for elliptic-curve keys."""
@@ -113,7 +113,7 @@ def self_signed_certificate(
         _builder(subject, subject, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=False), critical=True)
+        .add_extension(_usage(cert_sign=True, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -122,7 +122,7 @@ def self_signed_certificate(
         if password
         else serialization.NoEncryption()
     )
-    return certificate.public_bytes(serialization.Encoding.PEM), private_key_pem(key, encryption)
+    return certificate.public_bytes(serialization.Encoding.PEM), _private_key_pem(key, encryption)
 
 
 # -- the operator-managed certificate: a CA of its own and a serving certificate it signs -------
@@ -147,13 +147,13 @@ def make_authority(common_name: str, days: int, now: datetime.datetime) -> dict[
     certificate = (
         _builder(name, name, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=True), critical=True)
+        .add_extension(_usage(cert_sign=True, crl_sign=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
     return {
         CA_CERT: certificate.public_bytes(serialization.Encoding.PEM),
-        CA_KEY: private_key_pem(key),
+        CA_KEY: _private_key_pem(key),
     }
 
 
@@ -176,13 +176,13 @@ def make_serving(
         _builder(subject, ca_certificate.subject, key, now, not_after)
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=False, crl_sign=False), critical=True)
+        .add_extension(_usage(cert_sign=False, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     return {
         TLS_CERT: certificate.public_bytes(serialization.Encoding.PEM),
-        TLS_KEY: private_key_pem(key),
+        TLS_KEY: _private_key_pem(key),
     }
 
 
