@@ -4,9 +4,12 @@ description, and the generator reads helm-docs' ``# --`` comments the way values
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 from repo_tools import ROOT
@@ -67,3 +70,32 @@ def test_descriptions_and_rows_from_the_comments(tmp_path: Path) -> None:
     text = chart_readme.render(tmp_path)
     assert '| `resources` | `{"limits": {"cpu": "1"}}` | Resources, one row. |' in text
     assert chart_readme.undocumented(tmp_path) == ["image.pullPolicy"]
+
+
+def schema_of(schema: dict[str, Any], path: str) -> dict[str, Any]:
+    for key in path.split("."):
+        schema = schema["properties"][key]
+    return schema
+
+
+RANGE = re.compile(r"\b(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)\b")
+
+
+def test_the_descriptions_ranges_and_choices_are_the_schemas() -> None:
+    """A description that gives a value's range ("(0.01-3600)") gives the schema's, and one that
+    lists its choices, joined by commas ("DEBUG, INFO, ..."), lists every choice the schema
+    allows."""
+    schema = json.loads((chart_readme.CHART / "values.schema.json").read_text())
+    text = (chart_readme.CHART / "values.yaml").read_text()
+    wrong = []
+    for path, description in chart_readme.documented_keys(text).items():
+        field = schema_of(schema, path)
+        for low, high in RANGE.findall(description):
+            if (float(low), float(high)) != (field.get("minimum"), field.get("maximum")):
+                wrong.append(f"{path}: {low}-{high}")
+        choices = sorted((choice for choice in field.get("enum", []) if choice), key=len)[::-1]
+        one = "|".join(re.escape(choice) for choice in choices)
+        for listed in re.findall(rf"\b(?:{one})(?:, (?:{one}))+\b", description) if one else []:
+            if set(listed.split(", ")) != set(choices):
+                wrong.append(f"{path}: lists {listed!r} of {choices}")
+    assert wrong == []
