@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from elasticquota.core.keys import ANNO_USER_INFO_ALIASES
+from elasticquota.core.keys import ANNO_USER_INFO_ALIASES, first_label
 from elasticquota.core.keys import POD_LABEL_APPLICATION_ALIASES as APPLICATION_LABELS
 from elasticquota.core.model.models import own_application
 
@@ -127,10 +127,9 @@ def shared_application(
 ) -> str | None:
     """The application key a pod can share with others (``application_id`` by its label or its
     controller), or None when the pod is an application of its own."""
-    for key in APPLICATION_LABELS:
-        value = (labels or {}).get(key)
-        if value:
-            return f"{namespace}/{value}"
+    value = first_label(labels or {}, APPLICATION_LABELS)
+    if value:
+        return f"{namespace}/{value}"
     for owner in owner_references if isinstance(owner_references, list | tuple) else ():
         if isinstance(owner, Mapping) and owner.get("controller") is True and owner.get("uid"):
             return f"{namespace}/uid:{owner['uid']}"

@@ -22,10 +22,9 @@ def pod_quota(pod: Mapping[str, Any], view: ClusterView) -> str:
     """The quota a pod belongs to (README "Pod → quota"): an unknown quota means the default."""
     labels = _labels(pod)
     namespace = str(mapping_or_empty(pod.get("metadata")).get("namespace") or "")
-    for key in keys.POD_LABEL_QUOTA_ALIASES:
-        if labels.get(key):
-            label = str(labels[key])
-            return label if view.quota(label) is not None else keys.DEFAULT_QUOTA
+    label = keys.first_label(labels, keys.POD_LABEL_QUOTA_ALIASES)
+    if label:
+        return label if view.quota(label) is not None else keys.DEFAULT_QUOTA
     same_name = view.quota_at(namespace, namespace)
     if same_name is not None:
         return same_name.name
