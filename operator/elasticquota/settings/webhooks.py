@@ -82,7 +82,7 @@ class WebhookSettings(BaseModel):
 
     webhook_cert_dns_names: list[HostName] = Field(default_factory=list)
     """DNS names of the managed certificate (``webhook_cert_secret``): the webhook Service's
-    names; empty: ``webhook_host``."""
+    names; empty: ``webhook_host``, else ``localhost``."""
 
     webhook_cert_validity_days: int = Field(default=365, ge=2, le=3650)
     """Days a managed serving certificate is valid."""
