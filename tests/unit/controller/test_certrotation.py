@@ -182,7 +182,11 @@ class SharedSecret:
 
 
 def replica(
-    shared: SharedSecret, tmp_path: Path, name: str, clock: list[datetime.datetime]
+    shared: SharedSecret,
+    tmp_path: Path,
+    name: str,
+    clock: list[datetime.datetime],
+    start_retry: float = certrotation.START_RETRY,
 ) -> WebhookCertificates:
     settings = Settings(
         webhook_port=9443,
@@ -191,7 +195,12 @@ def replica(
         lease_namespace=shared.namespace,
     )
     certificates = WebhookCertificates(
-        settings, object(), asyncio.Event(), directory=tmp_path / name, now=lambda: clock[0]
+        settings,
+        object(),
+        asyncio.Event(),
+        directory=tmp_path / name,
+        now=lambda: clock[0],
+        start_retry=start_retry,
     )
     certificates.secret = shared  # type: ignore[assignment]
     return certificates
@@ -260,15 +269,12 @@ async def test_an_unusable_secret_is_replaced_by_any_replica(tmp_path: Path) -> 
     assert certs.renewal_reason(shared.stored.data, NAMES, WINDOW, START) is None  # type: ignore[union-attr]
 
 
-async def test_refusals_are_retried_and_never_end_the_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_refusals_are_retried_and_never_end_the_loop(tmp_path: Path) -> None:
     """A 403 (no RBAC for the Secret) or a 500 at start-up is retried until it passes; in the
     loop it (or a dropped connection) is logged and the next round tries again: the operator is
     never stopped by it."""
-    monkeypatch.setattr(certrotation, "START_RETRY", 0.01)
     shared, clock = SharedSecret(), [START]
-    certificates = replica(shared, tmp_path, "a", clock)
+    certificates = replica(shared, tmp_path, "a", clock, start_retry=0.01)
     shared.refuse = [403, 0, 500]
     await certificates.prepare()
     assert shared.writes == ["create"] and certificates.serving is not None

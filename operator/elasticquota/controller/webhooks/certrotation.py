@@ -77,10 +77,12 @@ class WebhookCertificates:
         leading: asyncio.Event,
         directory: Path | None = None,
         now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+        start_retry: float = START_RETRY,
     ) -> None:
         self.settings = settings
         self.leading = leading
         self.now = now
+        self.start_retry = start_retry
         self.secret = (
             CertificateSecret(api, settings.effective_lease_namespace, settings.webhook_cert_secret)
             if settings.webhook_cert_secret
@@ -232,7 +234,7 @@ class WebhookCertificates:
 
     async def prepare(self, stop: asyncio.Event | None = None) -> None:
         """Until the server has a certificate to load (managed: the Secret read or made and the
-        files written), retrying every START_RETRY seconds; a no-op when not managed."""
+        files written), retrying every ``start_retry`` seconds; a no-op when not managed."""
         while self.managed and self.serving is None:
             try:
                 async with asyncio.timeout(self.settings.api_timeout * 3):
@@ -248,7 +250,7 @@ class WebhookCertificates:
                 )
             if stop is not None and stop.is_set():
                 return
-            await asyncio.sleep(START_RETRY)
+            await asyncio.sleep(self.start_retry)
 
     async def run(self) -> None:
         """A round now, then every ``webhook_cert_check_interval`` seconds; failures are logged
