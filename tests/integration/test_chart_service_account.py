@@ -4,7 +4,7 @@ token: the least-privilege roles suffice for every write path (ready, leader, re
 annotations and status.used written, Events; a profile's root quota created and its tree-id label
 written back; an over-used quota's pod evicted after the chart's ``operator.revocationDelay``; no
 403 in ``elastic_quota_api_errors_total`` nor in the log) and are no more than that (no pod
-deletion, no Secrets).
+deletion, no Secrets, no list or watch of namespaces).
 """
 
 from __future__ import annotations
@@ -223,9 +223,11 @@ async def test_operator_runs_under_the_charts_service_account(
             stdin=yaml.safe_dump(profile_of_pool(pool, root, selector)),
         )  # fmt: skip
         kubeconfig = service_account_kubeconfig(namespace, account, tmp_path / "kubeconfig")
-        # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them).
+        # Not cluster-admin: no pod deletion, no Secrets (the webhook key's among them), no
+        # reading of namespaces (nothing of the operator lists or watches them).
         for verb, resource, where in [
             ("delete", "pods", team), ("get", "secrets", namespace), ("list", "secrets", team),
+            ("list", "namespaces", team), ("watch", "namespaces", team),
             ("update", "elasticquotas.scheduling.sigs.k8s.io", team),
             ("delete", "leases.coordination.k8s.io", namespace),
         ]:  # fmt: skip
