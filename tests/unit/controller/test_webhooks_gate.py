@@ -117,3 +117,26 @@ async def test_an_update_of_a_pod_puts_back_an_identity_changed_by_its_author_an
     assert [(op["path"], op["value"]) for op in operations] == [
         ("/metadata/annotations/elasticquota.dev~1user-info", '{"user":"sue"}')
     ]
+
+
+async def test_a_pod_whose_required_node_affinity_has_null_terms_gets_the_profiles_term(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    """``requiredDuringSchedulingIgnoredDuringExecution: {}`` reaches the webhook with
+    ``nodeSelectorTerms: null``: the pod is admitted with the profile's term (the reference adds
+    one), not answered with a failed webhook (500)."""
+    profile = k8s.profile(
+        "gpu-pool", quota_name="gpu-root", match_labels={"pool": "gpu"},
+        labels={keys.LABEL_TREE_ID: "t1"},
+    )  # fmt: skip
+    synced.on_profile(profile)
+    synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
+    synced.on_quota(k8s.quota("trainers", parent="gpu-root"))
+    pod = k8s.pod("p", quota="trainers")
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    pod["spec"]["affinity"] = {"nodeAffinity": {required: {"nodeSelectorTerms": None}}}
+    answer = await gate_answer(synced, webhook_settings, pod)
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    assert [op["value"] for op in operations if op["path"].startswith("/spec/affinity")] == [
+        [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]
+    ]

@@ -56,3 +56,20 @@ def test_every_existing_required_term_gets_the_requirements_and_the_rest_is_kept
     assert pod["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"][0]["matchExpressions"] == [own]  # the input is not modified
+
+
+def test_null_parts_of_the_pods_node_affinity_count_as_absent() -> None:
+    """The API server sends ``nodeSelectorTerms: null`` for a required node affinity written as
+    ``{}`` (the field has no omitempty), and mutation runs before validation: the pod gets one term,
+    as in the reference, not a failed webhook."""
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    for node_affinity in (
+        None,
+        {required: None},
+        {required: {"nodeSelectorTerms": None}},
+        {required: {"nodeSelectorTerms": [{"matchExpressions": None}]}},
+    ):
+        pod = {"spec": {"affinity": {"nodeAffinity": node_affinity}}}
+        affinity = affinity_with_profile(pod, PROFILE)
+        terms = affinity["nodeAffinity"][required]
+        assert terms == {"nodeSelectorTerms": [{"matchExpressions": REQUIREMENTS}]}

@@ -29,17 +29,21 @@ def selector_requirements(profile: ProfileSpec) -> list[dict[str, Any]]:
 
 
 def affinity_with_profile(pod: Mapping[str, Any], profile: ProfileSpec) -> dict[str, Any]:
-    """The pod's affinity with the profile's node requirements added to every required term."""
+    """The pod's affinity with the profile's node requirements added to every required term.
+
+    A part the pod leaves null (``nodeSelectorTerms: null``, as the API server sends a required
+    node affinity written as ``{}``) counts as absent, as in the reference."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     affinity: dict[str, Any] = copy.deepcopy(dict(spec.get("affinity") or {}))
-    node_affinity = affinity.setdefault("nodeAffinity", {})
-    required = node_affinity.setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
-    )
-    terms = required.setdefault("nodeSelectorTerms", [])
-    if not terms:
-        terms.append({})
+    node_affinity = affinity["nodeAffinity"] = dict(affinity.get("nodeAffinity") or {})
+    key = "requiredDuringSchedulingIgnoredDuringExecution"
+    required = node_affinity[key] = dict(node_affinity.get(key) or {})
+    terms = [dict(term or {}) for term in required.get("nodeSelectorTerms") or []] or [{}]
     for term in terms:
-        term.setdefault("matchExpressions", []).extend(selector_requirements(profile))
+        term["matchExpressions"] = [
+            *(term.get("matchExpressions") or []),
+            *selector_requirements(profile),
+        ]
+    required["nodeSelectorTerms"] = terms
     return affinity
