@@ -140,3 +140,23 @@ async def test_a_pod_whose_required_node_affinity_has_null_terms_gets_the_profil
     assert [op["value"] for op in operations if op["path"].startswith("/spec/affinity")] == [
         [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]
     ]
+
+
+async def test_an_update_adding_our_identity_over_a_yunikorn_one_is_answered_with_its_removal(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    """Our key is read before YuniKorn's: added by an untrusted requester it is removed, so that
+    the pod keeps counting for sue (not set to the requester's own identity)."""
+    before = k8s.pod("p", quota="team")
+    before["metadata"]["annotations"] = {"yunikorn.apache.org/user.info": '{"user":"sue"}'}
+    after = copy.deepcopy(before)
+    after["metadata"]["annotations"][keys.ANNO_USER_INFO] = '{"user":"alice"}'
+    answer = await admission_review(
+        make_registry(synced, webhook_settings), MUTATE_POD, POD_RESOURCE, operation="UPDATE",
+        object=after, oldObject=before, userInfo={"username": "bob"},
+    )  # fmt: skip
+    assert answer["allowed"] is True
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    assert operations == [
+        {"op": "remove", "path": "/metadata/annotations/elasticquota.dev~1user-info"}
+    ]

@@ -75,10 +75,11 @@ class TrustRules:
 @dataclass(frozen=True, slots=True)
 class Stamp:
     """Set ``annotations`` in the mapping at ``path`` (``("metadata",)`` for a pod: its
-    ``metadata.annotations``), creating what is missing; ``reason`` says why, for the log."""
+    ``metadata.annotations``), creating what is missing, removing those set to None; ``reason``
+    says why, for the log."""
 
     path: tuple[str, ...]
-    annotations: Mapping[str, str]
+    annotations: Mapping[str, str | None]
     reason: str
 
 
@@ -136,9 +137,12 @@ def _on_update(
     changed = [key for key in ANNO_USER_INFO_ALIASES if annotations.get(key) != before.get(key)]
     if not changed or rules.trusts(requester):
         return None
-    restored = {key: before[key] for key in changed if key in before}
-    if len(restored) < len(changed):  # a key added that was not there: ours wins over it
-        restored[ANNO_USER_INFO] = before.get(ANNO_USER_INFO) or requester.annotation()
+    restored: dict[str, str | None]
+    if any(key in before for key in ANNO_USER_INFO_ALIASES):
+        # It had an identity: every changed key as it was, one that was not there removed.
+        restored = {key: before.get(key) for key in changed}
+    else:  # none was: the requester's own, under our key (read before any alias added)
+        restored = {ANNO_USER_INFO: requester.annotation()}
     owner = "pod" if path == POD_PATH else "workload"
     return Stamp(path, restored, f"{requester.user} may not change the {owner}'s identity")
 

@@ -46,8 +46,11 @@ def applied(body: dict[str, Any], stamp: Stamp | None) -> dict[str, str]:
     for key in path:
         node = node.setdefault(key, {})
     annotations = dict(node.get("annotations") or {})
-    if stamp is not None:
-        annotations.update(stamp.annotations)
+    for key, value in (stamp.annotations if stamp is not None else {}).items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
     return annotations
 
 
@@ -141,6 +144,18 @@ def test_an_update_that_leaves_the_identity_alone_or_a_trusted_one_changes_nothi
     assert stamp_identity("Job", "UPDATE", same, before, BOB, RULES) is None
     other = workload("Job", {ANNO_USER_INFO: BOB.annotation()})
     assert stamp_identity("Job", "UPDATE", other, before, CI, RULES) is None
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Deployment"])
+def test_an_untrusted_update_adding_our_key_over_a_yunikorn_identity_is_put_back(kind: str) -> None:
+    """The identity read is the first key present: ours added over YuniKorn's (a pod a trusted
+    CI created with it) would move the pod; it is removed, not set to the requester's."""
+    make = pod if kind == "Pod" else lambda annotations: workload(kind, annotations)
+    before = make({ALIAS: SUE.annotation()})
+    after = make({ALIAS: SUE.annotation(), ANNO_USER_INFO: '{"user": "admin"}'})
+    stamp = stamp_identity(kind, "UPDATE", after, before, BOB, RULES)
+    assert stamp is not None and stamp.annotations == {ANNO_USER_INFO: None}
+    assert read_identity(applied(after, stamp)).identity == SUE
 
 
 def test_an_untrusted_update_that_adds_an_identity_where_none_was_gets_the_requesters() -> None:
