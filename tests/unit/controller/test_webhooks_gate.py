@@ -160,3 +160,20 @@ async def test_an_update_adding_our_identity_over_a_yunikorn_one_is_answered_wit
     assert operations == [
         {"op": "remove", "path": "/metadata/annotations/elasticquota.dev~1user-info"}
     ]
+
+
+async def test_a_pod_of_a_profile_of_every_node_keeps_its_affinity(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    """A profile with ``nodeSelector: {}`` runs its tree on every node: its pods get no required
+    node affinity (an empty term would match no node: the pod could never be scheduled)."""
+    synced.on_profile(
+        k8s.profile(
+            "all", quota_name="all-root", match_labels={}, labels={keys.LABEL_TREE_ID: "t2"}
+        )
+    )
+    synced.on_quota(k8s.quota("all-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t2"}))
+    synced.on_quota(k8s.quota("anywhere", parent="all-root"))
+    answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="anywhere"))
+    operations = json.loads(base64.b64decode(answer["patch"]))
+    assert [op["path"] for op in operations if op["path"].startswith("/spec/affinity")] == []

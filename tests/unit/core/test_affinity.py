@@ -73,3 +73,18 @@ def test_null_parts_of_the_pods_node_affinity_count_as_absent() -> None:
         affinity = affinity_with_profile(pod, PROFILE)
         terms = affinity["nodeAffinity"][required]
         assert terms == {"nodeSelectorTerms": [{"matchExpressions": REQUIREMENTS}]}
+
+
+def test_a_profile_of_every_node_adds_no_term() -> None:
+    """``nodeSelector: {}`` selects every node (the profile's total counts them all); a term
+    without requirements would match none (Kubernetes: "a null or empty node selector term
+    matches no objects"), leaving the pod unschedulable: the affinity is left as it is."""
+    everywhere = ProfileSpec(name="all", namespace="eq", quota_name="all-root")
+    assert affinity_with_profile({"spec": {}}, everywhere) is None
+    own = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "arch", "operator": "Exists"}]}]}
+    pod = {
+        "spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": own}}
+        }
+    }
+    assert affinity_with_profile(pod, everywhere) is None

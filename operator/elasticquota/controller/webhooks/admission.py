@@ -216,8 +216,9 @@ class Admission:
             return
         quota = pod_quota(body, self.view())
         profile = self._profile_of(quota)
-        if profile is not None:
-            patch.spec["affinity"] = affinity_with_profile(body, profile)
+        affinity = None if profile is None else affinity_with_profile(body, profile)
+        if affinity is not None:
+            patch.spec["affinity"] = affinity
         if self.gating and self.state.gates_supported:
             gates = gates_with_admission(body, quota, self.gating_exclude)
             if gates is not None:

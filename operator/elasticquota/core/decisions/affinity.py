@@ -2,7 +2,8 @@
 
 The profile's ``nodeSelector`` becomes node-selector requirements (each matchLabels ``k: v`` as
 ``k In [v]``, each matchExpressions entry as it is) appended to every required node-affinity term of
-the pod, or a single new term when it has none. Pure: it returns the pod's new ``affinity``.
+the pod, or a single new term when it has none; an empty ``nodeSelector`` (every node) adds
+nothing. Pure: it returns the pod's new ``affinity``.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ def selector_requirements(profile: ProfileSpec) -> list[dict[str, Any]]:
     return requirements
 
 
-def affinity_with_profile(pod: Mapping[str, Any], profile: ProfileSpec) -> dict[str, Any]:
-    """The pod's affinity with the profile's node requirements added to every required term.
+def affinity_with_profile(pod: Mapping[str, Any], profile: ProfileSpec) -> dict[str, Any] | None:
+    """The pod's affinity with the profile's node requirements added to every required term;
+    None when the profile's selector is empty (every node: nothing to add, where the reference
+    adds an empty term, which matches no node).
 
     A part the pod leaves null (``nodeSelectorTerms: null``, as the API server sends a required
     node affinity written as ``{}``) counts as absent, as in the reference."""
+    requirements = selector_requirements(profile)
+    if not requirements:
+        return None
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     affinity: dict[str, Any] = copy.deepcopy(dict(spec.get("affinity") or {}))
@@ -43,7 +49,7 @@ def affinity_with_profile(pod: Mapping[str, Any], profile: ProfileSpec) -> dict[
     for term in terms:
         term["matchExpressions"] = [
             *(term.get("matchExpressions") or []),
-            *selector_requirements(profile),
+            *requirements,
         ]
     required["nodeSelectorTerms"] = terms
     return affinity
