@@ -11,23 +11,30 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import ipaddress
 import socket
 import ssl
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import kopf
 import pytest
+from admission_reviews import POD_RESOURCE, serving
 from cryptography import x509
+from kopf._core.reactor.inventory import ResourceMemory
 
-from elasticquota.controller.runner import kopf_settings
-from elasticquota.controller.webhooks import WebhookServer
+from elasticquota.controller.runner import kopf_settings, make_registry
+from elasticquota.controller.state import ControllerState
+from elasticquota.controller.webhooks import MUTATE_POD, VALIDATE_POD, WebhookServer
 from elasticquota.controller.webhooks.certs import self_signed_certificate, split_names
 from elasticquota.settings import ListenError, Settings
+
+if TYPE_CHECKING:
+    from conftest import Bodies
 
 
 def test_the_server_and_the_managed_configurations_come_from_the_settings(
@@ -139,3 +146,27 @@ async def test_an_unreadable_certificate_is_not_a_listen_error(tmp_path: Path) -
         await start(server)
     assert raised.type is FileNotFoundError
     assert raised.value.errno == errno.ENOENT
+
+
+def kopf_memories() -> int:
+    """How many per-object memories Kopf holds in this process (it keeps one per object uid it
+    was asked about in an UPDATE or DELETE, until a watch of Kopf's sees the object deleted)."""
+    return sum(isinstance(item, ResourceMemory) for item in gc.get_objects())
+
+
+async def test_the_server_keeps_no_memory_of_the_objects_it_was_asked_about(
+    synced: ControllerState, webhook_settings: Settings, k8s: Bodies
+) -> None:
+    """The operator has no Kopf watch to forget them: every pod or workload ever updated (each
+    gated pod, when its gate is removed) would stay in memory for the process's lifetime."""
+    async with serving(make_registry(synced, webhook_settings)) as served:
+        held = kopf_memories()
+        for index in range(20):
+            pod = k8s.pod(f"p{index}", quota="team")
+            pod["metadata"]["uid"] = f"uid-{index}"
+            for webhook in (MUTATE_POD, VALIDATE_POD):
+                answer = await served.review(
+                    webhook, POD_RESOURCE, operation="UPDATE", object=pod, oldObject=pod
+                )
+                assert answer["allowed"] is True
+        assert kopf_memories() == held

@@ -10,12 +10,14 @@ matched: label it yourself).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import kopf
 from kopf import WebhookClientConfig, WebhookFn
 from kopf._core.engines import admission as kopf_admission
+from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory
 
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
@@ -30,10 +32,40 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 LISTEN_SETTINGS = ("webhook_port", "webhook_address")
 
 
+class AdmissionMemories(ResourceMemories):
+    """Kopf's per-object memories as the webhooks use them: none is kept.
+
+    Kopf keeps one for every object an UPDATE or DELETE review names (by uid), to be forgotten
+    when a watch of Kopf's sees the object deleted; the operator has no such watch and no use
+    for the memo, so each pod or workload ever updated (every gated pod, when its gate is removed)
+    would stay in memory for the process's lifetime."""
+
+    async def recall(
+        self,
+        raw_body: Any,
+        *,
+        memobase: Any = None,
+        noticed_by_listing: bool = False,
+        ephemeral: bool = False,
+    ) -> ResourceMemory:
+        return await super().recall(
+            raw_body, memobase=memobase, noticed_by_listing=noticed_by_listing, ephemeral=True
+        )
+
+
+def without_memories(fn: WebhookFn) -> WebhookFn:
+    """Kopf's admission function (its ``serve_admission_request`` with what it needs bound) with
+    ``AdmissionMemories``; any other function as it is."""
+    if isinstance(fn, functools.partial) and "memories" in fn.keywords:
+        return cast(WebhookFn, functools.partial(fn, memories=AdmissionMemories()))
+    return fn
+
+
 class WebhookServer(kopf.WebhookServer):
-    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography``; a port it
-    cannot listen on is a ``ListenError`` naming the settings (Kopf re-raises a failed server's
-    error as the operator's own: ``run`` then says which setting to change)."""
+    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography`` and keeping
+    no memory per object (``without_memories``); a port it cannot listen on is a ``ListenError``
+    naming the settings (Kopf re-raises a failed server's error as the operator's own: ``run``
+    then says which setting to change)."""
 
     @staticmethod
     def build_certificate(
@@ -43,7 +75,7 @@ class WebhookServer(kopf.WebhookServer):
 
     async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
         try:
-            async for client_config in super().__call__(fn):
+            async for client_config in super().__call__(without_memories(fn)):
                 yield client_config
         except OSError as error:
             if not is_bind_error(error):
