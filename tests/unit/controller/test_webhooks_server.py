@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
+import aiohttp
 import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, serving
 from cryptography import x509
 from kopf._core.reactor.inventory import ResourceMemory
+from ports import reserved_port
 
 from elasticquota.controller.runner import kopf_settings, make_registry
 from elasticquota.controller.state import ControllerState
@@ -170,3 +172,48 @@ async def test_the_server_keeps_no_memory_of_the_objects_it_was_asked_about(
                 )
                 assert answer["allowed"] is True
         assert kopf_memories() == held
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}}
+PODS = {"group": "", "version": "v1", "resource": "pods"}
+USER = {"username": "sue"}
+
+
+@pytest.mark.parametrize(
+    ("review", "reason"),
+    [
+        ({}, "not an AdmissionReview: no request object"),
+        ([], "not an AdmissionReview: no request object"),
+        ({"request": {"uid": "1", "object": POD, "userInfo": USER}},
+         "the admission request has no resource (group, version, resource)"),
+        ({"request": {"uid": "1", "resource": PODS, "object": POD, "userInfo": "sue"}},
+         "the admission request's userInfo is not an object"),
+        ({"request": {"uid": "1", "resource": PODS, "object": "p", "userInfo": USER}},
+         "the admission request's object is not an object with a metadata object"),
+        ({"request": {"uid": "1", "resource": PODS, "object": POD, "userInfo": USER,
+                      "oldObject": {"metadata": "p"}}},
+         "the admission request's oldObject is not an object with a metadata object"),
+    ],
+)  # fmt: skip
+async def test_a_malformed_review_is_a_bad_request_with_the_reason(
+    synced: ControllerState,
+    make_settings: Callable[..., Settings],
+    review: object,
+    reason: str,
+) -> None:
+    """Not a 500 with a traceback in the log: the API server would say the webhook failed."""
+    with reserved_port() as port:
+        settings = make_settings(
+            webhook_port=port, webhook_address="127.0.0.1", webhook_host="127.0.0.1"
+        )
+        async with serving(make_registry(synced, settings), settings) as served:
+            await served.review(VALIDATE_POD, POD_RESOURCE, operation="CREATE", object=POD)
+            context = ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    f"https://127.0.0.1:{port}/{MUTATE_POD}", json=review, ssl=context
+                ) as reply,
+            ):
+                assert (reply.status, await reply.text()) == (400, f"400: {reason}")

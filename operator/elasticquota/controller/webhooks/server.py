@@ -61,9 +61,44 @@ def without_memories(fn: WebhookFn) -> WebhookFn:
     return fn
 
 
+def review_problem(review: Any) -> str | None:
+    """What makes ``review`` no AdmissionReview Kopf and the handlers can read, if anything."""
+    request = review.get("request") if isinstance(review, Mapping) else None
+    if not isinstance(request, Mapping):
+        return "not an AdmissionReview: no request object"
+    resource = request.get("resource")
+    if not isinstance(resource, Mapping) or not all(
+        isinstance(resource.get(key), str) for key in ("group", "version", "resource")
+    ):
+        return "the admission request has no resource (group, version, resource)"
+    if not isinstance(request.get("userInfo", {}), Mapping):
+        return "the admission request's userInfo is not an object"
+    for key in ("object", "oldObject"):
+        body = request.get(key)
+        if body is not None and not (
+            isinstance(body, Mapping) and isinstance(body.get("metadata", {}), Mapping)
+        ):
+            return f"the admission request's {key} is not an object with a metadata object"
+    return None
+
+
+def checking_reviews(fn: WebhookFn) -> WebhookFn:
+    """``fn`` answering a malformed review with HTTP 400 and the reason (Kopf's answer to a
+    review without userInfo or object), not a 500 and a traceback."""
+
+    async def serve(request: Any, **details: Any) -> Any:
+        problem = review_problem(request)
+        if problem is not None:
+            raise kopf_admission.MissingDataError(problem)
+        return await fn(request, **details)
+
+    return cast(WebhookFn, serve)
+
+
 class WebhookServer(kopf.WebhookServer):
     """Kopf's HTTPS server, making its self-signed certificate with ``cryptography`` and keeping
-    no memory per object (``without_memories``); a port it cannot listen on is a ``ListenError``
+    no memory per object (``without_memories``), answering a malformed review with 400
+    (``checking_reviews``); a port it cannot listen on is a ``ListenError``
     naming the settings (Kopf re-raises a failed server's error as the operator's own: ``run``
     then says which setting to change)."""
 
@@ -75,7 +110,7 @@ class WebhookServer(kopf.WebhookServer):
 
     async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
         try:
-            async for client_config in super().__call__(without_memories(fn)):
+            async for client_config in super().__call__(checking_reviews(without_memories(fn))):
                 yield client_config
         except OSError as error:
             if not is_bind_error(error):
