@@ -12,6 +12,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.webhooks import certrotation, certs
@@ -27,6 +29,17 @@ WINDOW = datetime.timedelta(days=30)
 def stored(days: int = 365, ca_days: int = 3650, names: list[str] = NAMES) -> dict[str, bytes]:
     authority = certs.make_authority("eq-ca", ca_days, START)
     return {**certs.make_serving(authority, names, days, START), **authority}
+
+
+def encrypted(key_pem: bytes) -> bytes:
+    """The key PEM encrypted with a password (which the operator never has)."""
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
 
 
 #: Another CA and certificate, for mixing with the first.
@@ -69,6 +82,8 @@ def test_due_when_the_names_changed() -> None:
     [
         (lambda d: d.pop(certs.TLS_KEY), "unusable: no tls.key"),
         (lambda d: d.update({certs.TLS_CERT: b"garbage"}), "unusable: unreadable PEM"),
+        (lambda d: d.update({certs.TLS_KEY: encrypted(d[certs.TLS_KEY])}), "unusable: unreadable"),
+        (lambda d: d.update({certs.CA_KEY: encrypted(d[certs.CA_KEY])}), "unusable: unreadable"),
         (
             lambda d: d.update({certs.TLS_KEY: stored()[certs.TLS_KEY]}),
             "unusable: tls.key is not the key",
@@ -267,6 +282,18 @@ async def test_an_unusable_secret_is_replaced_by_any_replica(tmp_path: Path) -> 
     await standby.round()
     assert shared.writes == ["create", "replace"]
     assert certs.renewal_reason(shared.stored.data, NAMES, WINDOW, START) is None  # type: ignore[union-attr]
+
+
+async def test_a_secret_with_an_encrypted_key_is_replaced_at_start_up(tmp_path: Path) -> None:
+    """The key cannot be read without a password: unusable, replaced by the first replica that
+    starts (not a start-up that retries the same failure for ever)."""
+    shared, clock = SharedSecret(), [START]
+    data = stored()
+    data[certs.TLS_KEY] = encrypted(data[certs.TLS_KEY])
+    shared.stored = StoredCertificate(data, "7")
+    standby = replica(shared, tmp_path, "a", clock)
+    await asyncio.wait_for(standby.prepare(), 5)
+    assert shared.writes == ["replace"] and standby.serving == shared.stored.data
 
 
 async def test_refusals_are_retried_and_never_end_the_loop(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import ipaddress
 from collections.abc import Iterable
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -205,7 +205,7 @@ def renewal_reason(
         certificate = x509.load_pem_x509_certificate(data[TLS_CERT])
         key = serialization.load_pem_private_key(data[TLS_KEY], password=None)
         ca_key = serialization.load_pem_private_key(data[CA_KEY], password=None)
-    except ValueError as error:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as error:  # TypeError: an encrypted key
         return f"unusable: unreadable PEM ({error})"
     if key.public_key() != certificate.public_key():
         return "unusable: tls.key is not the key of tls.crt"
@@ -239,7 +239,7 @@ def authority_usable(
     try:
         ca_certificate = x509.load_pem_x509_certificate(data[CA_CERT])
         ca_key = serialization.load_pem_private_key(data[CA_KEY], password=None)
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, UnsupportedAlgorithm):
         return False
     if ca_key.public_key() != ca_certificate.public_key():
         return False
