@@ -96,6 +96,19 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     )
 
 
+async def bobs_update(
+    synced: ControllerState, settings: Settings, before: dict[str, Any], after: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The JSON patch mutate-pod admits bob's (untrusted) UPDATE of pod ``before`` with."""
+    answer = await admission_review(
+        make_registry(synced, settings), MUTATE_POD, POD_RESOURCE, operation="UPDATE",
+        object=after, oldObject=before, userInfo={"username": "bob"},
+    )  # fmt: skip
+    assert answer["allowed"] is True
+    operations: list[dict[str, Any]] = json.loads(base64.b64decode(answer["patch"]))
+    return operations
+
+
 async def test_an_update_of_a_pod_puts_back_an_identity_changed_by_its_author_and_nothing_more(
     synced: ControllerState, webhook_settings: Settings, k8s: Bodies
 ) -> None:
@@ -108,12 +121,7 @@ async def test_an_update_of_a_pod_puts_back_an_identity_changed_by_its_author_an
     before["metadata"]["annotations"] = {keys.ANNO_USER_INFO: '{"user":"sue"}'}
     after = copy.deepcopy(before)
     after["metadata"]["annotations"][keys.ANNO_USER_INFO] = '{"user":"bob"}'
-    answer = await admission_review(
-        make_registry(synced, webhook_settings), MUTATE_POD, POD_RESOURCE, operation="UPDATE",
-        object=after, oldObject=before, userInfo={"username": "bob"},
-    )  # fmt: skip
-    assert answer["allowed"] is True
-    operations = json.loads(base64.b64decode(answer["patch"]))
+    operations = await bobs_update(synced, webhook_settings, before, after)
     assert [(op["path"], op["value"]) for op in operations] == [
         ("/metadata/annotations/elasticquota.dev~1user-info", '{"user":"sue"}')
     ]
@@ -151,12 +159,7 @@ async def test_an_update_adding_our_identity_over_a_yunikorn_one_is_answered_wit
     before["metadata"]["annotations"] = {"yunikorn.apache.org/user.info": '{"user":"sue"}'}
     after = copy.deepcopy(before)
     after["metadata"]["annotations"][keys.ANNO_USER_INFO] = '{"user":"alice"}'
-    answer = await admission_review(
-        make_registry(synced, webhook_settings), MUTATE_POD, POD_RESOURCE, operation="UPDATE",
-        object=after, oldObject=before, userInfo={"username": "bob"},
-    )  # fmt: skip
-    assert answer["allowed"] is True
-    operations = json.loads(base64.b64decode(answer["patch"]))
+    operations = await bobs_update(synced, webhook_settings, before, after)
     assert operations == [
         {"op": "remove", "path": "/metadata/annotations/elasticquota.dev~1user-info"}
     ]
