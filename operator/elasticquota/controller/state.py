@@ -33,7 +33,7 @@ from elasticquota.api.parse import (
     parse_quota_object,
 )
 from elasticquota.controller.echoes import as_written, echoed, figures_written, same_inputs
-from elasticquota.core.model.models import Problem, ProfileSpec
+from elasticquota.core.model.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import quota_key, read_quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
@@ -93,6 +93,8 @@ class ControllerState:
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
     parsed: dict[ObjectKey, Quota] = field(default_factory=dict)
+    #: Told each pod event: the pod's key and the pod as it is now (None: gone or unusable).
+    pod_listeners: list[Callable[[str, PodInfo | None], None]] = field(default_factory=list)
     #: How a quota object is read and judged for the engine (a test counts the calls).
     quota_parser: Callable[[Mapping[str, Any]], QuotaParse] = parse_quota_object
 
@@ -158,6 +160,8 @@ class ControllerState:
         pod, problems = (None, []) if deleted else parse_pod(body)
         self._record(f"Pod {namespace}/{name}", problems)
         key = f"{namespace}/{name}"
+        for listener in self.pod_listeners:
+            listener(key, pod)
         if self.engine.pods.get(key) == pod:
             return  # the same pod again, gone already, or still unusable
         before = self.engine.tree_of_pod(key)

@@ -185,6 +185,25 @@ def test_an_admitted_pod_counts_only_for_a_while_until_it_is_bound(
     assert check.violations("CREATE", sue_pod(k8s, "b", "1"), "team") == []
 
 
+def test_an_admitted_pod_deleted_or_finished_before_it_is_bound_stops_counting_at_once(
+    world: ControllerState, k8s: type[Bodies]
+) -> None:
+    """sue has 1 cpu of room: a pod admitted for it, then deleted (or finished) unbound, must not
+    hold back her next pod (its Job's replacement, her next try) for the rest of the minute."""
+    check = UserLimitAdmission(world, enabled=True, clock=lambda: 0.0)
+    assert check.violations("CREATE", sue_pod(k8s, "a", "1"), "team") == []
+    world.on_pod(sue_pod(k8s, "a", "1"))
+    world.on_pod_deleted(sue_pod(k8s, "a", "1"))
+    assert check.violations("CREATE", sue_pod(k8s, "b", "1"), "team") == []
+    world.on_pod(sue_pod(k8s, "b", "1"))
+    failed = sue_pod(k8s, "b", "1")
+    failed["status"]["phase"] = "Failed"
+    world.on_pod(failed)
+    assert check.violations("CREATE", sue_pod(k8s, "c", "1"), "team") == []
+    (refused,) = check.violations("CREATE", sue_pod(k8s, "d", "1"), "team")  # "c" still counts
+    assert "used 5 of limit 5" in refused.message
+
+
 def test_a_refusal_is_a_kopf_admission_error_through_the_admission_object(
     world: ControllerState, refusing: Settings, k8s: type[Bodies]
 ) -> None:

@@ -13,7 +13,9 @@ the pods this webhook admitted in the last ``RECENT_TTL`` seconds that the ledge
 yet: on these servers a pod is scheduled right after it is created, so a burst of pods must see
 each other, or every one of them would pass against the same usage. A pod admitted and then
 pending for longer than that stops counting until it is bound (it can be scheduled at any
-moment; an over-use it causes is reported, never evicted, as for a lowered limit).
+moment; an over-use it causes is reported, never evicted, as for a lowered limit). One deleted or
+finished before it is bound stops counting as soon as memory hears of it (its Job's replacement,
+or its user's next try, must not be refused for a pod that will never run).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class UserLimitAdmission:
         self._ttl = ttl
         self._clock = clock
         self._recent: OrderedDict[str, tuple[float, PodInfo, str]] = OrderedDict()
+        state.pod_listeners.append(self._pod_changed)
 
     @property
     def active(self) -> bool:
@@ -94,8 +97,13 @@ class UserLimitAdmission:
         while len(self._recent) > RECENT_MAX:
             self._recent.popitem(last=False)
 
+    def _pod_changed(self, key: str, pod: PodInfo | None) -> None:
+        """A pod event: one bound is the ledger's to count; one gone or finished never runs."""
+        if key in self._recent and (pod is None or pod.node_name or pod.is_terminal):
+            del self._recent[key]
+
     def _forget(self, now: float) -> None:
-        """Drop what expired and what the engine counts itself now (bound, finished or gone)."""
+        """Drop what expired and what the engine counts itself now (bound)."""
         pods = self._state.engine.pods
         for key, (since, _, _) in list(self._recent.items()):
             known = pods.get(key)
