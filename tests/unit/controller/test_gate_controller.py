@@ -74,6 +74,27 @@ async def test_no_preemption_of_equal_or_higher_priority_pods(
     assert cluster.verbs().count("set_waiting_condition") == 1
 
 
+async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_round(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """``new`` needs both small pods gone: ``low-a`` is evicted, ``low-b``'s eviction fails.
+    ``next`` waits in the same quota, but the round's snapshot does not know ``low-a`` is going:
+    it would choose ``low-a`` again (an eviction of a terminating pod). The next round decides
+    on what the evictions left."""
+    cluster.refused.add("low-b")
+    gate = await stepped(
+        world,
+        cluster,
+        pod("low-a", "1", 0, node="n1"),
+        pod("low-b", "1", 0, node="n1"),
+        pod("mid", "2", 0, node="n1"),
+        pod("new", "2", 5, gated=True),
+        pod("next", "2", 5, gated=True),
+    )
+    assert cluster.named("evict") == ["low-a", "low-b"]
+    assert list(gate.preempted) == ["ns/low-a"]
+
+
 async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     world: ControllerState, cluster: FakeCluster
 ) -> None:

@@ -6,9 +6,10 @@ replica decides for every gated pod (``core.decisions.gating``): pods that fit l
 not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
 resource and the numbers (written again only when the reason changes). A waiting pod that would fit
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
-preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation),
-unless a user or group limit holds it too (evictions would not lift the limit). A pod held by a user
-limit is checked again every round, so it is released once pods of its user finish or are deleted.
+preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation; at
+most one preemption per quota per round, one an eviction error cut short included), unless a user
+or group limit holds it too (evictions would not lift the limit). A pod held by a user limit is
+checked again every round, so it is released once pods of its user finish or are deleted.
 On older API servers, which drop the field, this is detected once, logged, and the operator runs
 revocation only.
 
@@ -115,8 +116,8 @@ class GateController(WritingLoop):
                     await self._release(decision, snapshot.quotas[quota].tree, quota)
                     continue
                 await self._hold(decision)
-                if quota not in preempting and await self._preempt(decision, quota):
-                    preempting.add(quota)
+                if quota not in preempting:
+                    await self._preempt(decision, quota, preempting)
             except NotLeadingError:
                 return  # the Lease was lost: no write of this round can be sent any more
             except Exception as error:  # tried again at the next round
@@ -144,16 +145,20 @@ class GateController(WritingLoop):
         if waited is not None:
             self._metrics.admission_waited(tree, quota, waited)
 
-    async def _preempt(self, decision: GateDecision, quota: str) -> bool:
+    async def _preempt(self, decision: GateDecision, quota: str, preempting: set[str]) -> None:
         """In-quota preemption: evict the fewest lower-priority pods that make room.
 
         Never for a pod a user or group limit holds: evicting pods makes room in the quota, not
-        under the limit (YuniKorn's user-limit refusals never preempt either)."""
+        under the limit (YuniKorn's user-limit refusals never preempt either). The quota goes
+        into ``preempting`` before the first eviction: a round makes one preemption per quota,
+        even one an eviction error cut short (the round's snapshot does not know its victims
+        are going; another pod of the quota would choose them again)."""
         if decision.verdict.limit_refusals:
-            return False
+            return
         victims = preemption_victims(decision.seen, decision.pod)
         if not victims:
-            return False
+            return
+        preempting.add(quota)
         names = ", ".join(victim.key for victim in victims)
         logger.info("preempting %s for %s", names, decision.pod.key)
         for victim in victims:
@@ -169,7 +174,6 @@ class GateController(WritingLoop):
                 }  # fmt: skip
                 message = f"evicted to make room in its quota for {decision.pod.key}"
                 await self._cluster.post_event(involved, "PreemptedInQuota", message)
-        return True
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
