@@ -170,6 +170,30 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
     ] == []  # no RevocationFailed Event (it would be refused too)
 
 
+async def test_a_round_evicts_no_victim_its_quota_stopped_needing_gone_meanwhile(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Two victims, whose evictions are paced: ``keep`` finishes after the first one, the quota
+    fits without the second victim, which stays."""
+    world.on_pod(running("extra-2", "1", 0))  # used 4 > runtime 2: both small pods go
+    evict = cluster.evict
+
+    async def evict_then_keep_finishes(namespace: str, name: str, created: str = "") -> Any:
+        outcome = await evict(namespace, name, created)
+        world.on_pod({**running("keep", "2", 9), "status": {"phase": "Succeeded"}})
+        return outcome
+
+    cluster.evict = evict_then_keep_finishes  # type: ignore[method-assign]
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
+    now = [100.0]
+    context = LoopContext(world, cluster, settings, asyncio.Event())
+    controller = RevocationController(context, clock=lambda: now[0])
+    await controller.check_once()  # the over-use starts
+    now[0] += DELAY + 1
+    await controller.check_once()  # a round is due
+    assert cluster.named("evict") == ["extra-2"]
+
+
 @pytest.mark.looptime
 async def test_a_replica_that_becomes_active_times_over_uses_from_the_quotas_records(
     world: ControllerState, cluster: FakeCluster

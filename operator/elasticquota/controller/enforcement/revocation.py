@@ -24,7 +24,9 @@ those it judges over-use on what the tree loops last solved (``QuotaEngine.lates
 pass old; the delay is minutes). During a burst every solve turns all 10,000 rows of a big tree
 into new results, and a solve forced every second took a third of the operator's time. Solves run
 off the event loop (``controller.solving``).
-A round's victims are always chosen on a fresh solve, and only if the quota is still over-used.
+A round's victims are always chosen on a fresh solve, and only if the quota is still over-used;
+each one is evicted only if, on a fresh solve when its turn comes (the evictions are paced), the
+quota still needs it gone.
 """
 
 from __future__ import annotations
@@ -262,9 +264,22 @@ class RevocationController(WritingLoop):
         try:
             for pod in victims:
                 await self._limiter.acquire()
-                await self._evict(pod, result, summary)
+                if await self._still_a_victim(result.name, pod):
+                    await self._evict(pod, result, summary)
         except NotLeadingError:
             logger.info("quota %s: revocation round stopped: the Lease was lost", result.name)
+
+    async def _still_a_victim(self, quota: str, pod: PodInfo) -> bool:
+        """Whether the quota still needs ``pod`` gone, on a fresh solve: the evictions of a round
+        are paced (``eviction_rate``), and meanwhile pods finish, runtimes grow, the round's
+        earlier victims are known to be going."""
+        fresh = await solved_snapshot(self._state.engine, self._metrics)
+        if quota not in fresh.quotas or not self._judge(fresh, quota):
+            return False
+        return any(
+            (victim.key, victim.created) == (pod.key, pod.created)
+            for victim in victims_of(fresh, quota)
+        )
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
