@@ -95,6 +95,31 @@ async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_r
     assert list(gate.preempted) == ["ns/low-a"]
 
 
+async def test_a_round_releases_before_its_preemption_evictions(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """``high`` waits and preempts ``low``; ``small`` fits now. An eviction waits for the
+    eviction rate, during which a pod of the quota can start (here: as ``low``'s eviction is
+    answered): ``small``'s release goes out first, while the figures it was decided on hold."""
+    evict = cluster.evict
+
+    async def evict_while_another_pod_starts(namespace: str, name: str, created: str = "") -> Any:
+        world.on_pod(pod("other", "1", 0, node="n1"))  # 3 + 1 of 4: no room for small any more
+        return await evict(namespace, name, created)
+
+    cluster.evict = evict_while_another_pod_starts  # type: ignore[method-assign]
+    gate = await stepped(
+        world,
+        cluster,
+        pod("low", "3", 0, node="n1"),
+        pod("high", "2", 5, gated=True),
+        pod("small", "1", 0, gated=True),
+    )
+    acts = [verb for verb in cluster.verbs() if verb in ("evict", "set_scheduling_gates")]
+    assert acts == ["set_scheduling_gates", "evict"]
+    assert list(gate.released) == ["ns/small"] and list(gate.preempted) == ["ns/low"]
+
+
 async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     world: ControllerState, cluster: FakeCluster
 ) -> None:

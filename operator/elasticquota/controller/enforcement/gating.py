@@ -105,25 +105,30 @@ class GateController(WritingLoop):
             await asyncio.sleep(self._settings.reconcile_interval)
 
     async def step(self) -> None:
-        """One round over every gated pod."""
+        """One round over every gated pod: the releases and the waiting pods' conditions first,
+        in admission order, then the in-quota preemptions. An eviction waits for the eviction
+        rate, so a release sent after one would go out on figures older by that wait (meanwhile
+        the quota may have stopped having room); the decisions are the same either way."""
         snapshot = await solved_snapshot(self._state.engine, self._metrics)
         decisions = gate_decisions(snapshot)
         preempting: set[str] = set()  # at most one preemption per quota per round
-        for decision in decisions:
-            quota = snapshot.pod_quota[decision.pod.key]
-            try:
-                if decision.release:
-                    await self._release(decision, snapshot.quotas[quota].tree, quota)
-                    continue
-                await self._hold(decision)
-                if quota not in preempting:
-                    await self._preempt(decision, quota, preempting)
-            except NotLeadingError:
-                return  # the Lease was lost: no write of this round can be sent any more
-            except Exception as error:  # tried again at the next round
-                self._outage.failed(decision.pod.key, error)
-            else:
-                self._outage.succeeded()
+        held = [decision for decision in decisions if not decision.release]
+        for preempts, turn in ((False, decisions), (True, held)):
+            for decision in turn:
+                quota = snapshot.pod_quota[decision.pod.key]
+                try:
+                    if not preempts and decision.release:
+                        await self._release(decision, snapshot.quotas[quota].tree, quota)
+                    elif not preempts:
+                        await self._hold(decision)
+                    elif quota not in preempting:
+                        await self._preempt(decision, quota, preempting)
+                except NotLeadingError:
+                    return  # the Lease was lost: no write of this round can be sent any more
+                except Exception as error:  # tried again at the next round
+                    self._outage.failed(decision.pod.key, error)
+                else:
+                    self._outage.succeeded()
         self._state.gated = held_per_quota(snapshot, decisions)
         waiting = {decision.pod.key for decision in decisions}
         self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
