@@ -12,7 +12,7 @@ import pytest
 from fake_cluster import FakeCluster
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.enforcement.revocation import RevocationController
+from elasticquota.controller.enforcement.revocation import RECHECK_INTERVAL, RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_since
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
@@ -170,22 +170,25 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
     ] == []  # no RevocationFailed Event (it would be refused too)
 
 
+@pytest.mark.looptime
 async def test_a_round_evicts_no_victim_its_quota_stopped_needing_gone_meanwhile(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
-    """Two victims, whose evictions are paced: ``keep`` finishes after the first one, the quota
-    fits without the second victim, which stays."""
+    """Two victims, whose evictions are paced: ``keep`` finishes after the first one, and a
+    second later the quota fits without the second victim, which stays (a victim is checked on a
+    solve at most a second old)."""
     world.on_pod(running("extra-2", "1", 0))  # used 4 > runtime 2: both small pods go
     evict = cluster.evict
 
     async def evict_then_keep_finishes(namespace: str, name: str, created: str = "") -> Any:
         outcome = await evict(namespace, name, created)
         world.on_pod({**running("keep", "2", 9), "status": {"phase": "Succeeded"}})
+        await asyncio.sleep(RECHECK_INTERVAL)
         return outcome
 
+    now = [100.0]
     cluster.evict = evict_then_keep_finishes  # type: ignore[method-assign]
     settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    now = [100.0]
     context = LoopContext(world, cluster, settings, asyncio.Event())
     controller = RevocationController(context, clock=lambda: now[0])
     await controller.check_once()  # the over-use starts

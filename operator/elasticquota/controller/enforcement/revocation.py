@@ -25,7 +25,8 @@ pass old; the delay is minutes). During a burst every solve turns all 10,000 row
 into new results, and a solve forced every second took a third of the operator's time. Solves run
 off the event loop (``controller.solving``).
 A round's victims are always chosen on a fresh solve, and only if the quota is still over-used;
-each one is evicted only if, on a fresh solve when its turn comes (the evictions are paced), the
+each one is evicted only if, on a solve at most a second old when its turn comes (the evictions
+are paced; a fresh solve at most once a second, as a forced solve is costly in a burst), the
 quota still needs it gone.
 """
 
@@ -59,6 +60,9 @@ from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
+
+#: Seconds between two fresh solves that check a round's next victim (``_recheck_snapshot``).
+RECHECK_INTERVAL = 1.0
 
 #: How many recent evicted pod keys the controller keeps (for tests and debugging).
 RECENT = 1000
@@ -144,6 +148,8 @@ class RevocationController(WritingLoop):
         super().__init__(context)
         self._clock = clock
         self._judge = judge
+        #: When a victim's eviction last solved afresh (``_recheck_snapshot``; the loop's time).
+        self._rechecked_at: float | None = None
         self._timer = OverUseTimer(context.settings.revocation_delay)
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "revocation's API requests")
@@ -273,13 +279,23 @@ class RevocationController(WritingLoop):
         """Whether the quota still needs ``pod`` gone, on a fresh solve: the evictions of a round
         are paced (``eviction_rate``), and meanwhile pods finish, runtimes grow, the round's
         earlier victims are known to be going."""
-        fresh = await solved_snapshot(self._state.engine, self._metrics)
+        fresh = await self._recheck_snapshot()
         if quota not in fresh.quotas or not self._judge(fresh, quota):
             return False
         return any(
             (victim.key, victim.created) == (pod.key, pod.created)
             for victim in victims_of(fresh, quota)
         )
+
+    async def _recheck_snapshot(self) -> Snapshot:
+        """A fresh solve at most every ``RECHECK_INTERVAL`` seconds, else the state as last
+        solved (that solve, or a tree loop's since): evictions come ``eviction_rate`` a second,
+        and during a burst each solve of a big tree turns all its rows into new results."""
+        now = asyncio.get_running_loop().time()
+        if self._rechecked_at is not None and now - self._rechecked_at < RECHECK_INTERVAL:
+            return await published_snapshot(self._state.engine, self._metrics)
+        self._rechecked_at = now
+        return await solved_snapshot(self._state.engine, self._metrics)
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
