@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.controller.enforcement.revocation import RateLimiter, counted_eviction
@@ -111,27 +112,40 @@ class GateController(WritingLoop):
         the quota may have stopped having room); the decisions are the same either way."""
         snapshot = await solved_snapshot(self._state.engine, self._metrics)
         decisions = gate_decisions(snapshot)
-        preempting: set[str] = set()  # at most one preemption per quota per round
         held = [decision for decision in decisions if not decision.release]
-        for preempts, turn in ((False, decisions), (True, held)):
-            for decision in turn:
-                quota = snapshot.pod_quota[decision.pod.key]
-                try:
-                    if not preempts and decision.release:
-                        await self._release(decision, snapshot.quotas[quota].tree, quota)
-                    elif not preempts:
-                        await self._hold(decision)
-                    elif quota not in preempting:
-                        await self._preempt(decision, quota, preempting)
-                except NotLeadingError:
-                    return  # the Lease was lost: no write of this round can be sent any more
-                except Exception as error:  # tried again at the next round
-                    self._outage.failed(decision.pod.key, error)
-                else:
-                    self._outage.succeeded()
+        preempting: set[str] = set()  # at most one preemption per quota per round
+        if not (
+            await self._each(decisions, functools.partial(self._release_or_hold, snapshot))
+            and await self._each(held, functools.partial(self._preempt, snapshot, preempting))
+        ):
+            return  # the Lease was lost: no write of this round can be sent any more
         self._state.gated = held_per_quota(snapshot, decisions)
         waiting = {decision.pod.key for decision in decisions}
         self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
+
+    async def _each(
+        self, decisions: list[GateDecision], act: Callable[[GateDecision], Awaitable[None]]
+    ) -> bool:
+        """``act`` on each decision in turn; one that fails is logged and tried again at the next
+        round. False when the Lease was lost (the rest of the round is not sent)."""
+        for decision in decisions:
+            try:
+                await act(decision)
+            except NotLeadingError:
+                return False
+            except Exception as error:  # tried again at the next round
+                self._outage.failed(decision.pod.key, error)
+            else:
+                self._outage.succeeded()
+        return True
+
+    async def _release_or_hold(self, snapshot: Snapshot, decision: GateDecision) -> None:
+        """Release a pod that fits; tell one that waits why (once per reason)."""
+        quota = snapshot.pod_quota[decision.pod.key]
+        if decision.release:
+            await self._release(decision, snapshot.quotas[quota].tree, quota)
+        else:
+            await self._hold(decision)
 
     async def _release(self, decision: GateDecision, tree: str, quota: str) -> None:
         pod = decision.pod
@@ -150,7 +164,9 @@ class GateController(WritingLoop):
         if waited is not None:
             self._metrics.admission_waited(tree, quota, waited)
 
-    async def _preempt(self, decision: GateDecision, quota: str, preempting: set[str]) -> None:
+    async def _preempt(
+        self, snapshot: Snapshot, preempting: set[str], decision: GateDecision
+    ) -> None:
         """In-quota preemption: evict the fewest lower-priority pods that make room.
 
         Never for a pod a user or group limit holds: evicting pods makes room in the quota, not
@@ -158,7 +174,8 @@ class GateController(WritingLoop):
         into ``preempting`` before the first eviction: a round makes one preemption per quota,
         even one an eviction error cut short (the round's snapshot does not know its victims
         are going; another pod of the quota would choose them again)."""
-        if decision.verdict.limit_refusals:
+        quota = snapshot.pod_quota[decision.pod.key]
+        if quota in preempting or decision.verdict.limit_refusals:
             return
         victims = preemption_victims(decision.seen, decision.pod)
         if not victims:
