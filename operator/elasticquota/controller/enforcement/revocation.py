@@ -104,6 +104,14 @@ async def counted_eviction(
     return outcome
 
 
+#: How far below a whole token a refill may fall by float error alone (0.2 s at 5 a second can
+#: read as 0.99999999999994 tokens): within it the token counts as whole. Else the wait for the
+#: rest (1e-14 s) is shorter than a clock shows: on a clock that moves only as far as a sleep
+#: asks (a test's fake loop time) the bucket waited for ever, on a coarse one it spins to the
+#: next tick.
+TOKEN_TOLERANCE = 1e-9
+
+
 class RateLimiter:
     """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate`` (at least one).
 
@@ -126,8 +134,8 @@ class RateLimiter:
             now = self._clock()
             self._tokens = min(self._capacity, self._tokens + (now - self._stamp) * self._rate)
             self._stamp = now
-            if self._tokens >= 1:
-                self._tokens -= 1
+            if self._tokens >= 1 - TOKEN_TOLERANCE:
+                self._tokens = max(0.0, self._tokens - 1)
                 return
             await asyncio.sleep((1 - self._tokens) / self._rate)
 
