@@ -6,6 +6,7 @@ min is lent. Borrowing limit BL: the limited request is capped at min + BL as we
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from elasticquota.api.parse import parse_quota
 from elasticquota.core.keys import ANNO_LENDING_LIMIT, LABEL_ALLOW_LENT
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.model.quota import Quota
+from elasticquota.core.quantities.resources import ResourceList
 
 NODES = [node("n", cpu=100)]
 
@@ -23,6 +25,28 @@ def with_hungry(specs: list[Quota], pods: list[PodInfo]) -> tuple[list[Quota], l
     """Add a top-level quota with no min and weight 1 that takes whatever the others leave."""
     hungry = quota("hungry", max={"cpu": BIG}, weight={"cpu": 1})
     return [*specs, hungry], [*pods, pod("h", "hungry", cpu=BIG)]
+
+
+def parent_over(
+    min_cpu: int,
+    children: Iterable[str],
+    *,
+    lending_limit: ResourceList | None = None,
+    borrowing_limit: ResourceList | None = None,
+) -> list[Quota]:
+    """Parent ``p`` with a cpu min, no max and the limits given, over leaves ``children`` with no
+    min and no max."""
+    return [
+        quota(
+            "p",
+            min={"cpu": min_cpu},
+            max={"cpu": BIG},
+            is_parent=True,
+            lending_limit=lending_limit,
+            borrowing_limit=borrowing_limit,
+        ),
+        *(quota(child, max={"cpu": BIG}, parent="p") for child in children),
+    ]
 
 
 # -- lending limit ------------------------------------------------------------------------------
@@ -108,16 +132,7 @@ def test_lending_limit_on_a_parent_holds_min_minus_limit_for_the_subtree(
     solve: SolveFunction,
 ) -> None:
     """p (min 100, LL 20) with idle children asks 80 at the root level and keeps it."""
-    quotas, pods = with_hungry(
-        [
-            quota(
-                "p", min={"cpu": 100}, max={"cpu": BIG}, is_parent=True, lending_limit={"cpu": 20}
-            ),
-            quota("c1", max={"cpu": BIG}, parent="p"),
-            quota("c2", max={"cpu": BIG}, parent="p"),
-        ],
-        [],
-    )
+    quotas, pods = with_hungry(parent_over(100, ["c1", "c2"], lending_limit={"cpu": 20}), [])
     snapshot = solve(quotas, pods, [node("n", cpu=200)])
 
     assert snapshot.quotas["p"].child_request == {"cpu": 0}
@@ -129,13 +144,7 @@ def test_lending_limit_on_a_parent_holds_min_minus_limit_for_the_subtree(
 def test_parent_lending_limit_floor_is_below_a_busy_subtree(solve: SolveFunction) -> None:
     """A subtree asking more than min − LL is a normal borrower: the floor does not cap it."""
     quotas, pods = with_hungry(
-        [
-            quota(
-                "p", min={"cpu": 100}, max={"cpu": BIG}, is_parent=True, lending_limit={"cpu": 20}
-            ),
-            quota("c", max={"cpu": BIG}, parent="p"),
-        ],
-        [pod("x", "c", cpu=90)],
+        parent_over(100, ["c"], lending_limit={"cpu": 20}), [pod("x", "c", cpu=90)]
     )
     snapshot = solve(quotas, pods, [node("n", cpu=200)])
 
@@ -176,13 +185,7 @@ def test_borrowing_limit_on_a_leaf_caps_the_limited_request(
 def test_borrowing_limit_on_a_parent_caps_the_whole_subtree(solve: SolveFunction) -> None:
     """p (min 20, BL 10): its children ask 100 together but the subtree gets min + BL = 30."""
     quotas, pods = with_hungry(
-        [
-            quota(
-                "p", min={"cpu": 20}, max={"cpu": BIG}, is_parent=True, borrowing_limit={"cpu": 10}
-            ),
-            quota("c1", max={"cpu": BIG}, parent="p"),
-            quota("c2", max={"cpu": BIG}, parent="p"),
-        ],
+        parent_over(20, ["c1", "c2"], borrowing_limit={"cpu": 10}),
         [pod("x", "c1", cpu=50), pod("y", "c2", cpu=50)],
     )
     snapshot = solve(quotas, pods, [node("n", cpu=1000)])
