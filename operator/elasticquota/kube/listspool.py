@@ -128,7 +128,9 @@ async def read_list(
 ) -> str:
     """The resourceVersion of the list ``reply`` carries, its items handed to ``feed`` as their
     bytes come: drained off the connection at once (every read bounded by ``read_timeout``),
-    parsed behind them. ListStreamError (or the connection's error) unless it is one whole list."""
+    parsed behind them. ListStreamError (or the connection's error) unless it is one whole list.
+    However it ends, the stream lets go of its bytes (``progress``, which the reader keeps to say
+    how far a failed list got, would otherwise hold a megabyte or more until the next list)."""
     stream = progress.stream
     inflater = Inflater(reply.headers.get("Content-Encoding", ""), STREAM_CHUNK)
     spool = Spool(STREAM_BACKLOG)
@@ -138,10 +140,11 @@ async def read_list(
             for piece in inflater.pieces(data):
                 progress.expanded += len(piece)
                 await feed(stream.feed(piece))
+        inflater.finish()
+        last, document = stream.finish()
     finally:
         drain.cancel()
-    inflater.finish()
-    last, document = stream.finish()
+        stream.release()
     await feed(last)
     return list_version(document)
 

@@ -120,6 +120,11 @@ class ListStream:
             raise ListStreamError("the list ends inside its items")
         return last, self._parse(self._head + b"[]" + tail.lstrip(_BLANK)[1:], "the list")
 
+    def release(self) -> None:
+        """Let go of the bytes held: the list is over (read, or failed); ``count`` stays."""
+        self._buffer = bytearray()
+        self._head = b""
+
     # -- the steps --------------------------------------------------------------------------------
 
     def _find_items(self) -> bool:
