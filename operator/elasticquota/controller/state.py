@@ -47,6 +47,9 @@ ObjectKey = tuple[str, str]
 #: Pod keys compared with a relist between two yields to the event loop (about 1 ms of work).
 FORGET_CHUNK = 2_000
 
+#: Deleted quotas the change log keeps beyond the live ones before it drops them (``forgotten``).
+TOMBSTONES_KEPT = 1024
+
 #: Seconds a reader may be disconnected before the replica stops being ready (a reconnect that
 #: heals at once does not flap readiness).
 READY_GRACE = 5.0
@@ -84,11 +87,15 @@ class ControllerState:
     changed_quotas: set[str] = field(default_factory=set)
     #: Each kind's reader: listed, connected, since when not (readiness and metrics read it).
     readers: dict[str, ReaderHealth] = field(default_factory=dict)
-    #: Every quota object key ever stored, replaced or dropped, with the number of its latest
+    #: Every quota object key stored, replaced or dropped, with the number of its latest
     #: change, oldest change first: what follows the quotas (the webhooks' catalog) reads only
     #: what changed since it last looked (``quota_changes_since``), not all 10,000 of them.
+    #: Deleted keys stay until TOMBSTONES_KEPT more than the live quotas pile up; then they are
+    #: dropped, and ``forgotten`` is the latest change number dropped: a follower that last
+    #: looked before it drops what it holds that ``quotas`` does not.
     quota_changes: dict[ObjectKey, int] = field(default_factory=dict)
     quota_sequence: int = 0
+    forgotten: int = 0
     #: Per quota object: the object whose inputs the engine holds (the reader parsed it). The
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
@@ -336,6 +343,9 @@ class ControllerState:
         self.quota_sequence += 1
         self.quota_changes.pop(key, None)  # re-inserted last: the log stays in change order
         self.quota_changes[key] = self.quota_sequence
+        if len(self.quota_changes) > 2 * len(self.quotas) + TOMBSTONES_KEPT:
+            for gone in [k for k in self.quota_changes if k not in self.quotas and k != key]:
+                self.forgotten = max(self.forgotten, self.quota_changes.pop(gone))
 
     def quota_changes_since(self, sequence: int) -> list[ObjectKey]:
         """The quota keys changed after change number ``sequence`` (newest first)."""

@@ -3,7 +3,9 @@
 Rules (controller/webhooks/): the view follows the memory; a request reindexes only the quotas
 changed since the last one (the memory's own ``Quota`` objects), and the catalog is built ahead of
 the first request, in slices; what was just admitted (``RecentAdmissions``) stands over the memory
-until it expires; a dry run is judged but not remembered.
+until it expires; a dry run is judged but not remembered. The memory's change log does not grow
+with every quota ever deleted: it drops deleted keys once they pile up, and a mirror that had not
+read them drops those quotas all the same.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from yielding import yields_during
 
-from elasticquota.controller.state import ControllerState
+from elasticquota.controller.state import TOMBSTONES_KEPT, ControllerState
 from elasticquota.controller.webhooks import Admission, QuotaMirror, RecentAdmissions, cluster_view
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.validation.view import QuotaCatalog
@@ -155,3 +157,44 @@ def test_recent_admissions_expire(synced: ControllerState, k8s: Bodies) -> None:
 def test_a_dry_run_is_judged_but_not_remembered(admission: Admission, k8s: Bodies) -> None:
     admission.validate_quota("CREATE", k8s.quota("q"), None, dryrun=True)
     assert len(admission.recent) == 0
+
+
+def created_and_deleted(state: ControllerState, k8s: Bodies, count: int, prefix: str) -> None:
+    """``count`` quotas of their own namespaces (``<prefix>-0``...), each created and deleted."""
+    for index in range(count):
+        body = k8s.quota(f"{prefix}-{index}", namespace=f"{prefix}-{index}", max={"cpu": "1"})
+        state.on_quota(body)
+        state.on_quota_deleted(body)
+
+
+def test_the_change_log_does_not_grow_with_every_quota_ever_deleted(
+    synced: ControllerState, k8s: Bodies
+) -> None:
+    """A quota per CI run's namespace, created and deleted: the log held each for good."""
+    synced.on_quota(k8s.quota("kept", max={"cpu": "1"}))
+    created_and_deleted(synced, k8s, 3 * TOMBSTONES_KEPT, "ci")
+    assert len(synced.quota_changes) <= TOMBSTONES_KEPT + 3
+    assert ("team", "kept") in synced.quota_changes
+
+
+async def test_a_mirror_behind_the_dropped_deletions_drops_those_quotas_too(
+    synced: ControllerState, k8s: Bodies
+) -> None:
+    recent = RecentAdmissions()
+    mirror = QuotaMirror(synced, recent)
+    behind = QuotaMirror(synced, recent)
+    synced.on_quota(k8s.quota("kept", max={"cpu": "1"}))
+    for index in range(5):
+        synced.on_quota(k8s.quota(f"old-{index}", namespace=f"old-{index}", max={"cpu": "1"}))
+    mirror.refresh()
+    await behind.follow()
+    for index in range(5):
+        synced.on_quota_deleted(k8s.quota(f"old-{index}", namespace=f"old-{index}"))
+    created_and_deleted(synced, k8s, TOMBSTONES_KEPT + 10, "ci")
+    synced.on_quota(k8s.quota("new", max={"cpu": "1"}))
+    assert synced.forgotten > 0  # the deletions of old-0... are no longer in the log
+    await behind.follow()
+    for catalog in (mirror.refresh(), behind.catalog):
+        assert len(catalog) == 2
+        assert catalog.quota_at("team", "kept") is not None
+        assert catalog.quota_at("team", "new") is not None

@@ -82,8 +82,11 @@ class QuotaMirror:
         self._held: dict[ObjectKey, object] = {}
         self._sequence = 0
         self._overlaid: set[ObjectKey] = set()
+        #: The memory's ``forgotten`` as of this mirror's last sweep (``_drop_forgotten``).
+        self._swept = 0
 
     def refresh(self) -> QuotaCatalog:
+        self._drop_forgotten()
         overlay = self._recent.overlay(self._state)
         changed = self._state.quota_changes_since(self._sequence)
         self._sequence = self._state.quota_sequence
@@ -99,6 +102,7 @@ class QuotaMirror:
         admissions in flight are applied by the next request). The mirror's place in the change
         log moves with each quota indexed, so a request (``refresh``) or another ``follow`` in
         the meantime takes on only what this one has not reached yet."""
+        self._drop_forgotten()
         changes = self._state.quota_changes
         pending = [
             (key, changes[key]) for key in reversed(self._state.quota_changes_since(self._sequence))
@@ -112,6 +116,17 @@ class QuotaMirror:
                 await asyncio.sleep(0)
                 stretch.restart()
         await asyncio.sleep(0)
+
+    def _drop_forgotten(self) -> None:
+        """Deleted quotas the memory's change log dropped (``ControllerState.forgotten``) before
+        this mirror read them: every quota held that the memory no longer holds goes (an
+        admission's stands until the next request's overlay decides)."""
+        forgotten = self._state.forgotten
+        if self._sequence < forgotten and self._swept < forgotten:
+            quotas, overlaid = self._state.quotas, self._overlaid
+            for key in [key for key in self._held if key not in quotas and key not in overlaid]:
+                self._hold(key, None)
+        self._swept = forgotten
 
     def _hold(self, key: ObjectKey, source: Quota | Mapping[str, Any] | None) -> None:
         """Index the memory's ``Quota`` as it is (read once, by the reader), or an admitted raw
