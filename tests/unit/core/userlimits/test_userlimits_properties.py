@@ -25,6 +25,7 @@ from elasticquota.core.userlimits import (
     LimitedPod,
     LimitEntry,
     QuotaLimitSource,
+    Subject,
     UserLimitLedger,
     build_book,
     check_hierarchy,
@@ -92,16 +93,18 @@ def make_pod(key: str, spec: tuple[str, str, list[str], str, int, int]) -> Limit
     return LimitedPod(key, path_of(quota), user, tuple(groups), app, request)
 
 
-State = dict[tuple[str, str], dict[str, tuple[dict[str, int], frozenset[str]]]]
+State = dict[Subject, dict[str, tuple[dict[str, int], frozenset[str]]]]
 
 
 def recompute(book: LimitBook, pods: Iterable[LimitedPod]) -> State:
     """Usage and running applications from scratch: every pod, every quota on its path."""
-    used: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
-    apps: dict[tuple[str, str], dict[str, set[str]]] = {}
+    used: dict[Subject, dict[str, dict[str, int]]] = {}
+    apps: dict[Subject, dict[str, set[str]]] = {}
     for pod in pods:
         group = book.tracked_group(pod.path, pod.groups)
-        subjects = [("user", pod.user)] + ([("group", group)] if group else [])
+        subjects: list[Subject] = [("user", pod.user)]
+        if group:
+            subjects.append(("group", group))
         for subject in subjects:
             for quota in pod.path:
                 at = used.setdefault(subject, {}).setdefault(quota, {})
@@ -136,13 +139,13 @@ def breaches(book: LimitBook, state: State) -> list[str]:
     return found
 
 
-events = st.lists(
-    st.one_of(
-        st.tuples(st.just("start"), pod_specs),
-        st.tuples(st.just("stop"), st.integers(0, 30)),
-    ),
-    max_size=40,
+#: A pod starts, or the running pod at an index (taken modulo their number) stops.
+starts_and_stops = (
+    st.tuples(st.just("start"), pod_specs),
+    st.tuples(st.just("stop"), st.integers(0, 30)),
 )
+
+events = st.lists(st.one_of(*starts_and_stops), max_size=40)
 
 
 @PROPERTIES
@@ -173,8 +176,7 @@ def test_admission_never_lets_a_user_or_group_exceed_a_limit_and_refuses_only_br
 
 changes = st.lists(
     st.one_of(
-        st.tuples(st.just("start"), pod_specs),
-        st.tuples(st.just("stop"), st.integers(0, 30)),
+        *starts_and_stops,
         st.tuples(st.just("replace"), st.tuples(st.integers(0, 30), pod_specs)),
         st.tuples(st.just("config"), configs),
     ),
