@@ -34,9 +34,33 @@ async def gate_answer(state: ControllerState, settings: Settings, pod: Any) -> d
     return answer
 
 
+def patch_operations(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The operations of the JSON patch an answer carries (a ``KeyError`` if it carries none)."""
+    operations: list[dict[str, Any]] = json.loads(base64.b64decode(answer["patch"]))
+    return operations
+
+
 def added_gates(answer: dict[str, Any]) -> Any:
-    operations = json.loads(base64.b64decode(answer["patch"])) if answer.get("patch") else []
+    operations = patch_operations(answer) if answer.get("patch") else []
     return [op["value"] for op in operations if op["path"] == "/spec/schedulingGates"]
+
+
+def profile_tree(
+    state: ControllerState,
+    k8s: Bodies,
+    profile: str,
+    match_labels: dict[str, str],
+    *,
+    tree_id: str,
+    root: str,
+    leaf: str,
+) -> None:
+    """The profile ``profile`` of the nodes ``match_labels`` selects, with its tree ``tree_id``:
+    the root quota ``root`` and ``leaf`` under it (which inherits the tree)."""
+    tree = {keys.LABEL_TREE_ID: tree_id}
+    state.on_profile(k8s.profile(profile, quota_name=root, match_labels=match_labels, labels=tree))
+    state.on_quota(k8s.quota(root, is_parent=True, labels=tree))
+    state.on_quota(k8s.quota(leaf, parent=root))
 
 
 async def test_a_new_pod_of_a_managed_quota_gets_the_admission_gate(
@@ -69,17 +93,11 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     """The quota changes before each pod made the topology stale: the webhook waits for its
     rebuild in a worker thread (every rebuild installed ran there), never rebuilds on the loop."""
     epoch = synced.engine.topology_epoch
-    profile = k8s.profile(
-        "gpu-pool",
-        quota_name="gpu-root",
-        match_labels={"pool": "gpu"},
-        labels={keys.LABEL_TREE_ID: "t1"},
+    profile_tree(
+        synced, k8s, "gpu-pool", {"pool": "gpu"}, tree_id="t1", root="gpu-root", leaf="trainers"
     )
-    synced.on_profile(profile)
-    synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
-    synced.on_quota(k8s.quota("trainers", parent="gpu-root"))  # inherits tree t1
     answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="trainers"))
-    operations = json.loads(base64.b64decode(answer["patch"]))
+    operations = patch_operations(answer)
     (affinity,) = [op["value"] for op in operations if op["path"] == "/spec/affinity"]
     terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms == {
@@ -92,7 +110,7 @@ async def test_a_pod_of_a_profile_tree_is_sent_to_the_profiles_nodes(
     answer = await gate_answer(synced, webhook_settings, default_tree_pod)
     assert synced.engine.topology_epoch - epoch == worker.names("compute_rebuild") == 2
     assert "patch" not in answer or all(
-        op["path"] != "/spec/affinity" for op in json.loads(base64.b64decode(answer["patch"]))
+        op["path"] != "/spec/affinity" for op in patch_operations(answer)
     )
 
 
@@ -105,8 +123,7 @@ async def bobs_update(
         object=after, oldObject=before, userInfo={"username": "bob"},
     )  # fmt: skip
     assert answer["allowed"] is True
-    operations: list[dict[str, Any]] = json.loads(base64.b64decode(answer["patch"]))
-    return operations
+    return patch_operations(answer)
 
 
 async def test_an_update_of_a_pod_puts_back_an_identity_changed_by_its_author_and_nothing_more(
@@ -133,18 +150,14 @@ async def test_a_pod_whose_required_node_affinity_has_null_terms_gets_the_profil
     """``requiredDuringSchedulingIgnoredDuringExecution: {}`` reaches the webhook with
     ``nodeSelectorTerms: null``: the pod is admitted with the profile's term (the reference adds
     one), not answered with a failed webhook (500)."""
-    profile = k8s.profile(
-        "gpu-pool", quota_name="gpu-root", match_labels={"pool": "gpu"},
-        labels={keys.LABEL_TREE_ID: "t1"},
-    )  # fmt: skip
-    synced.on_profile(profile)
-    synced.on_quota(k8s.quota("gpu-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
-    synced.on_quota(k8s.quota("trainers", parent="gpu-root"))
+    profile_tree(
+        synced, k8s, "gpu-pool", {"pool": "gpu"}, tree_id="t1", root="gpu-root", leaf="trainers"
+    )
     pod = k8s.pod("p", quota="trainers")
     required = "requiredDuringSchedulingIgnoredDuringExecution"
     pod["spec"]["affinity"] = {"nodeAffinity": {required: {"nodeSelectorTerms": None}}}
     answer = await gate_answer(synced, webhook_settings, pod)
-    operations = json.loads(base64.b64decode(answer["patch"]))
+    operations = patch_operations(answer)
     assert [op["value"] for op in operations if op["path"].startswith("/spec/affinity")] == [
         [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]
     ]
@@ -170,13 +183,7 @@ async def test_a_pod_of_a_profile_of_every_node_keeps_its_affinity(
 ) -> None:
     """A profile with ``nodeSelector: {}`` runs its tree on every node: its pods get no required
     node affinity (an empty term would match no node: the pod could never be scheduled)."""
-    synced.on_profile(
-        k8s.profile(
-            "all", quota_name="all-root", match_labels={}, labels={keys.LABEL_TREE_ID: "t2"}
-        )
-    )
-    synced.on_quota(k8s.quota("all-root", is_parent=True, labels={keys.LABEL_TREE_ID: "t2"}))
-    synced.on_quota(k8s.quota("anywhere", parent="all-root"))
+    profile_tree(synced, k8s, "all", {}, tree_id="t2", root="all-root", leaf="anywhere")
     answer = await gate_answer(synced, webhook_settings, k8s.pod("p", quota="anywhere"))
-    operations = json.loads(base64.b64decode(answer["patch"]))
+    operations = patch_operations(answer)
     assert [op["path"] for op in operations if op["path"].startswith("/spec/affinity")] == []
