@@ -357,3 +357,26 @@ async def test_a_root_created_meanwhile_by_someone_else_is_left_to_the_watch(
     assert set(cluster.verbs()) == {"create_quota", "patch_profile"}  # a 409 is not an error
     assert ("team", "gpu-root") not in pool.quotas
     assert cluster.events == []
+
+
+@pytest.mark.looptime
+async def test_a_profile_deleted_while_another_is_written_is_skipped_not_fatal(
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
+) -> None:
+    """A pass walks the profiles it listed at its start; one deleted while an earlier one's root
+    was being written is no longer in memory when its turn comes (the loop dying would stop the
+    operator: the runner's guard)."""
+    first = k8s.profile("cpu", quota_name="cpu-root", match_labels={"pool": "cpu"})
+    cluster.store(first)
+    pool.on_profile(first)
+    cluster.latency = 1.0
+    pool.mark_synced()
+    async with running(ProfileController(context).run()) as task:
+        await asyncio.sleep(1.5)  # the debounce, then cpu-root's creation in flight
+        assert cluster.named("create_quota") == ["cpu-root"]
+        pool.on_profile_deleted(k8s.profile("gpu", quota_name="gpu-root", match_labels=GPU_POOL))
+        await asyncio.sleep(10)
+        assert not task.done(), task.exception()
+
+    assert cluster.named("create_quota") == ["cpu-root"]
+    assert ("team", "gpu-root") not in cluster.quotas

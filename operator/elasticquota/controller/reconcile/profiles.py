@@ -79,7 +79,9 @@ class ProfileController(WritingLoop):
             await self._leading.wait()
             self._state.profiles_changed.clear()
             for key in sorted(self._state.profiles):
-                await self._reconcile(self._state.profiles[key])
+                profile = self._state.profiles.get(key)
+                if profile is not None:  # None: deleted while an earlier one was written
+                    await self._reconcile(profile)
 
     async def _reconcile(self, profile: ProfileSpec) -> None:
         current = self._state.quotas.get((profile.namespace, profile.quota_name))
