@@ -28,7 +28,12 @@ from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.core.tree.profiles import root_quota_manifest, tree_profiles
+from elasticquota.core.tree.profiles import (
+    ignored_profile,
+    root_owners,
+    root_quota_manifest,
+    tree_profiles,
+)
 from elasticquota.plan.findings import Finding, Origin, object_ref
 from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests
@@ -137,19 +142,10 @@ def _apply_profiles(
     """The quota manifests after every profile has written its root quota."""
     by_key = {_quota_key(raw): raw for raw in raw_quotas}
     order = list(dict.fromkeys(_quota_key(raw) for raw in raw_quotas))
-    owners: dict[tuple[str, str], ProfileSpec] = {}
-    for profile in sorted(profiles, key=lambda p: (p.namespace, p.name)):
+    owners, ignored = root_owners(profiles)
+    problems.extend(ignored_profile(profile, owner) for profile, owner in ignored)
+    for profile in owners:
         key = (profile.namespace, profile.quota_name)
-        if key in owners:
-            problems.append(
-                Problem(
-                    profile.ref,
-                    f"quota {profile.quota_name!r} is already the root of "
-                    f"{owners[key].ref}; this profile is ignored",
-                )
-            )
-            continue
-        owners[key] = profile
         if key not in by_key:
             order.append(key)
         by_key[key] = root_quota_manifest(profile, nodes, by_key.get(key))

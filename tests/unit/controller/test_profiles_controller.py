@@ -380,3 +380,37 @@ async def test_a_profile_deleted_while_another_is_written_is_skipped_not_fatal(
 
     assert cluster.named("create_quota") == ["cpu-root"]
     assert ("team", "gpu-root") not in cluster.quotas
+
+
+async def watch_echoes(state: ControllerState, cluster: FakeCluster) -> None:
+    """The watch: every write's object handed back to memory a moment after it is made."""
+    while True:
+        for body in cluster.watch():
+            (state.on_quota if body["kind"] == "ElasticQuota" else state.on_profile)(body)
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.looptime
+async def test_of_two_profiles_naming_one_quota_the_first_writes_it_the_other_is_reported(
+    pool: ControllerState, cluster: FakeCluster, context: LoopContext, k8s: Bodies
+) -> None:
+    """As plan applies them (plan/compute.py): the first by namespace/name writes the root; the
+    other would write its own pool's root over it at every pass, for ever."""
+    other = k8s.profile("gpu2", quota_name="gpu-root", match_labels={"pool": "other"})
+    cluster.store(other)
+    pool.on_profile(other)
+    expected = desired_root(pool)
+    pool.mark_synced()
+    async with running(ProfileController(context).run()), running(watch_echoes(pool, cluster)):
+        await asyncio.sleep(30)
+
+    assert cluster.named("create_quota") == ["gpu-root"]
+    assert cluster.named("patch_quota") == []
+    assert cluster.quotas[("team", "gpu-root")]["spec"] == expected["spec"]
+    assert cluster.named("patch_profile") == ["gpu"]  # an ignored profile is not labelled either
+    (event,) = cluster.events
+    assert (event["reason"], event["involvedObject"]["name"]) == ("ProfileIgnored", "gpu2")
+    assert event["message"] == (
+        "quota 'gpu-root' is already the root of ElasticQuotaProfile team/gpu; "
+        "this profile is ignored"
+    )

@@ -18,6 +18,7 @@ from elasticquota.core.tree.profiles import (
     profile_tree_id,
     requirement_matches,
     resource_ratio,
+    root_owners,
     root_quota_manifest,
     selects,
     tree_profiles,
@@ -330,3 +331,15 @@ def test_only_root_quotas_with_a_tree_id_and_a_profile_label_name_a_tree() -> No
     ]
     assert tree_profiles(objects) == {}
     assert tree_profiles([*objects, quota(**root, **{keys.LABEL_PROFILE: "pool"})]) == {"7": "pool"}
+
+
+def test_of_profiles_naming_one_quota_the_first_by_namespace_and_name_writes_it() -> None:
+    late = profile(name="b", namespace="team")
+    early = profile(name="a", namespace="team")
+    elsewhere = profile(name="c", namespace="other")  # the same quotaName in another namespace
+    own = profile(name="d", namespace="team", quota_name="cpu-root")
+
+    owners, ignored = root_owners([late, own, elsewhere, early])
+
+    assert owners == [elsewhere, early, own]
+    assert ignored == [(late, early)]

@@ -4,8 +4,10 @@ Reacts to profile, node and root-quota changes (debounced) instead of polling ev
 reference does. For each profile it computes the root quota the reference's controller would write
 (``core.tree.profiles.root_quota_manifest``) and creates it, or merge-patches what differs: the
 labels and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets
-it written back. Only the active replica writes (and nothing in a dry run, whose ``Cluster`` sends
-nothing).
+it written back. Of profiles naming the same quota the first by namespace/name writes it, as in
+``plan``; the others are ignored, with a Warning Event each (each writing its own root over the
+other's, as the reference does, rewrote the quota at every pass, for ever). Only the active replica
+writes (and nothing in a dry run, whose ``Cluster`` sends nothing).
 """
 
 from __future__ import annotations
@@ -20,11 +22,19 @@ from elasticquota.core.model.models import ProfileSpec
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import QuantityError
 from elasticquota.core.quantities.resources import parse_resource_list
-from elasticquota.core.tree.profiles import profile_tree_id, root_quota_manifest
+from elasticquota.core.tree.profiles import (
+    ignored_profile,
+    profile_tree_id,
+    root_owners,
+    root_quota_manifest,
+)
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
 
+#: The Event reasons: a root quota's write failed; a profile ignored (another writes its quota).
+FAILED_REASON = "UpdateQuotaFailed"
+IGNORED_REASON = "ProfileIgnored"
 #: Annotations the profile controller owns on a root quota.
 OWNED_ANNOTATIONS = (keys.ANNO_TOTAL_RESOURCE, keys.ANNO_UNSCHEDULABLE_RESOURCE)
 
@@ -70,6 +80,8 @@ class ProfileController(WritingLoop):
     def __init__(self, context: LoopContext) -> None:
         super().__init__(context)
         self._outage = OutageLog(logger, "profile root quota updates")
+        #: The ignored profiles reported, by ref: the message reported.
+        self._ignored: dict[str, str] = {}
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -78,10 +90,29 @@ class ProfileController(WritingLoop):
             await asyncio.sleep(self._settings.profile_debounce)
             await self._leading.wait()
             self._state.profiles_changed.clear()
-            for key in sorted(self._state.profiles):
-                profile = self._state.profiles.get(key)
-                if profile is not None:  # None: deleted while an earlier one was written
-                    await self._reconcile(profile)
+            await self._pass()
+
+    async def _pass(self) -> None:
+        """Each profile that writes its root quota (``root_owners``), as memory holds it when
+        its turn comes; the others reported."""
+        owners, ignored = root_owners(self._state.profiles.values())
+        await self._report_ignored(ignored)
+        for owner in owners:
+            profile = self._state.profiles.get((owner.namespace, owner.name))
+            if profile is not None:  # None: deleted while an earlier one was written
+                await self._reconcile(profile)
+
+    async def _report_ignored(self, ignored: list[tuple[ProfileSpec, ProfileSpec]]) -> None:
+        """A profile ignored for another that writes its quota: logged and a Warning Event
+        ``ProfileIgnored`` on it, once while it stands (again if it comes back)."""
+        standing: dict[str, str] = {}
+        for profile, owner in ignored:
+            problem = ignored_profile(profile, owner)
+            standing[problem.object] = problem.message
+            if self._ignored.get(problem.object) != problem.message:
+                logger.warning("%s: %s", problem.object, problem.message)
+                await self._post(profile, IGNORED_REASON, problem.message)
+        self._ignored = standing
 
     async def _reconcile(self, profile: ProfileSpec) -> None:
         current = self._state.quotas.get((profile.namespace, profile.quota_name))
@@ -95,7 +126,7 @@ class ProfileController(WritingLoop):
             await self._label_profile(profile)
         except Exception as error:
             self._outage.failed(f"profile {profile.ref}", error)
-            await self._report(profile, str(error))
+            await self._post(profile, FAILED_REASON, str(error))
             self._state.profiles_changed.set()  # try again after the debounce
             return
         self._outage.succeeded()
@@ -123,7 +154,7 @@ class ProfileController(WritingLoop):
         body = await self._cluster.patch_profile(profile.namespace, profile.name, patch)
         self._state.keep_written_profile(body)  # None: not sent (a dry run)
 
-    async def _report(self, profile: ProfileSpec, message: str) -> None:
+    async def _post(self, profile: ProfileSpec, reason: str, message: str) -> None:
         involved = {
             "apiVersion": f"{keys.PROFILE_GROUP}/v1alpha1",
             "kind": keys.PROFILE_KIND,
@@ -131,6 +162,6 @@ class ProfileController(WritingLoop):
             "name": profile.name,
         }
         try:
-            await self._cluster.post_event(involved, "UpdateQuotaFailed", message)
+            await self._cluster.post_event(involved, reason, message)
         except Exception as error:
             self._outage.failed(f"an Event on {profile.ref}", error)

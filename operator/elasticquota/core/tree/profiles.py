@@ -4,6 +4,7 @@ The reference's profile controller writes the tree's root quota: min = Σ alloca
 of the selected nodes × resourceRatio for the profile's resource keys, a huge max, the tree-id /
 is-root / profile labels and the ``total-resource`` annotation. ``root_quota_manifest`` computes
 that object as a plain manifest, so ``plan`` and the operator produce exactly the same thing.
+Of profiles naming the same quota, one writes it (``root_owners``), in both.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.model.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.model.models import LabelRequirement, NodeInfo, Problem, ProfileSpec
 from elasticquota.core.quantities.quantity import unlimited_units
 from elasticquota.core.quantities.resources import (
     ResourceList,
@@ -51,6 +52,30 @@ def tree_profiles(quotas: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if isinstance(tree, str) and tree and isinstance(profile, str) and profile:
             found[tree] = profile
     return found
+
+
+def root_owners(
+    profiles: Iterable[ProfileSpec],
+) -> tuple[list[ProfileSpec], list[tuple[ProfileSpec, ProfileSpec]]]:
+    """The profiles that write their root quota, by namespace/name, and each other profile with
+    the one that writes its quota: of profiles naming the same quota (their namespace and
+    ``quotaName``), the first by name writes it and the others are ignored (each writing its own
+    root over the other's would undo the other's write at every pass)."""
+    owners: dict[tuple[str, str], ProfileSpec] = {}
+    ignored: list[tuple[ProfileSpec, ProfileSpec]] = []
+    for profile in sorted(profiles, key=lambda p: (p.namespace, p.name)):
+        owner = owners.setdefault((profile.namespace, profile.quota_name), profile)
+        if owner is not profile:
+            ignored.append((profile, owner))
+    return list(owners.values()), ignored
+
+
+def ignored_profile(profile: ProfileSpec, owner: ProfileSpec) -> Problem:
+    """The problem of a profile ``root_owners`` ignores for ``owner``."""
+    return Problem(
+        profile.ref,
+        f"quota {profile.quota_name!r} is already the root of {owner.ref}; this profile is ignored",
+    )
 
 
 def requirement_matches(requirement: LabelRequirement, labels: Mapping[str, str]) -> bool:
