@@ -164,5 +164,9 @@ async def test_a_user_without_rbac_is_exit_5(local_cluster: LocalCluster, tmp_pa
     config = two_contexts(local_cluster, tmp_path / "config", user=user)
     code, out, err = await cli("tree", "-A", "--kubeconfig", config, "--context", CONTEXT)
     assert (code, out) == (errors.EXIT_FORBIDDEN, ""), err
-    assert err.startswith("error: cannot read the cluster: 403 Forbidden")
+    assert err.startswith(
+        "error: cannot read the cluster: 403 Forbidden listing "
+        "elasticquotas.scheduling.sigs.k8s.io: "
+    )
+    assert 'User "nobody-at-all" cannot list resource "elasticquotas"' in err  # the server's
     assert err.count("\n") == 1

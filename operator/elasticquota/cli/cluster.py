@@ -216,19 +216,33 @@ async def _connected(target: ClusterTarget) -> AsyncIterator[client.ApiClient]:
         await api.close()
 
 
-def translate(error: Exception) -> Exception:
+async def listed(what: str, call: Awaitable[T]) -> T:
+    """``call``'s answer; an error status is the ``ClusterReadError`` that names ``what`` the
+    call listed (``translate``): a user whose RBAC allows some of a command's reads learns which
+    one to ask for."""
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    try:
+        return await call
+    except ApiException as error:
+        raise translate(error, what) from error
+
+
+def translate(error: Exception, listing: str = "") -> Exception:
     """The ``ClusterReadError`` of an error of the Kubernetes client (others are returned as
-    they are: a bug, for ``main``'s last resort)."""
+    they are: a bug, for ``main``'s last resort). An error status says what was being listed,
+    if known, and the server's own message (a 403's names the user, the resource and the
+    scope)."""
     import aiohttp
     from kubernetes_asyncio.client.exceptions import ApiException
     from kubernetes_asyncio.config import ConfigException
 
     if isinstance(error, ApiException):
-        status = f"{error.status} {error.reason or ''}".strip()
+        said = _api_error(error, listing)
         if error.status in (401, 403):
-            return ForbiddenError(f"cannot read the cluster: {status} (check the credentials "
+            return ForbiddenError(f"cannot read the cluster: {said} (check the credentials "
                                   "and RBAC of the kubeconfig's user)")  # fmt: skip
-        return ClusterReadError(f"cannot read the cluster: {status}")
+        return ClusterReadError(f"cannot read the cluster: {said}")
     if isinstance(error, ConfigException):
         return KubeconfigError(f"invalid kubeconfig: {_one_line(error)}")
     if isinstance(error, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
@@ -239,3 +253,14 @@ def translate(error: Exception) -> Exception:
     if isinstance(error, aiohttp.ClientError | OSError):
         return UnreachableError(f"cannot reach the API server: {_one_line(error)}")
     return error
+
+
+def _api_error(error: Any, listing: str) -> str:
+    """``STATUS REASON[ listing WHAT][: the server's message]``, the message left out where it
+    only repeats the reason."""
+    from elasticquota.kube.errors import server_message
+
+    reason = error.reason or ""
+    said = f"{error.status} {reason}".strip() + (f" listing {listing}" if listing else "")
+    message = " ".join(server_message(error).split())  # one line
+    return f"{said}: {message}" if message and message.lower() != reason.lower() else said

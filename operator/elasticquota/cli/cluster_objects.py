@@ -7,26 +7,35 @@ message is a single line for the command's stderr, never a traceback.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.cli.cluster import ClusterTarget, read
-from elasticquota.kube.quotas import PROFILE_GROUP, PROFILE_PLURAL, PROFILE_VERSION, list_quotas
+from elasticquota.cli.cluster import ClusterTarget, listed, read
+from elasticquota.kube.errors import read_json
+from elasticquota.kube.quotas import (
+    PROFILE_GROUP,
+    PROFILE_PLURAL,
+    PROFILE_VERSION,
+    QUOTA_GROUP,
+    QUOTA_PLURAL,
+    list_quotas,
+)
 from elasticquota.plan.loader import Manifests
 
 
-async def _raw_items(call: Callable[..., Any]) -> list[dict[str, Any]]:
+async def _raw_items(what: str, call: Callable[..., Any]) -> list[dict[str, Any]]:
     """A list call's items as plain dicts (the generated models are not what ``plan`` parses);
-    an error status is an ``ApiException`` as a preloaded call's (a raw read is not checked)."""
-    response = await call(_preload_content=False)
-    if not 200 <= response.status <= 299:
-        raise ApiException(status=response.status, reason=response.reason)
-    items: list[dict[str, Any]] = json.loads(await response.read())["items"]
+    an error status is checked as a preloaded call's (``read_json``: the server's Status kept)."""
+    answer = await listed(what, read_json(await call(_preload_content=False)))
+    items: list[dict[str, Any]] = answer["items"]
     return items
+
+
+async def quota_objects(api: client.ApiClient) -> list[dict[str, Any]]:
+    """Every ElasticQuota (an error status names the list)."""
+    return await listed(f"{QUOTA_PLURAL}.{QUOTA_GROUP}", list_quotas(api))
 
 
 async def cluster_manifests(api: client.ApiClient) -> Manifests:
@@ -34,21 +43,25 @@ async def cluster_manifests(api: client.ApiClient) -> Manifests:
     core = client.CoreV1Api(api)
     objects = client.CustomObjectsApi(api)
     manifests = Manifests()
-    manifests.quotas = [{"kind": "ElasticQuota", **quota} for quota in await list_quotas(api)]
-    profiles = await objects.list_cluster_custom_object(
-        PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL
+    manifests.quotas = [{"kind": "ElasticQuota", **quota} for quota in await quota_objects(api)]
+    profiles = await listed(
+        f"{PROFILE_PLURAL}.{PROFILE_GROUP}",
+        objects.list_cluster_custom_object(PROFILE_GROUP, PROFILE_VERSION, PROFILE_PLURAL),
     )
     manifests.profiles = [{"kind": "ElasticQuotaProfile", **item} for item in profiles["items"]]
     manifests.pods = [
         {"apiVersion": "v1", "kind": "Pod", **pod}
-        for pod in await _raw_items(core.list_pod_for_all_namespaces)
+        for pod in await _raw_items("pods", core.list_pod_for_all_namespaces)
     ]
     manifests.nodes = [
-        {"apiVersion": "v1", "kind": "Node", **node} for node in await _raw_items(core.list_node)
+        {"apiVersion": "v1", "kind": "Node", **node}
+        for node in await _raw_items("nodes", core.list_node)
     ]
     manifests.priority_classes = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **item}
-        for item in await _raw_items(client.SchedulingV1Api(api).list_priority_class)
+        for item in await _raw_items(
+            "priorityclasses.scheduling.k8s.io", client.SchedulingV1Api(api).list_priority_class
+        )
     ]
     return manifests
 

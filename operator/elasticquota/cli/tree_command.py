@@ -175,9 +175,9 @@ async def draw(
     where: ClusterTarget, resources: set[str] | None, quota: str | None = None, fmt: str = "table"
 ) -> str:
     """The text of one ``tree`` (``fmt`` an ``-o`` format)."""
-    from elasticquota.kube.quotas import list_quotas  # the API client only when needed
+    from elasticquota.cli.cluster_objects import quota_objects  # the API client only when needed
 
-    objects = await read(where, list_quotas)
+    objects = await read(where, quota_objects)
     snapshot = select(live_snapshot(objects), where.namespace, quota)
     return render(
         fmt,

@@ -39,11 +39,16 @@ def is_retryable(error: BaseException) -> bool:
 def describe(error: BaseException) -> str:
     """One line: the HTTP status and the server's message, or the exception itself."""
     if isinstance(error, ApiException):
-        message = error.reason or ""
-        with contextlib.suppress(TypeError, ValueError):
-            message = json.loads(error.body or "{}").get("message") or message
-        return f"HTTP {error.status}: {message}"
+        return f"HTTP {error.status}: {server_message(error)}"
     return f"{type(error).__name__}: {error}"
+
+
+def server_message(error: ApiException) -> str:
+    """The message of the Status object an error answer carries, else the status's reason."""
+    message = error.reason or ""
+    with contextlib.suppress(TypeError, ValueError, AttributeError):  # no JSON object
+        message = json.loads(error.body or "{}").get("message") or message
+    return str(message)
 
 
 async def raise_for_status(response: Any) -> None:
