@@ -20,7 +20,7 @@ def add_files_option(command: argparse.ArgumentParser) -> None:
     """``-f/--filename``: manifests read instead of a cluster (repeatable)."""
     command.add_argument(
         "-f", "--filename", dest="paths", action="append", metavar="PATH",
-        help="read manifests instead of a cluster (repeatable)",
+        help="read manifests instead of a cluster, - for standard input (repeatable)",
     )  # fmt: skip
 
 

@@ -39,7 +39,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         action="append",
         required=True,
         metavar="PATH",
-        help="a manifest file or a directory of them (repeatable)",
+        help="a manifest file or a directory of them, - for standard input (repeatable)",
     )
     add_output_option(plan)
     plan.add_argument(

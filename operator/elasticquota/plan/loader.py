@@ -4,17 +4,19 @@ Only what cannot be read at all (a missing file, broken YAML) is an error
 (``UnreadableInputError``).
 Objects of kinds that ``plan`` does not use are kept aside with a note; objects without a kind are
 problems. Directories are read recursively, ``*.yaml``, ``*.yml`` and ``*.json`` files in name
-order. Where each object was read (file, document) is kept for the problems' report.
+order; ``-`` is standard input (YAML, which reads JSON too). Where each object was read (file,
+document) is kept for the problems' report.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -23,6 +25,9 @@ from elasticquota.core.model.models import Problem
 from elasticquota.plan.findings import NOTE, WARNING, InputFinding, Origin, object_ref
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+#: The path that names standard input (kubectl's ``-f -``), and how its objects' place names it.
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
 
 class _ManifestLoader(yaml.SafeLoader):
@@ -60,14 +65,26 @@ class Manifests:
     notes: list[Problem] = field(default_factory=list)
 
 
-def load_paths(paths: Iterable[str | Path]) -> Manifests:
-    """Every object in the given files and directories, sorted into kinds."""
+def load_paths(paths: Iterable[str | Path], stdin: TextIO | None = None) -> Manifests:
+    """Every object in the given files and directories (``-``: ``stdin``, by default the
+    process's standard input, as kubectl's ``-f -``), sorted into kinds."""
     manifests = Manifests()
     for path in paths:
-        for file in _files(Path(path)):
-            for origin, document in _documents(file):
-                _sort(document, origin, manifests)
+        for origin, document in _read(path, stdin):
+            _sort(document, origin, manifests)
     return manifests
+
+
+def _read(path: str | Path, stdin: TextIO | None) -> Iterator[tuple[Origin, Any]]:
+    if str(path) == STDIN:
+        try:
+            text = (stdin or sys.stdin).read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise UnreadableInputError(f"{STDIN_NAME}: {error}") from None
+        yield from _parsed(text, STDIN_NAME, as_json=False)  # YAML reads JSON too
+        return
+    for file in _files(Path(path)):
+        yield from _documents(file)
 
 
 def _files(path: Path) -> list[Path]:
@@ -79,23 +96,27 @@ def _files(path: Path) -> list[Path]:
 
 
 def _documents(file: Path) -> list[tuple[Origin, Any]]:
-    """The file's documents with where each starts (empty YAML documents are left out, and still
-    counted in the positions of the others)."""
+    """The file's documents (``_parsed``): JSON for a ``.json`` file, else YAML."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableInputError(f"{file}: {error}") from None
+    return _parsed(text, str(file), as_json=file.suffix == ".json")
+
+
+def _parsed(text: str, name: str, as_json: bool) -> list[tuple[Origin, Any]]:
+    """The documents of ``text``, read from ``name``, with where each starts (empty YAML
+    documents are left out, and still counted in the positions of the others)."""
     try:
-        if file.suffix == ".json":
-            return [(Origin(str(file), 0, 1), json.loads(text))]
+        if as_json:
+            return [(Origin(name, 0, 1), json.loads(text))]
         documents = list(yaml.load_all(text, Loader=_ManifestLoader))
         lines = _document_lines(text)
     except (ValueError, RecursionError, yaml.YAMLError) as error:
-        raise UnreadableInputError(
-            f"{file}: not valid {file.suffix[1:].upper()}: {error}"
-        ) from None
+        language = "JSON" if as_json else "YAML"
+        raise UnreadableInputError(f"{name}: not valid {language}: {error}") from None
     return [
-        (Origin(str(file), index, lines[index] if index < len(lines) else None), document)
+        (Origin(name, index, lines[index] if index < len(lines) else None), document)
         for index, document in enumerate(documents)
         if document is not None
     ]

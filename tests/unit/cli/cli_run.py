@@ -42,11 +42,14 @@ def run(
     program: list[str] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 120,
+    stdin: str = "",
 ) -> CliResult:
-    """``python -m elasticquota ARGV`` (or ``program ARGV``) in a process of its own."""
+    """``python -m elasticquota ARGV`` (or ``program ARGV``) in a process of its own, ``stdin``
+    on its standard input."""
     command = [*(program or [sys.executable, "-m", "elasticquota"]), *map(str, argv)]
     done = subprocess.run(
         command,
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=REPO,
