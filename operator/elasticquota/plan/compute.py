@@ -28,12 +28,7 @@ from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.core.tree.profiles import (
-    ignored_profile,
-    root_owners,
-    root_quota_manifest,
-    tree_profiles,
-)
+from elasticquota.core.tree.profiles import root_owners, root_quota_manifest, tree_profiles
 from elasticquota.plan.findings import Finding, Origin, object_ref
 from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests
@@ -143,7 +138,7 @@ def _apply_profiles(
     by_key = {_quota_key(raw): raw for raw in raw_quotas}
     order = list(dict.fromkeys(_quota_key(raw) for raw in raw_quotas))
     owners, ignored = root_owners(profiles)
-    problems.extend(ignored_profile(profile, owner) for profile, owner in ignored)
+    problems.extend(problem for _, problem in ignored)
     for profile in owners:
         key = (profile.namespace, profile.quota_name)
         if key not in by_key:

@@ -10,7 +10,7 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_node, parse_quota
 from elasticquota.core import keys
-from elasticquota.core.model.models import LabelRequirement, NodeInfo, ProfileSpec
+from elasticquota.core.model.models import LabelRequirement, NodeInfo, Problem, ProfileSpec
 from elasticquota.core.quantities.quantity import is_unlimited, parse_units
 from elasticquota.core.tree.profiles import (
     fnv1a_64,
@@ -342,4 +342,17 @@ def test_of_profiles_naming_one_quota_the_first_by_namespace_and_name_writes_it(
     owners, ignored = root_owners([late, own, elsewhere, early])
 
     assert owners == [elsewhere, early, own]
-    assert ignored == [(late, early)]
+    assert ignored == [
+        (late, Problem(late.ref, f"quota 'gpu-root' is already the root of {early.ref}; "
+                                 "this profile is ignored")),
+    ]  # fmt: skip
+
+
+def test_a_profile_naming_a_reserved_quota_writes_nothing() -> None:
+    reserved = profile(name="a", quota_name=keys.DEFAULT_QUOTA)
+    owners, ignored = root_owners([reserved])
+    assert owners == []
+    assert ignored == [
+        (reserved, Problem(reserved.ref, f"quota {keys.DEFAULT_QUOTA!r} is reserved; "
+                                         "this profile is ignored")),
+    ]  # fmt: skip

@@ -71,6 +71,25 @@ def test_a_profile_without_a_node_selector(plan_with: Any, k8s: type[K8s]) -> No
     assert message.startswith("invalid object: spec.nodeSelector")
 
 
+@pytest.mark.parametrize("reserved", ["koordinator-root-quota", "koordinator-default-quota"])
+def test_a_profile_naming_a_reserved_quota_is_ignored(
+    plan_with: Any, k8s: type[K8s], reserved: str
+) -> None:
+    """It would turn the default tree's root, or the quota of pods without one, into a profile
+    tree's root; the engine ignores the labels of a reserved quota, so nothing said so."""
+    namespace = "koordinator-system"
+    profile = k8s.profile("pool", namespace, quota_name=reserved, match_labels={"pool": "gpu"})
+    document = plan_with(profile)
+    assert problems_of(document, f"ElasticQuotaProfile {namespace}/pool") == [
+        f"quota {reserved!r} is reserved; this profile is ignored"
+    ]
+    assert document["quotas"][reserved]["max"] == (
+        {}
+        if reserved == "koordinator-root-quota"
+        else {"cpu": "1844674407370955161", "memory": "1844674407370955161"}
+    )
+
+
 def test_a_priority_class_without_a_name_is_a_problem_not_dropped(plan_with: Any) -> None:
     document = plan_with(
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 5}

@@ -6,7 +6,8 @@ reference does. For each profile it computes the root quota the reference's cont
 labels and annotations the controller owns and the spec. A profile without a ``tree-id`` label gets
 it written back. Of profiles naming the same quota the first by namespace/name writes it, as in
 ``plan``; the others are ignored, with a Warning Event each (each writing its own root over the
-other's, as the reference does, rewrote the quota at every pass, for ever). Only the active replica
+other's, as the reference does, rewrote the quota at every pass, for ever), and so is a profile
+that names a reserved quota. Only the active replica
 writes (and nothing in a dry run, whose ``Cluster`` sends nothing).
 """
 
@@ -18,16 +19,11 @@ from typing import Any
 
 from elasticquota.controller.context import LoopContext, WritingLoop
 from elasticquota.core import keys
-from elasticquota.core.model.models import ProfileSpec
+from elasticquota.core.model.models import Problem, ProfileSpec
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.quantity import QuantityError
 from elasticquota.core.quantities.resources import parse_resource_list
-from elasticquota.core.tree.profiles import (
-    ignored_profile,
-    profile_tree_id,
-    root_owners,
-    root_quota_manifest,
-)
+from elasticquota.core.tree.profiles import profile_tree_id, root_owners, root_quota_manifest
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
@@ -102,12 +98,12 @@ class ProfileController(WritingLoop):
             if profile is not None:  # None: deleted while an earlier one was written
                 await self._reconcile(profile)
 
-    async def _report_ignored(self, ignored: list[tuple[ProfileSpec, ProfileSpec]]) -> None:
-        """A profile ignored for another that writes its quota: logged and a Warning Event
-        ``ProfileIgnored`` on it, once while it stands (again if it comes back)."""
+    async def _report_ignored(self, ignored: list[tuple[ProfileSpec, Problem]]) -> None:
+        """A profile ignored (``root_owners``: another writes its quota, or it names a reserved
+        one): logged and a Warning Event ``ProfileIgnored`` on it, once while it stands (again if
+        it comes back)."""
         standing: dict[str, str] = {}
-        for profile, owner in ignored:
-            problem = ignored_profile(profile, owner)
+        for profile, problem in ignored:
             standing[problem.object] = problem.message
             if self._ignored.get(problem.object) != problem.message:
                 logger.warning("%s: %s", problem.object, problem.message)

@@ -4,7 +4,8 @@ The reference's profile controller writes the tree's root quota: min = Σ alloca
 of the selected nodes × resourceRatio for the profile's resource keys, a huge max, the tree-id /
 is-root / profile labels and the ``total-resource`` annotation. ``root_quota_manifest`` computes
 that object as a plain manifest, so ``plan`` and the operator produce exactly the same thing.
-Of profiles naming the same quota, one writes it (``root_owners``), in both.
+Of profiles naming the same quota, one writes it, and none a reserved quota (``root_owners``), in
+both.
 """
 
 from __future__ import annotations
@@ -56,26 +57,28 @@ def tree_profiles(quotas: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 def root_owners(
     profiles: Iterable[ProfileSpec],
-) -> tuple[list[ProfileSpec], list[tuple[ProfileSpec, ProfileSpec]]]:
+) -> tuple[list[ProfileSpec], list[tuple[ProfileSpec, Problem]]]:
     """The profiles that write their root quota, by namespace/name, and each other profile with
-    the one that writes its quota: of profiles naming the same quota (their namespace and
-    ``quotaName``), the first by name writes it and the others are ignored (each writing its own
-    root over the other's would undo the other's write at every pass)."""
+    the problem that says why it is ignored: of profiles naming the same quota (their namespace
+    and ``quotaName``), the first by name writes it (each writing its own root over the other's
+    would undo the other's write at every pass); a reserved quota is no profile's root (it would
+    make the default tree's root, or the quota of pods without one, a profile tree's root)."""
     owners: dict[tuple[str, str], ProfileSpec] = {}
-    ignored: list[tuple[ProfileSpec, ProfileSpec]] = []
+    ignored: list[tuple[ProfileSpec, Problem]] = []
     for profile in sorted(profiles, key=lambda p: (p.namespace, p.name)):
-        owner = owners.setdefault((profile.namespace, profile.quota_name), profile)
+        name = profile.quota_name
+        if name in keys.RESERVED_QUOTAS:
+            ignored.append((profile, _ignored(profile, f"quota {name!r} is reserved")))
+            continue
+        owner = owners.setdefault((profile.namespace, name), profile)
         if owner is not profile:
-            ignored.append((profile, owner))
+            why = f"quota {name!r} is already the root of {owner.ref}"
+            ignored.append((profile, _ignored(profile, why)))
     return list(owners.values()), ignored
 
 
-def ignored_profile(profile: ProfileSpec, owner: ProfileSpec) -> Problem:
-    """The problem of a profile ``root_owners`` ignores for ``owner``."""
-    return Problem(
-        profile.ref,
-        f"quota {profile.quota_name!r} is already the root of {owner.ref}; this profile is ignored",
-    )
+def _ignored(profile: ProfileSpec, why: str) -> Problem:
+    return Problem(profile.ref, f"{why}; this profile is ignored")
 
 
 def requirement_matches(requirement: LabelRequirement, labels: Mapping[str, str]) -> bool:
