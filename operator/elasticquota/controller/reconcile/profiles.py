@@ -97,6 +97,7 @@ class ProfileController(WritingLoop):
             profile = self._state.profiles.get((owner.namespace, owner.name))
             if profile is not None:  # None: deleted while an earlier one was written
                 await self._reconcile(profile)
+            await asyncio.sleep(0)  # a root sums every node: the loop is held one at a time
 
     async def _report_ignored(self, ignored: list[tuple[ProfileSpec, Problem]]) -> None:
         """A profile ignored (``root_owners``: another writes its quota, or it names a reserved
