@@ -67,11 +67,17 @@ class Manifests:
 
 def load_paths(paths: Iterable[str | Path], stdin: TextIO | None = None) -> Manifests:
     """Every object in the given files and directories (``-``: ``stdin``, by default the
-    process's standard input, as kubectl's ``-f -``), sorted into kinds."""
-    manifests = Manifests()
+    process's standard input, as kubectl's ``-f -``), sorted into kinds. Reading nothing at all
+    is an ``UnreadableInputError``, as kubectl's "no objects passed": a mistyped path or an empty
+    directory must not pass a CI gate as a plan of nothing."""
+    manifests, read, names = Manifests(), 0, []
     for path in paths:
+        names.append(str(path))
         for origin, document in _read(path, stdin):
             _sort(document, origin, manifests)
+            read += 1
+    if not read:
+        raise UnreadableInputError(f"no objects in {', '.join(names) or 'no file'}")
     return manifests
 
 
@@ -89,7 +95,11 @@ def _read(path: str | Path, stdin: TextIO | None) -> Iterator[tuple[Origin, Any]
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        if not found:
+            suffixes = ", ".join(MANIFEST_SUFFIXES)
+            raise UnreadableInputError(f"{path}: a directory with no manifest file ({suffixes})")
+        return found
     if path.is_file():
         return [path]
     raise UnreadableInputError(f"{path}: no such file or directory")

@@ -90,6 +90,16 @@ def test_a_missing_path_exits_2_with_an_error(run_cli: CliRunner, tmp_path: Path
     assert result.err == f"error: {tmp_path / 'nope.yaml'}: no such file or directory\n"
 
 
+def test_an_empty_directory_fails_the_gate_with_exit_2(run_cli: CliRunner, tmp_path: Path) -> None:
+    """A CI gate pointed at a mistyped or empty directory must fail, not pass a plan of nothing."""
+    result = run_cli("plan", "-f", tmp_path, "--fail-on-problems")
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err == (
+        f"error: {tmp_path}: a directory with no manifest file (.yaml, .yml, .json)\n"
+    )
+
+
 def test_broken_yaml_exits_2_naming_the_file(
     run_cli: CliRunner, tmp_path: Path, examples: Path
 ) -> None:

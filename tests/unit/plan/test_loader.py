@@ -180,6 +180,34 @@ def test_a_missing_path_is_unreadable(tmp_path: Path) -> None:
         load_paths([tmp_path / "missing.yaml"])
 
 
+def test_a_directory_without_a_manifest_file_is_unreadable(tmp_path: Path) -> None:
+    """As kubectl's "recognized file extensions are [.json .yaml .yml]": a mistyped directory
+    must not read as a plan of nothing."""
+    (tmp_path / "notes.txt").write_text("kind: ElasticQuota\n", encoding="utf-8")
+    with pytest.raises(UnreadableInputError) as raised:
+        load_paths([tmp_path])
+    assert (
+        str(raised.value) == f"{tmp_path}: a directory with no manifest file (.yaml, .yml, .json)"
+    )
+
+
+def test_files_of_no_object_at_all_are_unreadable(tmp_path: Path) -> None:
+    """kubectl's "no objects passed": empty files, or only empty documents."""
+    empty, blank = tmp_path / "empty.yaml", tmp_path / "blank.yaml"
+    empty.write_text("", encoding="utf-8")
+    blank.write_text("---\n# nothing\n---\n", encoding="utf-8")
+    with pytest.raises(UnreadableInputError) as raised:
+        load_paths([empty, blank])
+    assert str(raised.value) == f"no objects in {empty}, {blank}"
+    quota = tmp_path / "quota.yaml"
+    quota.write_text(
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\n"
+        "metadata: {name: team, namespace: ns}\n",
+        encoding="utf-8",
+    )
+    assert len(load_paths([empty, quota]).quotas) == 1  # one object is enough
+
+
 @pytest.mark.parametrize(
     ("name", "text", "what"),
     [
