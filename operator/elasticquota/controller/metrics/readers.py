@@ -51,8 +51,9 @@ class ReaderCollector:
 
 
 _CONNECTED_HELP = (
-    "1 while the kind's watch is connected, else 0 (listing, reconnecting, down, or open past "
-    "the server's end of it: a frozen connection)"
+    "1 while the kind's watch is connected, else 0 (the first list, a list after a failure, "
+    "reconnecting, down, or open past the server's end of it: a frozen connection); a relist "
+    "after a routine 410 keeps it 1"
 )
 _DOWN_HELP = (
     "Seconds the kind's watch has been disconnected or known dead, since it last carried data "
