@@ -15,7 +15,10 @@ client-go, so that clock skew between nodes cannot cause two leaders): at most a
 periods after the holder's last renewal expired. The record it saw was written after the holder
 *started* that renewal, so the old holder's fence closed at least ``duration - renew deadline``
 seconds before the standby can write: a write already on its way must reach the API server within
-that margin (5 s by default).
+that margin (5 s by default). The Lease records the duration in whole seconds rounded up, never
+less than the holder's own. A Lease deleted by hand is still held, for a standby, by the record it
+last saw: it creates the Lease again only once that record has expired, for the holder knows
+nothing of the deletion before its next renewal (which creates the Lease again) and writes on.
 
 A renewal whose write conflicts (409 on the ``resourceVersion`` it read: something else, a label
 tool say, wrote the Lease in between) has not lost the Lease: as in client-go, the holder reads it
@@ -36,6 +39,7 @@ import asyncio
 import collections
 import datetime
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +57,12 @@ logger = logging.getLogger(__name__)
 def _micro_time(moment: datetime.datetime | None = None) -> str:
     moment = (moment or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_seconds(duration: float) -> int:
+    """The duration a Lease records, whole seconds: rounded up, never below the holder's own (a
+    standby waits out the record's duration, and the holder's fence must close first)."""
+    return max(1, math.ceil(duration))
 
 
 class NotLeadingError(Exception):
@@ -142,8 +152,11 @@ class LeaderElector:
         self._outage = OutageLog(logger, f"leader lease {namespace}/{name}")
         #: The renew times of this process's latest writes (sent; answered or not).
         self._written: collections.deque[str] = collections.deque(maxlen=8)
+        #: The last record seen (holder, renew time), when it was first seen (this replica's
+        #: monotonic clock) and the duration it gives.
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
+        self._observed_duration = 0
 
     async def run(self) -> None:
         """Forever: try to acquire or renew, then sleep (shorter while standing by or failing)."""
@@ -226,6 +239,8 @@ class LeaderElector:
         except ApiException as error:
             if error.status != 404:
                 raise
+            if self._held_by_another():  # deleted by hand: its holder may still be writing
+                return False
             return await self._create()
         spec = lease.spec
         holder = spec.holder_identity or ""
@@ -233,11 +248,21 @@ class LeaderElector:
         record = (holder, str(spec.renew_time))
         if record != self._observed:
             self._observed, self._observed_at = record, time.monotonic()
-        expired = time.monotonic() - self._observed_at > (spec.lease_duration_seconds or 0)
-        if holder and holder != self.identity and not expired:
+        self._observed_duration = spec.lease_duration_seconds or 0
+        if self._held_by_another():
             return False
         transitions = (spec.lease_transitions or 0) + (holder != self.identity)
         return await self._replace(lease.metadata, transitions, holder, spec.acquire_time)
+
+    def _held_by_another(self) -> bool:
+        """Whether the last record seen names another replica and has not gone unchanged for
+        longer than its duration on this replica's clock. A Lease deleted since is still held
+        by it: its holder, which does not know yet, writes until its fence closes."""
+        if self._observed is None:
+            return False
+        holder = self._observed[0]
+        unchanged = time.monotonic() - self._observed_at
+        return bool(holder) and holder != self.identity and unchanged <= self._observed_duration
 
     def _check_identity_is_ours_alone(
         self, holder: str, renew_time: datetime.datetime | None
@@ -263,7 +288,7 @@ class LeaderElector:
         self._written.append(now)
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": max(1, round(self.duration)),
+            "leaseDurationSeconds": lease_seconds(self.duration),
             "renewTime": now,
             "leaseTransitions": transitions,
         }
