@@ -4,7 +4,7 @@ Rule (kube/lease.py): a standby takes over only once the record it last saw has 
 longer than its duration on the standby's own clock; the holder's fence has closed by then (it
 closes ``renew_deadline`` after the start of its last renewal, and the record's duration is at
 least the holder's own, whole seconds rounded up). That holds for a Lease deleted by hand too: a
-standby that saw another replica hold it creates it again only once that record has expired.
+standby creates it again only once every look has found it missing for a lease duration.
 
 Each test drives the holder and the standby on one fake clock (``lease_election``), the standby in
 small steps, and checks at each step that it does not lead while the holder's fence is open.
@@ -74,9 +74,9 @@ async def test_the_recorded_duration_is_never_shorter_than_the_holders_fence(
 async def test_a_lease_deleted_by_hand_is_not_recreated_while_its_holder_may_still_write(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, leases: Leases, clock: Clock
 ) -> None:
-    """kubectl delete lease: the standby, which saw the holder's renewal at 0 s, creates the Lease
-    only once that record has expired on its clock (15 s), not at its next look: the holder, which
-    does not know yet, writes until it renews (at 5 s) or its fence closes (at 10 s)."""
+    """kubectl delete lease: the standby creates the Lease only once it has found it missing for
+    15 s, not at its next look: the holder, which does not know yet, writes until it renews (at
+    5 s) or its fence closes (at 10 s)."""
     holder = LeaderElector(api, NS, NAME, ME, duration=15.0, retry_period=0.5)
     standby = LeaderElector(api, NS, NAME, OTHER, duration=15.0, retry_period=0.5)
     await run_for(holder, clock, 0.01)
@@ -108,3 +108,23 @@ async def test_a_lease_deleted_by_hand_is_recreated_by_its_holder_and_kept(
 
     assert holder.leading.is_set() and holder.fence.is_fresh()
     assert leases.get(NS, NAME)["spec"]["holderIdentity"] == ME
+
+
+async def test_a_deleted_lease_is_waited_out_from_its_deletion_not_from_a_renewal_seen_long_ago(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, leases: Leases, clock: Clock
+) -> None:
+    """The standby last saw the holder's record at 1 s (its looks failed since, say), while the
+    holder kept renewing until 25 s; deleted then, the Lease is created again by the standby only
+    once every look has found it missing for a lease duration, not at once because the record it
+    saw is older than that."""
+    holder = LeaderElector(api, NS, NAME, ME, duration=15.0, retry_period=0.5)
+    standby = LeaderElector(api, NS, NAME, OTHER, duration=15.0, retry_period=0.5)
+    await run_for(holder, clock, 0.01)
+    await run_for(standby, clock, 1)
+    await run_for(holder, clock, 24)  # renewed every 5 s, unseen by the standby
+    del kmock.objects[LEASES, NS, NAME]
+    deleted = clock.now - 1000
+
+    took_over = await standby_takeover(holder, standby, clock, 20)
+
+    assert took_over is not None and took_over - deleted > 15

@@ -16,9 +16,10 @@ periods after the holder's last renewal expired. The record it saw was written a
 *started* that renewal, so the old holder's fence closed at least ``duration - renew deadline``
 seconds before the standby can write: a write already on its way must reach the API server within
 that margin (5 s by default). The Lease records the duration in whole seconds rounded up, never
-less than the holder's own. A Lease deleted by hand is still held, for a standby, by the record it
-last saw: it creates the Lease again only once that record has expired, for the holder knows
-nothing of the deletion before its next renewal (which creates the Lease again) and writes on.
+less than the holder's own. A Lease deleted by hand may still be held: its holder knows nothing of
+the deletion before its next renewal (which creates the Lease again) and writes on. So only the
+holder, and a replica that has seen no Lease yet (the first start), create a missing Lease at once;
+any other replica once every look has found it missing for a lease duration.
 
 A renewal whose write conflicts (409 on the ``resourceVersion`` it read: something else, a label
 tool say, wrote the Lease in between) has not lost the Lease: as in client-go, the holder reads it
@@ -60,8 +61,7 @@ def _micro_time(moment: datetime.datetime | None = None) -> str:
 
 
 def lease_seconds(duration: float) -> int:
-    """The duration a Lease records, whole seconds: rounded up, never below the holder's own (a
-    standby waits out the record's duration, and the holder's fence must close first)."""
+    """The whole seconds a Lease records for ``duration``: rounded up, never below it."""
     return max(1, math.ceil(duration))
 
 
@@ -152,11 +152,11 @@ class LeaderElector:
         self._outage = OutageLog(logger, f"leader lease {namespace}/{name}")
         #: The renew times of this process's latest writes (sent; answered or not).
         self._written: collections.deque[str] = collections.deque(maxlen=8)
-        #: The last record seen (holder, renew time), when it was first seen (this replica's
-        #: monotonic clock) and the duration it gives.
+        #: The last record seen (holder, renew time), since when (monotonic), and its duration.
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._observed_duration = 0
+        self._missing_since: float | None = None  # every look since found no Lease
 
     async def run(self) -> None:
         """Forever: try to acquire or renew, then sleep (shorter while standing by or failing)."""
@@ -183,6 +183,7 @@ class LeaderElector:
             RenewalConflictError,
         ) as error:
             self._outage.failed(self.identity, error)
+            self._missing_since = None  # not seen: the Lease may have been there meanwhile
             if was_leading:
                 self._on_renew_failure("timeout" if isinstance(error, TimeoutError) else "error")
                 self._renew_failing = True
@@ -239,30 +240,42 @@ class LeaderElector:
         except ApiException as error:
             if error.status != 404:
                 raise
-            if self._held_by_another():  # deleted by hand: its holder may still be writing
-                return False
-            return await self._create()
+            return False if self._missing_may_be_held() else await self._create()
+        self._missing_since = None
         spec = lease.spec
         holder = spec.holder_identity or ""
         self._check_identity_is_ours_alone(holder, spec.renew_time)
-        record = (holder, str(spec.renew_time))
-        if record != self._observed:
-            self._observed, self._observed_at = record, time.monotonic()
-        self._observed_duration = spec.lease_duration_seconds or 0
+        self._observe((holder, str(spec.renew_time)), spec.lease_duration_seconds or 0)
         if self._held_by_another():
             return False
         transitions = (spec.lease_transitions or 0) + (holder != self.identity)
         return await self._replace(lease.metadata, transitions, holder, spec.acquire_time)
 
+    def _observe(self, record: tuple[str, str], duration: int) -> None:
+        """The record seen now, and the duration it gives; its clock starts when it changed."""
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        self._observed_duration = duration
+
     def _held_by_another(self) -> bool:
         """Whether the last record seen names another replica and has not gone unchanged for
-        longer than its duration on this replica's clock. A Lease deleted since is still held
-        by it: its holder, which does not know yet, writes until its fence closes."""
+        longer than its duration on this replica's clock."""
         if self._observed is None:
             return False
         holder = self._observed[0]
         unchanged = time.monotonic() - self._observed_at
         return bool(holder) and holder != self.identity and unchanged <= self._observed_duration
+
+    def _missing_may_be_held(self) -> bool:
+        """Whether a Lease found missing may still be held (see the module's docstring): until
+        every look has found it missing for a lease duration (the last seen, at least ours)."""
+        if self.leading.is_set() or self._observed is None:
+            return False
+        now = time.monotonic()
+        if self._missing_since is None:
+            self._missing_since = now
+        duration = max(self._observed_duration, lease_seconds(self.duration))
+        return now - self._missing_since <= duration
 
     def _check_identity_is_ours_alone(
         self, holder: str, renew_time: datetime.datetime | None
@@ -306,7 +319,9 @@ class LeaderElector:
         try:
             await self._leases.create_namespaced_lease(self.namespace, body)
         except ApiException as error:
-            if error.status == 409:
+            if error.status == 409:  # another replica created it first: held, by it
+                created = ("(created by another replica)", str(time.monotonic()))
+                self._observe(created, lease_seconds(self.duration))
                 return False
             raise
         return True
