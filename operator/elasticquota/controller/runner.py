@@ -38,7 +38,7 @@ from elasticquota.controller.reconcile.names import NameRecorder
 from elasticquota.controller.reconcile.problems import SETTLE_SECONDS, ProblemReporter, Settling
 from elasticquota.controller.reconcile.profiles import ProfileController
 from elasticquota.controller.reconcile.reconciler import Reconciler
-from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas
+from elasticquota.controller.reconcile.reserved import keep_reserved_quotas
 from elasticquota.controller.solving import use_one_solver_thread
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, configure_admission, register_webhooks
@@ -47,7 +47,7 @@ from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.errors import describe
-from elasticquota.kube.lease import Fence, LeaderElector, NotLeadingError
+from elasticquota.kube.lease import Fence, LeaderElector
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.numbacache import start_kernels
@@ -298,17 +298,13 @@ class Operator:
         await gates.run()
 
     async def _ensure_reserved(self) -> None:
-        await self.state.synced.wait()
-        while True:
-            await self.leader.leading.wait()
-            try:
-                await ensure_reserved_quotas(
-                    self.cluster, self.state, self.settings.reserved_namespace
-                )
-            except NotLeadingError:  # lost the Lease meanwhile: until it is held again
-                await asyncio.sleep(self.settings.lease_retry_period)
-                continue
-            return
+        await keep_reserved_quotas(
+            self.cluster,
+            self.state,
+            self.settings.reserved_namespace,
+            self.leader.leading,
+            retry=max(self.settings.reconcile_interval, self.settings.lease_retry_period),
+        )
 
     async def _report_problems(self) -> None:
         await self.state.synced.wait()

@@ -9,13 +9,18 @@ someone else (409) is not an error; created objects become the current state.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api.parse import parse_quota
-from elasticquota.controller.reconcile.reserved import ensure_reserved_quotas, reserved_manifests
+from elasticquota.controller.reconcile.reserved import (
+    ensure_reserved_quotas,
+    keep_reserved_quotas,
+    reserved_manifests,
+)
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.solve.engine import reference_reserved_max
@@ -119,3 +124,42 @@ async def test_a_refused_creation_is_raised(
     cluster.fail("create_quota", ApiException(status=403, reason="Forbidden"))
     with pytest.raises(ApiException):
         await ensure_reserved_quotas(cluster, state, NS)
+
+
+@pytest.mark.looptime
+async def test_a_failed_creation_is_tried_again_until_all_exist(
+    state: ControllerState,
+    cluster: FakeCluster,
+) -> None:
+    """At a first install the quota webhook (the operator's own) has no ready endpoint yet: the
+    API server answers 500 "failed calling webhook". The loop died of it, and the operator with
+    it, restarting into the same refusal."""
+    webhook_down = ApiException(status=500, reason="Internal Server Error")
+    cluster.fail("create_quota", webhook_down, webhook_down)
+    state.mark_synced()
+    leading = asyncio.Event()
+    leading.set()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    await asyncio.wait_for(keep_reserved_quotas(cluster, state, NS, leading, retry=1.0), 10)
+
+    assert set(cluster.quotas) == {(NS, name) for name in keys.RESERVED_QUOTAS}
+    assert cluster.verbs().count("create_quota") == 5  # two refused, then the three
+    assert loop.time() - start == pytest.approx(2.0)  # one retry a second
+
+
+@pytest.mark.looptime
+async def test_the_reserved_quotas_wait_for_the_memory_and_the_lease(
+    state: ControllerState,
+    cluster: FakeCluster,
+) -> None:
+    leading = asyncio.Event()
+    task = asyncio.create_task(keep_reserved_quotas(cluster, state, NS, leading, retry=1.0))
+    await asyncio.sleep(5)
+    state.mark_synced()
+    await asyncio.sleep(5)
+    assert cluster.calls == []  # synced, but not leading: nothing sent
+    leading.set()
+    await asyncio.wait_for(task, 10)
+    assert set(cluster.quotas) == {(NS, name) for name in keys.RESERVED_QUOTAS}
