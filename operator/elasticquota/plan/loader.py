@@ -10,6 +10,7 @@ document) is kept for the problems' report.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 import sys
@@ -108,10 +109,20 @@ def _files(path: Path) -> list[Path]:
 def _documents(file: Path) -> list[tuple[Origin, Any]]:
     """The file's documents (``_parsed``): JSON for a ``.json`` file, else YAML."""
     try:
-        text = file.read_text(encoding="utf-8")
+        text = _decoded(file.read_bytes())
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableInputError(f"{file}: {error}") from None
     return _parsed(text, str(file), as_json=file.suffix == ".json")
+
+
+def _decoded(data: bytes) -> str:
+    """UTF-8 text, or UTF-8 / UTF-16 after a byte-order mark, which is dropped (as kubectl reads
+    files: editors on Windows write one, and ``json`` refuses it)."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8) :].decode("utf-8")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")  # reads the mark for the byte order and drops it
+    return data.decode("utf-8")
 
 
 def _parsed(text: str, name: str, as_json: bool) -> list[tuple[Origin, Any]]:

@@ -3,6 +3,7 @@ problems for documents that are not objects, and errors only for unreadable inpu
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,26 @@ def test_a_json_file_is_read(tmp_path: Path, k8s: type[K8s]) -> None:
     path = tmp_path / "node.json"
     path.write_text(json.dumps(k8s.node("n1", {"cpu": 8})))
     assert names(load_paths([path]).nodes) == ["n1"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.parametrize(
+    ("mark", "encoding"),
+    [
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ],
+    ids=["utf-8", "utf-16-le", "utf-16-be"],
+)
+def test_a_file_with_a_byte_order_mark_is_read_as_kubectl_reads_it(
+    tmp_path: Path, k8s: type[K8s], suffix: str, mark: bytes, encoding: str
+) -> None:
+    path = tmp_path / f"node{suffix}"
+    path.write_bytes(mark + json.dumps(k8s.node("n1", {"cpu": 8})).encode(encoding))
+    manifests = load_paths([path])
+    assert names(manifests.nodes) == ["n1"]
+    assert manifests.problems == []
 
 
 def test_a_directory_is_read_recursively_in_name_order(
