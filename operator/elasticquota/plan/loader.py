@@ -183,6 +183,9 @@ def _sort(document: Any, origin: Origin, manifests: Manifests) -> None:
         metadata = item.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name and kind in READ_KINDS:
+            manifests.problems.append(_unnamed(item, str(kind), namespace, origin))
+            continue
         manifests.origins[(str(kind), namespace, name)] = origin
         if kind == keys.QUOTA_KIND and group in keys.QUOTA_GROUPS:
             manifests.quotas.append(item)
@@ -209,6 +212,28 @@ READ_KINDS: dict[str, str] = {
     "Namespace": "v1",
     "PriorityClass": "scheduling.k8s.io/v1",
 }
+
+
+def _unnamed(item: dict[str, Any], kind: str, namespace: str, origin: Origin) -> InputFinding:
+    """An object of a kind plan reads without a name: it cannot be told from others (a quota
+    is its name), so it is left out with its place in the file (``generateName`` names an
+    object only when the API server creates it)."""
+    metadata = item.get("metadata")
+    if metadata is None:
+        message = "no metadata"
+    elif not isinstance(metadata, dict):
+        message = "metadata is not a mapping"
+    elif metadata.get("generateName"):
+        message = "only metadata.generateName, which the API server completes at creation"
+    else:
+        message = "no metadata.name"
+    return InputFinding(
+        object_ref(kind, namespace, "<unnamed>"),
+        f"{message}; skipped: plan reads objects by name",
+        rule="no-name",
+        source="input",
+        origin=origin,
+    )
 
 
 def _skip(

@@ -94,4 +94,6 @@ def test_a_priority_class_without_a_name_is_a_problem_not_dropped(plan_with: Any
     document = plan_with(
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 5}
     )
-    assert problems_of(document, "PriorityClass /<unnamed>") == ["no metadata.name; ignored"]
+    assert problems_of(document, "PriorityClass /<unnamed>") == [
+        "no metadata; skipped: plan reads objects by name"
+    ]

@@ -144,4 +144,5 @@ def test_a_quota_whose_metadata_is_not_a_mapping(plan_with: Any) -> None:
     document = plan_with(broken)
     (problem,) = document["problems"]
     assert problem["object"] == "ElasticQuota /<unnamed>"
-    assert problem["message"].startswith("invalid object: metadata")
+    assert problem["message"] == "metadata is not a mapping; skipped: plan reads objects by name"
+    assert (problem["rule"], problem["document"]) == ("no-name", 3)  # after the healthy three

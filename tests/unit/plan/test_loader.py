@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from conftest import K8s, Writer
 
 
+NO_NAME = "no metadata.name; skipped: plan reads objects by name"
+
+
 def names(objects: list[dict[str, object]]) -> list[str]:
     return [obj["metadata"]["name"] for obj in objects]  # type: ignore[index]
 
@@ -176,6 +179,31 @@ def test_a_document_that_is_not_an_object_with_a_kind_is_a_problem(
         (f"document in {path}", "not a Kubernetes object (no kind); skipped")
     ]
     assert names(manifests.nodes) == ["n1"]
+
+
+def test_objects_without_a_name_are_problems_at_their_place_and_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "unnamed.yaml"
+    path.write_text(
+        "kind: ElasticQuota\napiVersion: scheduling.sigs.k8s.io/v1alpha1\n"
+        "metadata: {namespace: team}\n---\n"
+        "kind: ElasticQuota\napiVersion: scheduling.sigs.k8s.io/v1alpha1\n"
+        "metadata: {namespace: team}\n---\n"
+        "kind: Pod\napiVersion: v1\nmetadata: {generateName: web-}\n"
+    )
+    manifests = load_paths([path])
+    assert (manifests.quotas, manifests.pods) == ([], [])
+    found = [(p.object, p.rule, p.origin, p.message) for p in manifests.problems]  # type: ignore[attr-defined]
+    assert found == [
+        ("ElasticQuota team/<unnamed>", "no-name", Origin(str(path), 0, 1), NO_NAME),
+        ("ElasticQuota team/<unnamed>", "no-name", Origin(str(path), 1, 5), NO_NAME),
+        (
+            "Pod /<unnamed>",
+            "no-name",
+            Origin(str(path), 2, 9),
+            "only metadata.generateName, which the API server completes at creation; "
+            "skipped: plan reads objects by name",
+        ),
+    ]
 
 
 def test_list_items_that_are_not_a_list_are_problems_not_a_crash(write: Writer) -> None:
