@@ -74,7 +74,7 @@ async def test_examples_converge_to_plan_and_follow_pod_changes(
     assert analytics["status"]["used"]["cpu"] == "16"
 
     # `elastic-quota tree` draws what the operator wrote, in plan's layout
-    tree = await draw(ClusterTarget(None, None, None), None)  # -A
+    tree = (await draw(ClusterTarget(None, None, None), None)).text  # -A
     ml_row = next(line for line in tree.splitlines() if line.strip().startswith("ml-research"))
     assert ml_row.split()[1:] == ["cpu", "16", "48", "32", "32!", "28.571"]  # over its runtime
 

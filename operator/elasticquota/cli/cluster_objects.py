@@ -8,11 +8,13 @@ message is a single line for the command's stderr, never a traceback.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.cli.cluster import ClusterTarget, listed, read
+from elasticquota.cli.cluster import ClusterTarget, listed, read, translate
 from elasticquota.kube.errors import read_json
 from elasticquota.kube.quotas import (
     PROFILE_GROUP,
@@ -20,6 +22,7 @@ from elasticquota.kube.quotas import (
     PROFILE_VERSION,
     QUOTA_GROUP,
     QUOTA_PLURAL,
+    list_namespace_quotas,
     list_quotas,
 )
 from elasticquota.plan.loader import Manifests
@@ -36,6 +39,29 @@ async def _raw_items(what: str, call: Callable[..., Any]) -> list[dict[str, Any]
 async def quota_objects(api: client.ApiClient) -> list[dict[str, Any]]:
     """Every ElasticQuota (an error status names the list)."""
     return await listed(f"{QUOTA_PLURAL}.{QUOTA_GROUP}", list_quotas(api))
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleQuotas:
+    """The quotas a ``tree`` may draw, and whether only one namespace's could be read."""
+
+    items: list[dict[str, Any]]
+    only_namespace: str | None = None
+
+
+async def visible_quotas(api: client.ApiClient, namespace: str | None) -> VisibleQuotas:
+    """Every ElasticQuota; for one namespace's view, when its user may not list them across
+    the cluster (403: bound to ``view`` in that namespace only, as the chart's aggregated role
+    allows), the quotas of that namespace alone, without the quotas above them."""
+    if namespace is None:
+        return VisibleQuotas(await quota_objects(api))
+    try:
+        return VisibleQuotas(await list_quotas(api))
+    except ApiException as error:
+        if error.status != 403:
+            raise translate(error, f"{QUOTA_PLURAL}.{QUOTA_GROUP}") from error
+    what = f"{QUOTA_PLURAL}.{QUOTA_GROUP} in namespace {namespace}"
+    return VisibleQuotas(await listed(what, list_namespace_quotas(api, namespace)), namespace)
 
 
 async def cluster_manifests(api: client.ApiClient) -> Manifests:

@@ -15,7 +15,8 @@ import asyncio
 import signal
 import sys
 from collections.abc import Coroutine
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from elasticquota.cli.cluster import ClusterTarget, add_cluster_options, read, target
@@ -171,20 +172,38 @@ def _depth_first(snapshot: Snapshot) -> list[tuple[QuotaResult, int]]:
     return ordered
 
 
+@dataclass(frozen=True, slots=True)
+class Drawing:
+    """One ``tree``'s text, and a note for stderr when part of it could not be read."""
+
+    text: str
+    note: str | None = None
+
+
 async def draw(
     where: ClusterTarget, resources: set[str] | None, quota: str | None = None, fmt: str = "table"
-) -> str:
-    """The text of one ``tree`` (``fmt`` an ``-o`` format)."""
-    from elasticquota.cli.cluster_objects import quota_objects  # the API client only when needed
+) -> Drawing:
+    """One ``tree`` (``fmt`` an ``-o`` format)."""
+    from elasticquota.cli.cluster_objects import visible_quotas  # the API client when needed
 
-    objects = await read(where, quota_objects)
-    snapshot = select(live_snapshot(objects), where.namespace, quota)
-    return render(
+    visible = await read(where, partial(visible_quotas, namespace=where.namespace))
+    snapshot = select(live_snapshot(visible.items), where.namespace, quota)
+    text = render(
         fmt,
         doc=lambda: tree_document(snapshot, where.namespace),
         table=lambda: "\n".join(render_trees(snapshot, resources)) + "\n",
         wide=lambda: render_wide(snapshot, resources),
     )
+    if visible.only_namespace is None:
+        return Drawing(text)
+    return Drawing(text, f"note: {visible.only_namespace}'s quotas only: {LISTING_REFUSED}")
+
+
+#: Why a namespace's view can lack the quotas above its own.
+LISTING_REFUSED = (
+    "this user may not list ElasticQuotas across the cluster (403), so the quotas above them, "
+    "in other namespaces, are not shown"
+)
 
 
 def _nothing_shown(text: str, args: argparse.Namespace, where: ClusterTarget) -> bool:
@@ -204,15 +223,17 @@ async def watch(args: argparse.Namespace, where: ClusterTarget, resources: set[s
     interrupted = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted.set)
     while True:
-        text = await unless_interrupted(
+        drawing = await unless_interrupted(
             interrupted, draw(where, resources, args.quota, args.output)
         )
+        text = drawing.text
         if args.output in ("table", "wide"):
             text = CLEAR_SCREEN + text
         elif args.output == "yaml":
             text = "---\n" + text
         sys.stdout.write(text)
         sys.stdout.flush()
+        _say(drawing.note)
         await unless_interrupted(interrupted, asyncio.sleep(args.interval))
 
 
@@ -234,8 +255,15 @@ def run_tree(args: argparse.Namespace) -> int:
     if args.watch:
         asyncio.run(watch(args, where, resources))
         return 0
-    text = asyncio.run(draw(where, resources, args.quota, args.output))
-    sys.stdout.write(text)
-    if _nothing_shown(text, args, where):
+    drawing = asyncio.run(draw(where, resources, args.quota, args.output))
+    sys.stdout.write(drawing.text)
+    sys.stdout.flush()
+    _say(drawing.note)
+    if _nothing_shown(drawing.text, args, where):
         print(f"no quotas in namespace {where.namespace} (-A: every namespace)", file=sys.stderr)
     return 0
+
+
+def _say(note: str | None) -> None:
+    if note is not None:
+        print(note, file=sys.stderr, flush=True)

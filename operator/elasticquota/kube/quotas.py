@@ -120,6 +120,15 @@ async def list_quotas(api: client.ApiClient) -> list[dict[str, Any]]:
     return items
 
 
+async def list_namespace_quotas(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    """The ElasticQuotas of one namespace (what a user bound to ``view`` there may list)."""
+    response = await _objects(api).list_namespaced_custom_object(
+        QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL
+    )
+    items: list[dict[str, Any]] = response.get("items", [])
+    return items
+
+
 async def ensure_namespace(api: client.ApiClient, name: str) -> None:
     """Create the namespace unless it exists (409 AlreadyExists is final, not a conflict to retry);
     transient failures retried: a start-up step (``START_UP_ATTEMPTS``)."""

@@ -131,11 +131,13 @@ def quota_rows(result: QuotaResult, depth: int, resources: set[str] | None) -> I
 
 
 def _walk(snapshot: Snapshot, tree: str) -> Iterator[tuple[QuotaResult, int]]:
-    """Depth-first, children sorted by name, starting at the tree's top-level quotas."""
+    """Depth-first, children sorted by name, starting at the tree's top-level quotas (and at
+    quotas whose parent is not shown: ``tree -n`` for a user who may read one namespace)."""
     children: dict[str, list[str]] = {}
     for name, result in snapshot.quotas.items():
         if result.tree == tree and name != ROOT_QUOTA:
-            children.setdefault(result.parent, []).append(name)
+            parent = result.parent if result.parent in snapshot.quotas else ROOT_QUOTA
+            children.setdefault(parent, []).append(name)
     stack = [(name, 1) for name in sorted(children.get(ROOT_QUOTA, []), reverse=True)]
     while stack:
         name, depth = stack.pop()
