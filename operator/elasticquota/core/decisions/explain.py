@@ -2,10 +2,14 @@
 
 For a pending pod: each level from its quota up to the top, with runtime / used / request for the
 pod's resources; the admission verdict (``admission``) and, when blocked, how much would have
-to be freed or added at the blocking level. A pod held by a user or group limit
-(``core.userlimits``) gets a ``held by`` line per limit (whose, which limit object, at which
-quota, on what) and advice with the numbers: the usage the subject must drop to, or the value the
-limit must be raised to (or, for applications, that one of the running ones must stop).
+to be freed or added at the blocking level. A pod at the admission gate gets the gate's own
+decision (``gating.gate_decisions``): the pods released but not bound yet, and those the same
+round releases before it (higher priority, then older), count in the used it is checked and shown
+against, so "fits now" is a pod the gate releases and "waits" one it holds, for the same reason.
+A pod held by a user or group limit (``core.userlimits``) gets a ``held by`` line per limit
+(whose, which limit object, at which quota, on what) and advice with the numbers: the usage the
+subject must drop to, or the value the limit must be raised to (or, for applications, that one of
+the running ones must stop).
 
 For a running pod of a quota above its runtime: whether the next revocation round would evict it
 (``core.decisions.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
@@ -16,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elasticquota.core.decisions.admission import Shortfall, check_pod
+from elasticquota.core.decisions.admission import Shortfall, Verdict, check_pod
+from elasticquota.core.decisions.gating import gate_decisions, is_gated
 from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -186,7 +191,9 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
         return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
         return _explain_running(snapshot, pod, quota, levels)
-    verdict = check_pod(snapshot, pod, check_ancestors)
+    verdict, seen = _pending_verdict(snapshot, pod, check_ancestors)
+    if seen is not snapshot and levels:
+        levels = _levels(seen, quota, pod)
     state = "pending"
     if verdict.admitted:
         return Explanation(pod_key, quota, state, f"fits now ({verdict.reason})", levels)
@@ -198,6 +205,19 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
         found.held_by = [_held_by(item, user) for item in verdict.limit_refusals]
         found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
     return found
+
+
+def _pending_verdict(
+    snapshot: Snapshot, pod: PodInfo, check_ancestors: bool
+) -> tuple[Verdict, Snapshot]:
+    """The verdict on a pending pod and the figures it was reached on: the gate's decision for a
+    gated pod (released pods not bound yet, and the round's earlier releases, counted as used),
+    the admission check on the snapshot for any other."""
+    if is_gated(pod):
+        for decision in gate_decisions(snapshot, check_ancestors):
+            if decision.pod.key == pod.key:
+                return decision.verdict, decision.seen
+    return check_pod(snapshot, pod, check_ancestors), snapshot
 
 
 def _explain_running(
