@@ -330,6 +330,24 @@ async def test_a_pod_refused_by_the_pod_webhook_is_denied_for_its_quota(
                  webhook=VALIDATE_POD, result="denied") == 2  # fmt: skip
 
 
+async def test_a_dry_run_pod_refused_by_the_pod_webhook_is_no_denied_admission(
+    state: ControllerState, k8s: Bodies, make_settings: Callable[..., Settings]
+) -> None:
+    """``kubectl apply --dry-run=server`` creates no pod: its refusal is an answered request
+    (webhook requests, ``denied``), not a pod refused for its quota (admissions)."""
+    metrics = Metrics()
+    state.on_quota(k8s.quota("dept", max={"cpu": "4"}, is_parent=True))
+    state.mark_synced()
+    registry = make_registry(state, make_settings(webhook_port=9443), metrics)
+    in_parent = k8s.pod("q", quota="dept")
+    assert not await allowed(
+        registry, VALIDATE_POD, POD_RESOURCE, operation="CREATE", object=in_parent, dryRun=True
+    )
+    assert count(metrics, "elastic_quota_admissions_total", quota="dept", result="denied") == 0
+    assert count(metrics, "elastic_quota_webhook_requests_total",
+                 webhook=VALIDATE_POD, result="denied") == 1  # fmt: skip
+
+
 def test_lease_renew_failures_are_counted_by_reason_from_zero() -> None:
     """The runner gives ``lease_renew_failed`` to the elector as its ``on_renew_failure``."""
     metrics = Metrics()

@@ -26,7 +26,8 @@ exposed: counters with ``_total``, histograms by their base name). Families and 
   ``preemption`` (in-quota preemption); result ``evicted``, ``blocked`` (a PodDisruptionBudget's
   429), ``gone`` (404: already deleted), ``failed`` (any other error).
 * ``elastic_quota_admissions_total{quota, result}``: ``admitted`` (a gated pod released by the
-  gate controller), ``denied`` (a pod refused by the validate-pod webhook).
+  gate controller), ``denied`` (a pod refused by the validate-pod webhook; not a dry run, which
+  creates no pod).
 * ``elastic_quota_api_errors_total{verb, code}``: failed requests of the operator's API client,
   each attempt; verb ``get``/``list``/``create``/``update``/``patch``/``delete``/``evict``, code
   the HTTP status, ``timeout`` (25 s) or ``connection``; expected refusals count too (a 404 on

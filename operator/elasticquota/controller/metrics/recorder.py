@@ -70,7 +70,8 @@ class Metrics:
         )  # fmt: skip
         self._admissions = Counter(
             ADMISSIONS, "Pod admission decisions per quota: gated pods released (admitted), "
-            "pods refused by the validate-pod webhook (denied)", ["quota", "result"], registry=on,
+            "pods refused by the validate-pod webhook, dry runs aside (denied)",
+            ["quota", "result"], registry=on,
         )  # fmt: skip
         self._api_errors = Counter(
             API_ERRORS, "Failed Kubernetes API requests of the operator (each attempt)",

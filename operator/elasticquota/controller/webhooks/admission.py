@@ -3,8 +3,10 @@ rules of ``elasticquota.core.validation`` / ``core.decisions.mutation`` and turn
 ``kopf.AdmissionError`` (HTTP 403, every violation's message joined by ``; ``).
 
 Every request is counted per webhook by its answer (``allowed``, ``denied`` when a rule refuses
-it, ``error`` when the operator is not ready or the handler failed), and every pod the
-validate-pod webhook refuses counts as ``denied`` for its quota.
+it, ``error`` when the operator is not ready or the handler failed), dry runs included: each is a
+request answered. Every pod the validate-pod webhook refuses counts as ``denied`` for its quota
+(``elastic_quota_admissions_total``), except in a dry run (``kubectl apply --dry-run=server``):
+no pod is created, so none is refused, and a CI job's dry runs do not read as pods turned away.
 
 A refusal is normal operation: it is logged once, at INFO, on one line with the request, the object
 and each broken rule (``refused CREATE ElasticQuota team/q: ... [min-le-max]``); a request refused
@@ -249,7 +251,7 @@ class Admission:
         violations = violations or self.user_limits.violations(
             operation, body, pod_quota(body, view), remember=not dryrun
         )
-        if violations:
+        if violations and not dryrun:  # a dry run creates no pod: no pod refused either
             self.metrics.denied(pod_quota(body, view))
         deny(violations, f"{operation} Pod {namespace}/{name}")
 
