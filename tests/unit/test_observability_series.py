@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from observability_assets import DASHBOARD, RULE_TEMPLATE, all_panels, family
+from observability_assets import DASHBOARD, METRICS_DOC, RULE_TEMPLATE, all_panels, family
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from quota_bodies import quota_body
@@ -102,10 +102,14 @@ Series = dict[str, tuple[str, set[str]]]
 
 
 @pytest.fixture(scope="module")
-def series() -> Series:
-    text = generate_latest(asyncio.run(fed_metrics()).registry).decode()
+def exposition() -> str:
+    return generate_latest(asyncio.run(fed_metrics()).registry).decode()
+
+
+@pytest.fixture(scope="module")
+def series(exposition: str) -> Series:
     found: Series = {}
-    for exposed in text_string_to_metric_families(text):
+    for exposed in text_string_to_metric_families(exposition):
         for sample in exposed.samples:
             _, labels = found.setdefault(sample.name, (exposed.type, set()))
             labels.update(sample.labels)
@@ -179,3 +183,11 @@ def test_queries_read_exposed_series_labels_and_types(exprs: Any, series: Series
     assert texts
     wrong = {where: found for where, expr in texts.items() if (found := problems(expr, series))}
     assert wrong == {}
+
+
+def test_the_admission_wait_series_per_quota_are_as_many_as_the_doc_says(exposition: str) -> None:
+    """Every series of one quota's admission-wait histogram, ``_created`` included
+    (prometheus_client writes one per counter and histogram child in the text format)."""
+    wait = re.compile(r'^elastic_quota_admission_wait_seconds_\w+\{[^}]*quota="team-a"', re.M)
+    count = len(wait.findall(exposition))
+    assert f"series ({count} per quota:" in METRICS_DOC.read_text()

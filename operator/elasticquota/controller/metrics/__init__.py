@@ -30,7 +30,8 @@ exposed: counters with ``_total``, histograms by their base name). Families and 
   creates no pod).
 * ``elastic_quota_api_errors_total{verb, code}``: failed requests of the operator's API client,
   each attempt; verb ``get``/``list``/``create``/``update``/``patch``/``delete``/``evict``, code
-  the HTTP status, ``timeout`` (25 s) or ``connection``; expected refusals count too (a 404 on
+  the HTTP status, ``timeout`` (``API_TIMEOUT``, 10 s by default), ``connection`` or ``fenced``
+  (a write cut off when the Lease was not renewed in time); expected refusals count too (a 404 on
   an eviction of a pod already gone, a PodDisruptionBudget's 429). Kopf's watches are not seen.
 * ``elastic_quota_webhook_requests_total{webhook, result}``: per handler id
   (``validate-elasticquota``, ``mutate-elasticquota``, ``validate-pod``, ``mutate-pod``),
