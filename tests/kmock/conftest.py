@@ -44,6 +44,7 @@ from lease_election import LEASES, ME, NAME, NS, Clock
 
 from elasticquota.kube import errors
 from elasticquota.kube import lease as lease_module
+from elasticquota.kube.client import ObservedApiClient
 from elasticquota.kube.lease import LeaderElector
 
 
@@ -125,6 +126,31 @@ async def api(kmock: kmock.KubernetesEmulator) -> AsyncIterator[client.ApiClient
     """A kubernetes_asyncio client talking to the KMock server."""
     configuration = client.Configuration(host=str(kmock.url))
     async with client.ApiClient(configuration=configuration) as api_client:
+        yield api_client
+
+
+@pytest.fixture
+def seen() -> list[tuple[str, str]]:
+    """The failed requests the ``observed`` client reported, as ``(verb, code)``."""
+    return []
+
+
+@pytest.fixture
+def request_timeout() -> float | None:
+    """The bound of each request of the ``observed`` client (none here; a module may set one)."""
+    return None
+
+
+@pytest.fixture
+async def observed(
+    kmock: kmock.KubernetesEmulator, seen: list[tuple[str, str]], request_timeout: float | None
+) -> AsyncIterator[client.ApiClient]:
+    """The operator's client (``ObservedApiClient``) talking to the KMock server, reporting its
+    failed requests to ``seen``."""
+    configuration = client.Configuration(host=str(kmock.url))
+    async with ObservedApiClient(
+        configuration, lambda *failure: seen.append(failure), request_timeout
+    ) as api_client:
         yield api_client
 
 

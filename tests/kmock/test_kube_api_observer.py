@@ -7,7 +7,7 @@ client's request timeout, ``connection`` when the server cannot be reached; succ
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import kmock
@@ -32,18 +32,6 @@ if TYPE_CHECKING:
 QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
 StatusBody = Callable[[int, str], dict[str, Any]]
 Seen = list[tuple[str, str]]
-
-
-@pytest.fixture
-def seen() -> Seen:
-    return []
-
-
-@pytest.fixture
-async def observed(kmock: kmock.KubernetesEmulator, seen: Seen) -> AsyncIterator[client.ApiClient]:
-    configuration = client.Configuration(host=str(kmock.url))
-    async with ObservedApiClient(configuration, lambda *failure: seen.append(failure)) as api:
-        yield api
 
 
 async def test_successes_are_not_reported(

@@ -22,7 +22,8 @@ unfenced.
 
 A connection can stop carrying traffic without being closed (a NAT entry or a load balancer's flow
 that silently disappears): a request sent on it waits for an answer that never comes. So every
-request of the operator's client is bounded (``request_timeout``), its sockets have TCP keepalive
+request of the operator's client is bounded (``request_timeout``: the whole answer, the body of
+one read raw, ``_preload_content=False``, included), its sockets have TCP keepalive
 on (the kernel then notices a peer that vanished), and a request that timed out retires the whole
 connection pool: its siblings went through the same path and are likely dead as well, so the
 retry, and every request after it, opens fresh connections (``ObservedApiClient.renew_pool``).
@@ -134,13 +135,17 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         verb = api_verb(method, url)
         timeout, fenced = self._timeout(method, verb, url)
         pool = self.rest_client.pool_manager
+        response = None
         try:
             async with asyncio.timeout(timeout):
                 response = await super().request(method, url, *args, **kwargs)
+                await _read_raw_answer(response, kwargs.get("query_params"))
         except ApiException as error:
             self._observer(verb, str(error.status))
             raise
         except TimeoutError:
+            if isinstance(response, aiohttp.ClientResponse):
+                response.close()  # its body never came: the connection is not reused
             self._timed_out(verb, pool, fenced)
             raise
         except (OSError, aiohttp.ClientError):
@@ -180,6 +185,18 @@ class ObservedApiClient(client.ApiClient):  # type: ignore[misc]  # the client i
         for pool in self._retired:
             await _close(pool)
         await super().close()
+
+
+async def _read_raw_answer(response: Any, query: Any) -> None:
+    """Read the body of an answer the generated client left unread (``_preload_content=False``:
+    an eviction, a gate release), unless it is a watch's stream: aiohttp keeps it for the
+    caller's ``read()``, and the request's bound covers the whole answer, as it covers a
+    preloaded one (and the connection, read to its end, goes back to the pool)."""
+    if not isinstance(response, aiohttp.ClientResponse):
+        return  # preloaded: read by the generated client already
+    if any(key == "watch" and str(value).lower() in ("true", "1") for key, value in query or ()):
+        return
+    await response.read()
 
 
 def keepalive_socket(addr_info: AddrInfoType) -> socket.socket:
