@@ -110,15 +110,60 @@ async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
     assert condition["message"] == reason
 
 
+async def test_the_condition_of_the_pod_decided_about_names_its_uid(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    """Given the creation time, the pod is read first and the patch carries its uid: the API
+    server refuses a uid that is not the pod's (422, "field is immutable"), so the condition
+    reaches no pod recreated under the name after the read."""
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is True
+    read, patch = list(kmock)
+    assert (read.method, read.url.path) == (kmock.method.GET, POD_URL)
+    assert (patch.method, patch.url.path) == (kmock.method.PATCH, f"{POD_URL}/status")
+    assert patch.headers["Content-Type"] == STRATEGIC_MERGE
+    assert patch.data["metadata"] == {"uid": UID}
+    assert patch.data["status"]["conditions"][0]["type"] == WAITING_CONDITION
+
+
+async def test_a_pod_recreated_under_the_name_gets_no_condition(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, retry_delays: list[float]
+) -> None:
+    """Created at another time than the pod decided about: nothing is written (False)."""
+    later = {**POD, "metadata": {**POD["metadata"], "creationTimestamp": "2026-11-27T10:05:00Z"}}
+    kmock.objects["v1/pods", "team", "p"] = later
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is False
+    only_request(kmock, kmock.method.GET, POD_URL)
+    assert retry_delays == []
+
+
+@pytest.mark.parametrize(("code", "reason"), [(422, "Invalid"), (404, "NotFound")])
+async def test_a_pod_recreated_or_gone_after_the_read_gets_no_condition_nor_retry(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    retry_delays: list[float],
+    code: int,
+    reason: str,
+) -> None:
+    """422: the uid of the patch is not the pod's (recreated between the read and the write)."""
+    kmock["patch"] << code << k8s_status(code, reason)
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is False
+    assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.PATCH]
+    assert retry_delays == []
+
+
 async def test_the_cluster_adapter_passes_the_creation_time_on(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    """``Cluster.evict`` and ``Cluster.set_scheduling_gates`` (the port the loops write through)
-    check the creation time they are given (the eviction as the uid of the pod read)."""
+    """``Cluster.evict``, ``Cluster.set_scheduling_gates`` and ``Cluster.set_waiting_condition``
+    (the port the loops write through) check the creation time they are given (the eviction and
+    the condition as the uid of the pod read)."""
     cluster = KubeCluster(api)
+    assert await cluster.set_waiting_condition("team", "p", False, "fits", CREATED) is True
     assert await cluster.set_scheduling_gates("team", "p", [], CREATED) is True
     assert await cluster.evict("team", "p", CREATED) is EvictionOutcome.EVICTED
-    release, read, eviction = list(kmock)
+    _, condition, release, read, eviction = list(kmock)
+    assert condition.data["metadata"] == {"uid": UID}
     assert release.data[0] == {
         "op": "test",
         "path": "/metadata/creationTimestamp",

@@ -73,9 +73,12 @@ class Cluster(Protocol):
         pod has its name."""
 
     async def set_waiting_condition(
-        self, namespace: str, name: str, waiting: bool, message: str
-    ) -> None:
-        """The pod condition that says whether (and why) the pod waits for its quota."""
+        self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
+    ) -> bool:
+        """The pod condition that says whether (and why) the pod waits for its quota, with
+        ``created`` only on that pod; False when the pod is gone or another pod has its name
+        (nothing written). A dry run, which writes nothing and knows no pod, answers True: the
+        round goes on as it would (its Event is logged too)."""
 
 
 class DryRunCluster:
@@ -143,8 +146,9 @@ class DryRunCluster:
         return False
 
     async def set_waiting_condition(
-        self, namespace: str, name: str, waiting: bool, message: str
-    ) -> None:
+        self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
+    ) -> bool:
         state = "waiting" if waiting else "admitted"
         what = f"mark Pod {namespace}/{name} {state}: {message}"
         self._would("set_waiting_condition", namespace, name, message, what)
+        return True

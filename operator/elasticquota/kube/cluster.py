@@ -62,6 +62,8 @@ class KubeCluster:
         return await pods.set_scheduling_gates(self.api, namespace, name, gates, created)
 
     async def set_waiting_condition(
-        self, namespace: str, name: str, waiting: bool, message: str
-    ) -> None:
-        await pods.set_waiting_condition(self.api, namespace, name, waiting, message)
+        self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
+    ) -> bool:
+        return await pods.set_waiting_condition(
+            self.api, namespace, name, waiting, message, created
+        )

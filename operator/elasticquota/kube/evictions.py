@@ -9,13 +9,13 @@ failures (5xx, timeouts, broken connections) are retried (``kube.errors.with_ret
 
 Given the creation time of the pod the decision was about (``PodInfo.created``, which memory holds
 anyway; a uid per pod would cost 90 bytes more each), the eviction is of that pod only: the pod is
-read first (one GET: evictions are few, at most ``eviction_rate`` a second), a pod created at
-another time under the name (a StatefulSet's, deleted and recreated since) is GONE without an
-eviction, and the eviction of the right one names it by its uid (``deleteOptions.preconditions.
-uid``, which both versions take), so that a pod recreated between the read and the eviction is not
-evicted either: the API server answers 409 ("the UID in the precondition ... does not match"), and
-that pod is GONE. A 409 is never retried here: the API server has already retried its own
-conflicts.
+read first (``kube.pods.uid_if_created_at``, one GET: evictions are few, at most
+``eviction_rate`` a second), a pod created at another time under the name (a StatefulSet's,
+deleted and recreated since) is GONE without an eviction, and the eviction of the right one names
+it by its uid (``deleteOptions.preconditions.uid``, which both versions take), so that a pod
+recreated between the read and the eviction is not evicted either: the API server answers 409
+("the UID in the precondition ... does not match"), and that pod is GONE. A 409 is never retried
+here: the API server has already retried its own conflicts.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from elasticquota.kube.errors import (
     describe,
     is_retryable,
     raise_for_status,
-    read_json,
     status_of,
     with_retries,
 )
+from elasticquota.kube.pods import uid_if_created_at
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Evictor:
         refusals are an outcome; the others are raised, after transient retries)."""
         uid = ""
         if created:
-            found = await self._uid_of(namespace, name, created)
+            found = await uid_if_created_at(self._api, namespace, name, created, "evicted")
             if found is None:
                 return EvictionOutcome.GONE
             uid = found
@@ -110,30 +110,6 @@ class Evictor:
                     raise
                 return outcome
             return EvictionOutcome.EVICTED
-
-    async def _uid_of(self, namespace: str, name: str, created: str) -> str | None:
-        """The uid of the pod of that name if it is the one created at ``created``; None when it is
-        gone or another pod has the name."""
-
-        async def read() -> Any:
-            response = await client.CoreV1Api(self._api).read_namespaced_pod(
-                name, namespace, _preload_content=False
-            )
-            return await read_json(response)
-
-        try:
-            pod = await with_retries(read, f"read Pod {namespace}/{name}", attempts=3)
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        metadata = pod.get("metadata") if isinstance(pod, dict) else None
-        metadata = metadata if isinstance(metadata, dict) else {}
-        if metadata.get("creationTimestamp") != created:
-            logger.info("Pod %s/%s not evicted: another pod has its name", namespace, name)
-            return None
-        uid = metadata.get("uid")
-        return uid if isinstance(uid, str) else ""
 
 
 def _refused(error: ApiException, pod: str, uid: str) -> EvictionOutcome | None:

@@ -7,6 +7,14 @@ creation time of the pod the decision was about. A pod deleted and recreated und
 since then (a StatefulSet's) fails the test, and the API server refuses the whole patch (422; a
 merge patch has no such precondition): that pod is not released, and neither is a pod that is
 gone (404).
+
+The waiting condition is a strategic merge patch of the pod's status (merged by condition type, so
+the others stay; a JSON patch could only replace a list entry by its index). Given the creation
+time of the pod decided about, the pod is read first (``uid_if_created_at``, as before an
+eviction): another pod under the name gets nothing, and the patch carries the uid read, which the
+API server refuses for any other pod (422: ``metadata.uid`` is immutable; a ``creationTimestamp``
+in a patch would be silently ignored), so a pod recreated between the read and the write gets
+nothing either.
 """
 
 from __future__ import annotations
@@ -18,7 +26,13 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import START_UP_ATTEMPTS, describe, raise_for_status, with_retries
+from elasticquota.kube.errors import (
+    START_UP_ATTEMPTS,
+    describe,
+    raise_for_status,
+    read_json,
+    with_retries,
+)
 
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -39,9 +53,10 @@ def gates_patch(gates: list[str], created: str = "") -> list[dict[str, Any]]:
     ]
 
 
-def _not_this_pod(error: ApiException, created: str) -> bool:
-    """The pod is gone (404), or another pod has its name: the test failed (422; 409 too)."""
-    return error.status == 404 or (bool(created) and error.status in (409, 422))
+def _not_this_pod(error: ApiException, guard: str) -> bool:
+    """The pod is gone (404), or another pod has its name: the write named the pod by ``guard``
+    (its creation time, its uid) and the API server refused it (422; 409 too)."""
+    return error.status == 404 or (bool(guard) and error.status in (409, 422))
 
 
 async def set_scheduling_gates(
@@ -77,25 +92,86 @@ async def set_scheduling_gates(
     return await with_retries(send, f"release Pod {namespace}/{name}", attempts=3)
 
 
-async def set_waiting_condition(
-    api: client.ApiClient, namespace: str, name: str, waiting: bool, message: str
-) -> None:
+def waiting_condition(waiting: bool, message: str) -> dict[str, str]:
     """The pod condition that says whether (and why) it waits for its quota."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    condition = {
+    return {
         "type": WAITING_CONDITION,
         "status": "False" if waiting else "True",
         "reason": "QuotaExceeded" if waiting else "Admitted",
         "message": message[:1024],
         "lastTransitionTime": now,
     }
-    await with_retries(
-        lambda: client.CoreV1Api(api).patch_namespaced_pod_status(
-            name, namespace, {"status": {"conditions": [condition]}}, _content_type=STRATEGIC_MERGE
-        ),
-        f"set the admission condition of Pod {namespace}/{name}",
-        attempts=3,
+
+
+async def set_waiting_condition(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    waiting: bool,
+    message: str,
+    created: str = "",
+) -> bool:
+    """Write the pod's ``waiting_condition``, of the pod created at ``created`` if given: True
+    when written; False when that pod is not there (gone, or another pod has its name: not
+    retried, nothing written)."""
+    patch: dict[str, Any] = {"status": {"conditions": [waiting_condition(waiting, message)]}}
+    uid = ""
+    if created:
+        found = await uid_if_created_at(api, namespace, name, created, "given its condition")
+        if found is None:
+            return False
+        uid = found
+        patch["metadata"] = {"uid": uid}
+
+    async def send() -> bool:
+        try:
+            await client.CoreV1Api(api).patch_namespaced_pod_status(
+                name, namespace, patch, _content_type=STRATEGIC_MERGE
+            )
+        except ApiException as error:
+            if not _not_this_pod(error, uid):
+                raise
+            logger.info(
+                "Pod %s/%s not given its condition: gone, or another pod has its name (%s)",
+                namespace,
+                name,
+                describe(error),
+            )
+            return False
+        return True
+
+    return await with_retries(
+        send, f"set the admission condition of Pod {namespace}/{name}", attempts=3
     )
+
+
+async def uid_if_created_at(
+    api: client.ApiClient, namespace: str, name: str, created: str, action: str
+) -> str | None:
+    """The uid of the pod of that name if it is the one created at ``created`` (one GET, transient
+    failures retried); None when it is gone or another pod has the name (logged as not
+    ``action``)."""
+
+    async def read() -> Any:
+        response = await client.CoreV1Api(api).read_namespaced_pod(
+            name, namespace, _preload_content=False
+        )
+        return await read_json(response)
+
+    try:
+        pod = await with_retries(read, f"read Pod {namespace}/{name}", attempts=3)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    metadata = pod.get("metadata") if isinstance(pod, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    if metadata.get("creationTimestamp") != created:
+        logger.info("Pod %s/%s not %s: another pod has its name", namespace, name, action)
+        return None
+    uid = metadata.get("uid")
+    return uid if isinstance(uid, str) else ""
 
 
 def gates_supported(major: str, minor: str) -> bool:

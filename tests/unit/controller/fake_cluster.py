@@ -7,8 +7,9 @@ object answers None (the adapter's reading of a 409), patching a missing one rai
 records every call, with the event loop's time, and can be told to fail the next calls of a verb,
 how the next evictions end, or to refuse every call about an object. An eviction or a gate release
 given a pod's creation time checks it against the pod stored under the name (``store``), as the
-adapter's checks do: another creation time there is GONE, or not released (False); the creation
-times given are kept in ``created``. No call opens a network connection.
+adapter's checks do: another creation time there is GONE, or not released (False), and a waiting
+condition so given is not written (False); the creation times given are kept in ``created``. No
+call opens a network connection.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class FakeCluster:
         self.refused: set[str] = set()
         #: How the next evictions end (EVICTED once these are used up).
         self.outcomes: list[EvictionOutcome] = []
-        #: The pods the evictions and gate releases were about: (verb, namespace, name, created).
+        #: The pods the evictions, gate releases and conditions were about: (verb, namespace,
+        #: name, created).
         self.created: list[tuple[str, str, str, str]] = []
         #: Seconds each call takes (to observe concurrency and pacing).
         self.latency = 0.0
@@ -175,10 +177,11 @@ class FakeCluster:
         return not self._another_pod("set_scheduling_gates", namespace, name, created)
 
     async def set_waiting_condition(
-        self, namespace: str, name: str, waiting: bool, message: str
-    ) -> None:
+        self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
+    ) -> bool:
         body = {"waiting": waiting, "message": message}
         await self._call("set_waiting_condition", namespace, name, body)
+        return not self._another_pod("set_waiting_condition", namespace, name, created)
 
     async def bind_pod(self, namespace: str, name: str, node: str) -> None:
         await self._call("bind_pod", namespace, name, node)

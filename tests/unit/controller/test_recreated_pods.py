@@ -51,6 +51,24 @@ async def test_a_pod_recreated_under_the_name_is_not_released_for_the_old_one(
     assert "set_waiting_condition" not in cluster.verbs()
 
 
+async def test_a_held_pod_recreated_under_the_name_is_told_as_the_new_pod(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """The waiting condition meant for the old pod reaches no other pod, nor does its Event; the
+    new pod is told at the round that decides about it, for the same reason too."""
+    world.on_pod(created_at(team_pod("busy", "4", 10, node="n1"), OLD))
+    world.on_pod(created_at(team_pod("web-0", "2", 5, gated=True), OLD))
+    cluster.store(created_at(team_pod("web-0", "2", 5, gated=True), LATER))
+    gate = gates(world, cluster)
+    await gate.step()
+    assert ("set_waiting_condition", "ns", "web-0", OLD) in cluster.created
+    assert cluster.events == []
+    world.on_pod(created_at(team_pod("web-0", "2", 5, gated=True), LATER))
+    await gate.step()
+    assert ("set_waiting_condition", "ns", "web-0", LATER) in cluster.created
+    assert [event["reason"] for event in cluster.events] == ["WaitingForQuota"]
+
+
 async def test_a_victim_recreated_under_the_name_is_not_evicted(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
@@ -69,15 +87,19 @@ def test_the_fake_cluster_refuses_another_pod_as_the_api_server_does() -> None:
     cluster = FakeCluster()
     cluster.store(created_at(team_pod("web-0", "1"), LATER))
 
-    async def writes() -> tuple[bool, bool, EvictionOutcome, EvictionOutcome]:
+    async def writes() -> tuple[bool, bool, bool, bool, EvictionOutcome, EvictionOutcome]:
         return (
             await cluster.set_scheduling_gates("ns", "web-0", [], OLD),
             await cluster.set_scheduling_gates("ns", "web-0", [], LATER),
+            await cluster.set_waiting_condition("ns", "web-0", True, "no room", OLD),
+            await cluster.set_waiting_condition("ns", "web-0", True, "no room", LATER),
             await cluster.evict("ns", "web-0", OLD),
             await cluster.evict("ns", "web-0", LATER),
         )
 
     assert asyncio.run(writes()) == (
+        False,
+        True,
         False,
         True,
         EvictionOutcome.GONE,

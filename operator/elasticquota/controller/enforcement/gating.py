@@ -156,7 +156,7 @@ class GateController(WritingLoop):
         ):
             return  # not sent (a dry run): the pod is still gated
         await self._cluster.set_waiting_condition(
-            pod.namespace, pod.name, False, decision.verdict.reason
+            pod.namespace, pod.name, False, decision.verdict.reason, created=pod.created
         )
         self.released.append(pod.key)
         self._metrics.admitted(quota)
@@ -201,7 +201,10 @@ class GateController(WritingLoop):
         pod, reason = decision.pod, decision.verdict.reason
         if self._told.get(pod.key) == reason:
             return
-        await self._cluster.set_waiting_condition(pod.namespace, pod.name, True, reason)
+        if not await self._cluster.set_waiting_condition(
+            pod.namespace, pod.name, True, reason, created=pod.created
+        ):
+            return  # another pod has the name now: the round that sees it decides about it
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
         await self._cluster.post_event(involved, "WaitingForQuota", reason, "Normal")
         self._told[pod.key] = reason
