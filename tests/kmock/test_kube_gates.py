@@ -115,8 +115,9 @@ async def test_the_condition_of_the_pod_decided_about_names_its_uid(
 ) -> None:
     """Given the creation time, the pod is read first and the patch carries its uid: the API
     server refuses a uid that is not the pod's (422, "field is immutable"), so the condition
-    reaches no pod recreated under the name after the read."""
-    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is True
+    reaches no pod recreated under the name after the read. The uid is the answer (for the
+    Event that follows)."""
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) == UID
     read, patch = list(kmock)
     assert (read.method, read.url.path) == (kmock.method.GET, POD_URL)
     assert (patch.method, patch.url.path) == (kmock.method.PATCH, f"{POD_URL}/status")
@@ -128,10 +129,10 @@ async def test_the_condition_of_the_pod_decided_about_names_its_uid(
 async def test_a_pod_recreated_under_the_name_gets_no_condition(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, retry_delays: list[float]
 ) -> None:
-    """Created at another time than the pod decided about: nothing is written (False)."""
+    """Created at another time than the pod decided about: nothing is written (None)."""
     later = {**POD, "metadata": {**POD["metadata"], "creationTimestamp": "2026-11-27T10:05:00Z"}}
     kmock.objects["v1/pods", "team", "p"] = later
-    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is False
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is None
     only_request(kmock, kmock.method.GET, POD_URL)
     assert retry_delays == []
 
@@ -147,7 +148,7 @@ async def test_a_pod_recreated_or_gone_after_the_read_gets_no_condition_nor_retr
 ) -> None:
     """422: the uid of the patch is not the pod's (recreated between the read and the write)."""
     kmock["patch"] << code << k8s_status(code, reason)
-    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is False
+    assert await set_waiting_condition(api, "team", "p", True, "no room", CREATED) is None
     assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.PATCH]
     assert retry_delays == []
 
@@ -159,7 +160,7 @@ async def test_the_cluster_adapter_passes_the_creation_time_on(
     (the port the loops write through) check the creation time they are given (the eviction and
     the condition as the uid of the pod read)."""
     cluster = KubeCluster(api)
-    assert await cluster.set_waiting_condition("team", "p", False, "fits", CREATED) is True
+    assert await cluster.set_waiting_condition("team", "p", False, "fits", CREATED) == UID
     assert await cluster.set_scheduling_gates("team", "p", [], CREATED) is True
     assert await cluster.evict("team", "p", CREATED) is EvictionOutcome.EVICTED
     _, condition, release, read, eviction = list(kmock)

@@ -74,11 +74,12 @@ class Cluster(Protocol):
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
-    ) -> bool:
+    ) -> str | None:
         """The pod condition that says whether (and why) the pod waits for its quota, with
-        ``created`` only on that pod; False when the pod is gone or another pod has its name
-        (nothing written). A dry run, which writes nothing and knows no pod, answers True: the
-        round goes on as it would (its Event is logged too)."""
+        ``created`` only on that pod: the uid of the pod written (``""``: not known), None when
+        the pod is gone or another pod has its name (nothing written). A dry run, which writes
+        nothing and knows no pod, answers ``""``: the round goes on as it would (its Event is
+        logged too)."""
 
 
 class DryRunCluster:
@@ -147,8 +148,8 @@ class DryRunCluster:
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
-    ) -> bool:
+    ) -> str | None:
         state = "waiting" if waiting else "admitted"
         what = f"mark Pod {namespace}/{name} {state}: {message}"
         self._would("set_waiting_condition", namespace, name, message, what)
-        return True
+        return ""

@@ -63,7 +63,7 @@ class KubeCluster:
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
-    ) -> bool:
+    ) -> str | None:
         return await pods.set_waiting_condition(
             self.api, namespace, name, waiting, message, created
         )

@@ -14,7 +14,8 @@ time of the pod decided about, the pod is read first (``uid_if_created_at``, as 
 eviction): another pod under the name gets nothing, and the patch carries the uid read, which the
 API server refuses for any other pod (422: ``metadata.uid`` is immutable; a ``creationTimestamp``
 in a patch would be silently ignored), so a pod recreated between the read and the write gets
-nothing either.
+nothing either. The uid is the answer: the Event that tells the pod why it waits names it, so that
+``kubectl describe pod`` (whose field selector names the pod's uid) lists it.
 """
 
 from __future__ import annotations
@@ -111,20 +112,20 @@ async def set_waiting_condition(
     waiting: bool,
     message: str,
     created: str = "",
-) -> bool:
-    """Write the pod's ``waiting_condition``, of the pod created at ``created`` if given: True
-    when written; False when that pod is not there (gone, or another pod has its name: not
-    retried, nothing written)."""
+) -> str | None:
+    """Write the pod's ``waiting_condition``, of the pod created at ``created`` if given: the uid
+    of the pod written (``""`` without ``created``: not read); None when that pod is not there
+    (gone, or another pod has its name: not retried, nothing written)."""
     patch: dict[str, Any] = {"status": {"conditions": [waiting_condition(waiting, message)]}}
     uid = ""
     if created:
         found = await uid_if_created_at(api, namespace, name, created, "given its condition")
         if found is None:
-            return False
+            return None
         uid = found
         patch["metadata"] = {"uid": uid}
 
-    async def send() -> bool:
+    async def send() -> str | None:
         try:
             await client.CoreV1Api(api).patch_namespaced_pod_status(
                 name, namespace, patch, _content_type=STRATEGIC_MERGE
@@ -138,8 +139,8 @@ async def set_waiting_condition(
                 name,
                 describe(error),
             )
-            return False
-        return True
+            return None
+        return uid
 
     return await with_retries(
         send, f"set the admission condition of Pod {namespace}/{name}", attempts=3

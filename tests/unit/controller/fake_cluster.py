@@ -8,8 +8,8 @@ records every call, with the event loop's time, and can be told to fail the next
 how the next evictions end, or to refuse every call about an object. An eviction or a gate release
 given a pod's creation time checks it against the pod stored under the name (``store``), as the
 adapter's checks do: another creation time there is GONE, or not released (False), and a waiting
-condition so given is not written (False); the creation times given are kept in ``created``. No
-call opens a network connection.
+condition so given is not written (None; written, it answers the stored pod's uid); the creation
+times given are kept in ``created``. No call opens a network connection.
 """
 
 from __future__ import annotations
@@ -178,10 +178,13 @@ class FakeCluster:
 
     async def set_waiting_condition(
         self, namespace: str, name: str, waiting: bool, message: str, created: str = ""
-    ) -> bool:
+    ) -> str | None:
         body = {"waiting": waiting, "message": message}
         await self._call("set_waiting_condition", namespace, name, body)
-        return not self._another_pod("set_waiting_condition", namespace, name, created)
+        if self._another_pod("set_waiting_condition", namespace, name, created):
+            return None
+        stored = self.pods.get((namespace, name), {}).get("metadata", {})
+        return str(stored.get("uid", "")) if created else ""
 
     async def bind_pod(self, namespace: str, name: str, node: str) -> None:
         await self._call("bind_pod", namespace, name, node)

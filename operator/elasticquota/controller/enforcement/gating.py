@@ -201,10 +201,13 @@ class GateController(WritingLoop):
         pod, reason = decision.pod, decision.verdict.reason
         if self._told.get(pod.key) == reason:
             return
-        if not await self._cluster.set_waiting_condition(
+        uid = await self._cluster.set_waiting_condition(
             pod.namespace, pod.name, True, reason, created=pod.created
-        ):
+        )
+        if uid is None:
             return  # another pod has the name now: the round that sees it decides about it
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+        if uid:  # kubectl describe pod lists the Events that name the pod's uid
+            involved["uid"] = uid
         await self._cluster.post_event(involved, "WaitingForQuota", reason, "Normal")
         self._told[pod.key] = reason
