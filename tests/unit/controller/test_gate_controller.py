@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from kubernetes_asyncio.client.exceptions import ApiException
 from team_pods import team_of_four
 from team_pods import team_pod as pod
 
@@ -128,6 +129,18 @@ async def test_a_round_ends_at_the_first_write_the_fence_refuses(
     gate = await stepped(world, cluster, *(pod(name, "1", 5, gated=True) for name in "abc"))
     assert cluster.verbs() == ["set_scheduling_gates"]
     assert list(gate.released) == []
+
+
+async def test_a_release_is_counted_even_when_its_condition_cannot_be_written(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """The gate is gone, so the pod is admitted (the next round has no decision about it to count
+    it by); the condition's failure is the round's to log. The Lease lost after the release
+    does not undo it either."""
+    cluster.fail("set_waiting_condition", ApiException(status=500), NotLeadingError("not sent"))
+    gate = await stepped(world, cluster, pod("a", "1", 5, gated=True), pod("b", "1", 5, gated=True))
+    assert cluster.named("set_scheduling_gates") == ["a", "b"]
+    assert list(gate.released) == ["ns/a", "ns/b"]
 
 
 async def test_held_pods_are_counted_per_quota_and_reason(cluster: FakeCluster) -> None:

@@ -148,21 +148,24 @@ class GateController(WritingLoop):
             await self._hold(decision)
 
     async def _release(self, decision: GateDecision, tree: str, quota: str) -> None:
+        """Remove the gate, count the admission, then say so on the pod. Counted as soon as the
+        gate is gone: a condition that cannot be written (an error, the Lease lost) undoes no
+        release, and the next round has no decision about the pod to count it by."""
         pod = decision.pod
         logger.info("releasing %s: %s", pod.key, decision.verdict.reason)
         remaining = [gate for gate in pod.scheduling_gates if gate != ADMISSION_GATE]
         if not await self._cluster.set_scheduling_gates(
             pod.namespace, pod.name, remaining, created=pod.created
         ):
-            return  # not sent (a dry run): the pod is still gated
-        await self._cluster.set_waiting_condition(
-            pod.namespace, pod.name, False, decision.verdict.reason, created=pod.created
-        )
+            return  # not sent (a dry run), or another pod has the name: nothing released
         self.released.append(pod.key)
         self._metrics.admitted(quota)
         waited = gate_wait(pod, self._clock())
         if waited is not None:
             self._metrics.admission_waited(tree, quota, waited)
+        await self._cluster.set_waiting_condition(
+            pod.namespace, pod.name, False, decision.verdict.reason, created=pod.created
+        )
 
     async def _preempt(
         self, snapshot: Snapshot, preempting: set[str], decision: GateDecision
