@@ -2,7 +2,8 @@
 
 Profiles are applied first, exactly as the operator's profile controller would (their root quotas
 are created or overwritten), then every object is parsed, fed to the engine and solved; admission
-verdicts for pending pods and the next revocation round are derived from the snapshot.
+verdicts for pending pods (``gating.pending_verdicts``: a gated pod's is the gate's decision) and
+the next revocation round are derived from the snapshot.
 
 The problems are the operator's (what the engine and the parsers report), then every refusal the
 admission webhooks would give an object of the set (``core.decisions.manifest_set``: the same
@@ -22,7 +23,8 @@ from elasticquota.api.parse import (
     parse_profile,
     parse_quota_object,
 )
-from elasticquota.core.decisions.admission import Verdict, pending_verdicts
+from elasticquota.core.decisions.admission import Verdict
+from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 
 from engine_factories import quota_result
 
-from elasticquota.core.decisions.admission import Verdict, check_pod, pending_verdicts
+from elasticquota.core.decisions.admission import Verdict, check_pod
+from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.resources import ResourceList

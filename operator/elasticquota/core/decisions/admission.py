@@ -107,12 +107,3 @@ def _ancestor_shortfalls(snapshot: Snapshot, quota: str, request: ResourceList) 
         level: QuotaResult = snapshot.quotas[ancestor]
         found += _shortfalls(ancestor, mask(level.used, request), request, level.runtime, "runtime")
     return found
-
-
-def pending_verdicts(snapshot: Snapshot, check_ancestors: bool = False) -> list[Verdict]:
-    """A verdict for every pending pod (live, not bound to a node), sorted by pod key."""
-    return [
-        check_pod(snapshot, pod, check_ancestors)
-        for key, pod in sorted(snapshot.pods.items())
-        if key in snapshot.pod_quota and pod.counts_in_request and not pod.is_assigned
-    ]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elasticquota.core.decisions.admission import Shortfall, Verdict, check_pod
-from elasticquota.core.decisions.gating import gate_decisions, is_gated
+from elasticquota.core.decisions.admission import Shortfall, Verdict
+from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
 from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -210,14 +210,11 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
 def _pending_verdict(
     snapshot: Snapshot, pod: PodInfo, check_ancestors: bool
 ) -> tuple[Verdict, Snapshot]:
-    """The verdict on a pending pod and the figures it was reached on: the gate's decision for a
-    gated pod (released pods not bound yet, and the round's earlier releases, counted as used),
-    the admission check on the snapshot for any other."""
-    if is_gated(pod):
-        for decision in gate_decisions(snapshot, check_ancestors):
-            if decision.pod.key == pod.key:
-                return decision.verdict, decision.seen
-    return check_pod(snapshot, pod, check_ancestors), snapshot
+    """The verdict on a pending pod and the figures it was reached on (``gating.pending_verdict``):
+    the gate's decision for a gated pod (released pods not bound yet, and the round's earlier
+    releases, counted as used), the admission check on the snapshot for any other."""
+    decisions = decisions_by_pod(snapshot, check_ancestors) if is_gated(pod) else {}
+    return pending_verdict(snapshot, pod, check_ancestors, decisions)
 
 
 def _explain_running(

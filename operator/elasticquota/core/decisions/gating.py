@@ -10,6 +10,9 @@ non-preemptible used when they are not preemptible (the ``min`` check), and in t
 group's usage, so that releasing several pods that each fit alone never overshoots the runtime, the
 min nor a user or group limit together (the reference's Reserve counts a pod before the next one's
 PreFilter). Pods of reserved quotas are never held back.
+
+``pending_verdicts`` (what ``plan`` shows, and ``explain`` for one pod) judges every pending pod as
+the operator would: a gated pod by the gate's decision, any other by the admission check.
 """
 
 from __future__ import annotations
@@ -158,3 +161,34 @@ def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[Ga
                 users.add(pod, quota)
         decisions.append(GateDecision(pod, verdict.admitted, verdict, view))
     return decisions
+
+
+def decisions_by_pod(snapshot: Snapshot, check_ancestors: bool = False) -> dict[str, GateDecision]:
+    """``gate_decisions`` by pod key."""
+    return {decision.pod.key: decision for decision in gate_decisions(snapshot, check_ancestors)}
+
+
+def pending_verdict(
+    snapshot: Snapshot,
+    pod: PodInfo,
+    check_ancestors: bool,
+    decisions: Mapping[str, GateDecision],
+) -> tuple[Verdict, Snapshot]:
+    """The verdict on one pending pod and the figures it was reached on: a gated pod's is the
+    gate's decision (``decisions``: ``gate_decisions`` by pod key), any other pod gets the
+    admission check on ``snapshot``."""
+    decision = decisions.get(pod.key)
+    if decision is not None:
+        return decision.verdict, decision.seen
+    return check_pod(snapshot, pod, check_ancestors), snapshot
+
+
+def pending_verdicts(snapshot: Snapshot, check_ancestors: bool = False) -> list[Verdict]:
+    """A verdict for every pending pod (live, not bound to a node), sorted by pod key, each as
+    ``pending_verdict`` gives it: gated pods as the gate decides them."""
+    decisions = decisions_by_pod(snapshot, check_ancestors)
+    return [
+        pending_verdict(snapshot, pod, check_ancestors, decisions)[0]
+        for key, pod in sorted(snapshot.pods.items())
+        if key in snapshot.pod_quota and pod.counts_in_request and not pod.is_assigned
+    ]

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from userlimits_builders import NODE, limited_quota
 from userlimits_builders import user_pod as pod
 
-from elasticquota.core.decisions.admission import check_pod, pending_verdicts
+from elasticquota.core.decisions.admission import check_pod
 from elasticquota.core.decisions.explain import explain
-from elasticquota.core.decisions.gating import gate_decisions
+from elasticquota.core.decisions.gating import gate_decisions, pending_verdicts
 from elasticquota.core.decisions.revocation import revocation_plan
 from elasticquota.core.keys import ROOT_QUOTA
 from elasticquota.core.model.models import PodInfo
