@@ -199,6 +199,20 @@ def parse_pod(raw: Mapping[str, Any]) -> Parsed:
     return parse_pod_validated(raw)
 
 
+def released_by_gate(raw: Mapping[str, Any]) -> bool:
+    """The pod's ``ElasticQuotaAdmission`` condition is True: the admission gate has released it.
+    Read by ``plan`` and ``explain`` only, from the raw pod: ``PodInfo`` does not keep it (the gate
+    counts every pending pod without a gate as released, whatever its conditions)."""
+    status = raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return isinstance(conditions, list) and any(
+        isinstance(condition, Mapping)
+        and condition.get("type") == keys.ADMISSION_CONDITION
+        and condition.get("status") == "True"
+        for condition in conditions
+    )
+
+
 def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     """``parse_pod`` through the pydantic views: the reference the fast reader is checked against,
     and the path that reports every problem."""

@@ -64,6 +64,9 @@ POD_LABEL_APPLICATION_ALIASES: Final = (
 
 #: The scheduling gate that holds a new pod back until it fits its quota.
 ADMISSION_GATE: Final = f"{EXT_PREFIX}/admission"
+#: The pod condition the gate writes: status False (reason QuotaExceeded) while the pod waits for
+#: its quota, True (reason Admitted) once the gate has released it to the scheduler.
+ADMISSION_CONDITION: Final = "ElasticQuotaAdmission"
 
 # Pod labels.
 POD_LABEL_QUOTA: Final = f"{PREFIX}/name"

@@ -27,6 +27,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from elasticquota.core.keys import ADMISSION_CONDITION
 from elasticquota.kube.errors import (
     START_UP_ATTEMPTS,
     describe,
@@ -37,7 +38,7 @@ from elasticquota.kube.errors import (
 
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
-WAITING_CONDITION = "ElasticQuotaAdmission"
+WAITING_CONDITION = ADMISSION_CONDITION
 
 logger = logging.getLogger(__name__)
 

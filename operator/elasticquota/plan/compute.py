@@ -2,8 +2,9 @@
 
 Profiles are applied first, exactly as the operator's profile controller would (their root quotas
 are created or overwritten), then every object is parsed, fed to the engine and solved; admission
-verdicts for pending pods (``gating.pending_verdicts``: a gated pod's is the gate's decision) and
-the next revocation round are derived from the snapshot.
+verdicts for pending pods (``gating.pending_verdicts``: a gated pod's is the gate's decision, a pod
+the gate released waits for the scheduler) and the next revocation round are derived from the
+snapshot.
 
 The problems are the operator's (what the engine and the parsers report), then every refusal the
 admission webhooks would give an object of the set (``core.decisions.manifest_set``: the same
@@ -22,6 +23,7 @@ from elasticquota.api.parse import (
     parse_pod,
     parse_profile,
     parse_quota_object,
+    released_by_gate,
 )
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import pending_verdicts
@@ -49,6 +51,8 @@ class Plan:
     notes: list[Problem] = field(default_factory=list)
     #: Where each object was read (``Manifests.origins``).
     origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
+    #: The pods the admission gate has released (condition ``ElasticQuotaAdmission`` True), by key.
+    released: frozenset[str] = frozenset()
 
 
 def compute_plan(
@@ -79,15 +83,23 @@ def compute_plan(
     engine = QuotaEngine(settings).load(quotas=quotas, pods=pods, nodes=nodes)
     _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
+    released = _released(manifests.pods)
     return Plan(
         snapshot=snapshot,
-        admission=pending_verdicts(snapshot, check_ancestors),
+        admission=pending_verdicts(snapshot, check_ancestors, released),
         revocations=revocation_plan(snapshot),
         problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),
         origins=dict(manifests.origins),
+        released=released,
     )
+
+
+def _released(raw_pods: list[dict[str, Any]]) -> frozenset[str]:
+    """The keys of the pods the gate has released (of a pod given twice, the last copy says)."""
+    last = {"/".join(_quota_key(raw)): released_by_gate(raw) for raw in raw_pods}
+    return frozenset(key for key, released in last.items() if released)
 
 
 def _judged(manifests: Manifests, raw_quotas: list[dict[str, Any]]) -> list[Problem]:

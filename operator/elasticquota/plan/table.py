@@ -195,6 +195,8 @@ def _section(title: str, entries: Iterable[str]) -> list[str]:
 def _verdict(verdict: Verdict) -> str:
     """One pending pod; what blocks it in the table's units (the JSON keeps the verdict's text)."""
     entry = f"{'admit' if verdict.admitted else 'wait '} {verdict.pod} ({verdict.quota})"
+    if verdict.released:
+        return f"{entry}: {verdict.reason}"
     if verdict.admitted:
         return entry
     reasons = [

@@ -55,3 +55,15 @@ def test_a_pod_behind_a_released_pod_not_bound_yet_waits_as_the_gate_says() -> N
 
     found = explain(snapshot, "team/p")
     assert found.verdict == "waits: quota team: cpu used 3 + request 2 > runtime 4"
+
+
+def test_a_pod_the_gate_released_waits_for_the_scheduler_not_its_quota() -> None:
+    snapshot = solved(pod("busy", 3000, running=True), pod("r", 2000), pod("g", 2000, True))
+    keys = {"team/r", "team/g", "team/busy"}  # only r is released and not bound
+
+    found = explain(snapshot, "team/r", released=keys)
+    assert found.verdict.startswith("released by the admission gate; waiting for the scheduler")
+    assert (found.levels[0].used, found.advice) == ({"cpu": 3000}, [])
+    assert explain(snapshot, "team/r").verdict.startswith("waits: quota team: cpu used 3 ")
+    assert explain(snapshot, "team/g", released=keys).verdict.startswith("waits: quota team")
+    assert explain(snapshot, "team/busy", released=keys).verdict == "within its quota's runtime"

@@ -25,12 +25,12 @@ def gated(pod: dict[str, Any], created: str = "2024-01-01T00:00:00Z") -> dict[st
     return pod
 
 
-def cluster(k8s: type[K8s], *pods: dict[str, Any]) -> list[dict[str, Any]]:
-    """Quota team (max 4 cpu) with a running pod of 1 cpu, on a node of 16, and ``pods``."""
+def cluster(k8s: type[K8s], *pods: dict[str, Any], busy: str = "1") -> list[dict[str, Any]]:
+    """Quota team (max 4 cpu) with a running pod of ``busy`` cpu, on a node of 16, and ``pods``."""
     return [
         k8s.node("n1", {"cpu": "16"}),
         k8s.quota("team", None, {"cpu": "4"}),
-        k8s.pod("busy", "team", {"cpu": "1"}, node="n1"),
+        k8s.pod("busy", "team", {"cpu": busy}, node="n1"),
         *pods,
     ]
 

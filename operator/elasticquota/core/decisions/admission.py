@@ -57,6 +57,9 @@ class Verdict:
     shortfalls: tuple[Shortfall, ...] = ()
     #: The user and group limits the pod would break (leaf to root, user before group).
     limit_refusals: tuple[LimitRefusal, ...] = ()
+    #: Released by the admission gate already, not bound yet: it waits for the scheduler (a node
+    #: that fits it), not for its quota (``gating.pending_verdict``).
+    released: bool = False
 
 
 def _shortfalls(

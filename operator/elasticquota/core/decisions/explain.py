@@ -6,6 +6,8 @@ to be freed or added at the blocking level. A pod at the admission gate gets the
 decision (``gating.gate_decisions``): the pods released but not bound yet, and those the same
 round releases before it (higher priority, then older), count in the used it is checked and shown
 against, so "fits now" is a pod the gate releases and "waits" one it holds, for the same reason.
+A pod the gate has released (its ``ElasticQuotaAdmission`` condition True, read from the raw pod
+by the caller) that is not bound yet waits for the scheduler, not for its quota, and is said so.
 A pod held by a user or group limit (``core.userlimits``) gets a ``held by`` line per limit
 (whose, which limit object, at which quota, on what) and advice with the numbers: the usage the
 subject must drop to, or the value the limit must be raised to (or, for applications, that one of
@@ -18,6 +20,7 @@ For a running pod of a quota above its runtime: whether the next revocation roun
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, Verdict
@@ -73,6 +76,11 @@ class Explanation:
                 lines.append(f"  {'  ' * depth}{level.quota}: {figures or '-'}")
         lines += [f"to fit: {line}" for line in self.advice]
         return "\n".join(lines) + "\n"
+
+
+#: What a pod the gate released waits for: a node (the scheduler's Events on the pod say why none
+#: fits), or only its turn.
+AT_THE_SCHEDULER = " (no node fits it yet, or it is being scheduled: its Events say which)"
 
 
 def _fmt(resource: str, units: int | None) -> str:
@@ -170,14 +178,20 @@ def _left_out_notes(snapshot: Snapshot, pod: PodInfo, quota: str) -> list[str]:
     ]
 
 
-def explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool = False) -> Explanation:
-    """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown."""
-    found = _explain(snapshot, pod_key, check_ancestors)
+def explain(
+    snapshot: Snapshot, pod_key: str, check_ancestors: bool = False, released: Collection[str] = ()
+) -> Explanation:
+    """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown.
+    ``released``: the keys of the pods whose ``ElasticQuotaAdmission`` condition is True (the gate
+    released them; ``PodInfo`` does not keep it)."""
+    found = _explain(snapshot, pod_key, check_ancestors, released)
     found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
     return found
 
 
-def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explanation:
+def _explain(
+    snapshot: Snapshot, pod_key: str, check_ancestors: bool, released: Collection[str]
+) -> Explanation:
     pod = snapshot.pods[pod_key]
     quota = snapshot.pod_quota[pod_key]
     levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []
@@ -191,10 +205,12 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
         return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
         return _explain_running(snapshot, pod, quota, levels)
-    verdict, seen = _pending_verdict(snapshot, pod, check_ancestors)
+    verdict, seen = _pending_verdict(snapshot, pod, check_ancestors, released)
     if seen is not snapshot and levels:
         levels = _levels(seen, quota, pod)
     state = "pending"
+    if verdict.released:
+        return Explanation(pod_key, quota, state, f"{verdict.reason}{AT_THE_SCHEDULER}", levels)
     if verdict.admitted:
         return Explanation(pod_key, quota, state, f"fits now ({verdict.reason})", levels)
     advice = [_advice(item) for item in verdict.shortfalls]
@@ -208,13 +224,14 @@ def _explain(snapshot: Snapshot, pod_key: str, check_ancestors: bool) -> Explana
 
 
 def _pending_verdict(
-    snapshot: Snapshot, pod: PodInfo, check_ancestors: bool
+    snapshot: Snapshot, pod: PodInfo, check_ancestors: bool, released: Collection[str]
 ) -> tuple[Verdict, Snapshot]:
     """The verdict on a pending pod and the figures it was reached on (``gating.pending_verdict``):
     the gate's decision for a gated pod (released pods not bound yet, and the round's earlier
-    releases, counted as used), the admission check on the snapshot for any other."""
+    releases, counted as used), the release for a pod the gate released, the admission check on
+    the snapshot for any other."""
     decisions = decisions_by_pod(snapshot, check_ancestors) if is_gated(pod) else {}
-    return pending_verdict(snapshot, pod, check_ancestors, decisions)
+    return pending_verdict(snapshot, pod, check_ancestors, decisions, released)
 
 
 def _explain_running(

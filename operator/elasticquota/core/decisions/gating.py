@@ -12,7 +12,8 @@ min nor a user or group limit together (the reference's Reserve counts a pod bef
 PreFilter). Pods of reserved quotas are never held back.
 
 ``pending_verdicts`` (what ``plan`` shows, and ``explain`` for one pod) judges every pending pod as
-the operator would: a gated pod by the gate's decision, any other by the admission check.
+the operator would: a gated pod by the gate's decision, a pod the gate released (its condition
+``ElasticQuotaAdmission`` True) as waiting for the scheduler, any other by the admission check.
 """
 
 from __future__ import annotations
@@ -168,27 +169,44 @@ def decisions_by_pod(snapshot: Snapshot, check_ancestors: bool = False) -> dict[
     return {decision.pod.key: decision for decision in gate_decisions(snapshot, check_ancestors)}
 
 
+#: The verdict on a pod the gate has released that is not bound yet.
+RELEASED_REASON = "released by the admission gate; waiting for the scheduler to bind it"
+
+
+def is_released(pod: PodInfo, released: Collection[str]) -> bool:
+    """The gate has released ``pod`` (its key is in ``released``: the pods whose
+    ``ElasticQuotaAdmission`` condition is True, which callers read from the raw objects) and it is
+    not bound yet: the scheduler has it, not its quota."""
+    return pod.key in released and _is_in_flight(pod)
+
+
 def pending_verdict(
     snapshot: Snapshot,
     pod: PodInfo,
     check_ancestors: bool,
     decisions: Mapping[str, GateDecision],
+    released: Collection[str] = (),
 ) -> tuple[Verdict, Snapshot]:
     """The verdict on one pending pod and the figures it was reached on: a gated pod's is the
-    gate's decision (``decisions``: ``gate_decisions`` by pod key), any other pod gets the
-    admission check on ``snapshot``."""
+    gate's decision (``decisions``: ``gate_decisions`` by pod key), a pod the gate released is
+    admitted and waits for the scheduler, any other pod gets the admission check on ``snapshot``."""
     decision = decisions.get(pod.key)
     if decision is not None:
         return decision.verdict, decision.seen
+    if is_released(pod, released):
+        quota = snapshot.pod_quota[pod.key]
+        return Verdict(pod.key, quota, True, RELEASED_REASON, released=True), snapshot
     return check_pod(snapshot, pod, check_ancestors), snapshot
 
 
-def pending_verdicts(snapshot: Snapshot, check_ancestors: bool = False) -> list[Verdict]:
+def pending_verdicts(
+    snapshot: Snapshot, check_ancestors: bool = False, released: Collection[str] = ()
+) -> list[Verdict]:
     """A verdict for every pending pod (live, not bound to a node), sorted by pod key, each as
     ``pending_verdict`` gives it: gated pods as the gate decides them."""
     decisions = decisions_by_pod(snapshot, check_ancestors)
     return [
-        pending_verdict(snapshot, pod, check_ancestors, decisions)[0]
+        pending_verdict(snapshot, pod, check_ancestors, decisions, released)[0]
         for key, pod in sorted(snapshot.pods.items())
         if key in snapshot.pod_quota and pod.counts_in_request and not pod.is_assigned
     ]
