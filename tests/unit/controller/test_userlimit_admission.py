@@ -204,6 +204,22 @@ def test_an_admitted_pod_deleted_or_finished_before_it_is_bound_stops_counting_a
     assert "used 5 of limit 5" in refused.message
 
 
+def test_an_admitted_pod_whose_identity_changes_before_it_is_bound_counts_for_its_new_user(
+    world: ControllerState, k8s: type[Bodies]
+) -> None:
+    """sue has 1 cpu of room; a pod admitted for her is handed to bob (a trusted controller
+    changes its user-info) while it waits for a node: it counts for bob now, not for sue."""
+    check = UserLimitAdmission(world, enabled=True, clock=lambda: 0.0)
+    assert check.violations("CREATE", sue_pod(k8s, "a", "1"), "team") == []
+    world.on_pod(sue_pod(k8s, "a", "1", user="bob"))
+    assert check.violations("CREATE", sue_pod(k8s, "b", "1"), "team") == []
+    bob = UserLimitAdmission(world, enabled=True, clock=lambda: 0.0)
+    assert bob.violations("CREATE", sue_pod(k8s, "c", "1", user="bob"), "team") == []
+    world.on_pod(sue_pod(k8s, "c", "1"))  # the other way round: sue's now, 4 + 1 of 5
+    (refused,) = bob.violations("CREATE", sue_pod(k8s, "d", "1"), "team")
+    assert "used 5 of limit 5" in refused.message
+
+
 def test_a_refusal_is_a_kopf_admission_error_through_the_admission_object(
     world: ControllerState, refusing: Settings, k8s: type[Bodies]
 ) -> None:

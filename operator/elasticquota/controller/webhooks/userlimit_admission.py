@@ -15,7 +15,8 @@ each other, or every one of them would pass against the same usage. A pod admitt
 pending for longer than that stops counting until it is bound (it can be scheduled at any
 moment; an over-use it causes is reported, never evicted, as for a lowered limit). One deleted or
 finished before it is bound stops counting as soon as memory hears of it (its Job's replacement,
-or its user's next try, must not be refused for a pod that will never run).
+or its user's next try, must not be refused for a pod that will never run); one whose identity
+changes meanwhile counts for its new user and group from then on.
 """
 
 from __future__ import annotations
@@ -98,9 +99,16 @@ class UserLimitAdmission:
             self._recent.popitem(last=False)
 
     def _pod_changed(self, key: str, pod: PodInfo | None) -> None:
-        """A pod event: one bound is the ledger's to count; one gone or finished never runs."""
-        if key in self._recent and (pod is None or pod.node_name or pod.is_terminal):
+        """A pod event: one bound is the ledger's to count; one gone or finished never runs; one
+        still waiting counts as it is now (its identity may have changed since its admission)."""
+        remembered = self._recent.get(key)
+        if remembered is None:
+            return
+        if pod is None or pod.node_name or pod.is_terminal:
             del self._recent[key]
+        else:
+            since, _, quota = remembered
+            self._recent[key] = (since, pod, quota)
 
     def _forget(self, now: float) -> None:
         """Drop what expired and what the engine counts itself now (bound)."""
