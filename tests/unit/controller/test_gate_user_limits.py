@@ -114,3 +114,27 @@ async def test_a_user_limit_refusal_never_preempts_pods_of_the_quota(cluster: Fa
     await gate.step()
     assert cluster.named("evict") == []
     assert list(gate.preempted) == [] and list(gate.released) == []
+
+
+async def test_a_pod_released_last_round_counts_while_memory_still_shows_it_gated(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """The gate patch is answered before the watch brings the pod back without its gate: at the
+    next round memory may still show it gated. It counts as released then (in flight), so a newer
+    pod of a higher priority is not released beside it over sue's limit, and the first is neither
+    released (and counted) again nor told that it waits."""
+    world.on_pod(pod("a", "3", node="n1"))
+    world.on_pod(pod("low", "2", gated=True))
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
+    await gate.step()
+    assert list(gate.released) == ["ns/low"]
+    world.on_pod(pod("high", "2", gated=True, priority=10))  # "low" still shows its gate
+    await gate.step()
+    assert list(gate.released) == ["ns/low"]
+    told = [body for verb, _, name, body in cluster.calls if verb == "set_waiting_condition"]
+    assert [item["waiting"] for item in told] == [False, True]  # low admitted, high waits
+    assert "used 5 of limit 5" in told[1]["message"]
+    assert [call[2] for call in cluster.calls if call[0] == "set_scheduling_gates"] == ["low"]
+    world.on_pod(pod("low", "2"))  # the watch catches up: released, not bound yet
+    await gate.step()
+    assert list(gate.released) == ["ns/low"]

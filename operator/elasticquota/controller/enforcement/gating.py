@@ -40,7 +40,7 @@ from elasticquota.controller.metrics.names import (
 )
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.core.decisions.admission import Verdict
-from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait
+from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait, is_gated
 from elasticquota.core.decisions.preemption import preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.solve.results import Snapshot
@@ -78,6 +78,17 @@ def held_per_quota(snapshot: Snapshot, decisions: list[GateDecision]) -> dict[tu
     )
 
 
+def _still_unseen(snapshot: Snapshot, unseen: dict[str, str]) -> dict[str, str]:
+    """The released pods that memory still shows gated: the watch brings a released pod after
+    the patch's answer, maybe after the next round's snapshot. Until then the pod counts as
+    released, not bound yet (``gate_decisions``): it must not be decided about again."""
+    return {
+        key: created
+        for key, created in unseen.items()
+        if (pod := snapshot.pods.get(key)) is not None and pod.created == created and is_gated(pod)
+    }
+
+
 class GateController(WritingLoop):
     """Releases gated pods that fit; tells the others why they wait."""
 
@@ -97,6 +108,8 @@ class GateController(WritingLoop):
         #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
         self.released: collections.deque[str] = collections.deque(maxlen=RECENT)
         self.preempted: collections.deque[str] = collections.deque(maxlen=RECENT)
+        #: Pods released whose release memory has not shown yet (key -> creation time).
+        self._unseen: dict[str, str] = {}
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -111,7 +124,8 @@ class GateController(WritingLoop):
         rate, so a release sent after one would go out on figures older by that wait (meanwhile
         the quota may have stopped having room); the decisions are the same either way."""
         snapshot = await solved_snapshot(self._state.engine, self._metrics)
-        decisions = gate_decisions(snapshot)
+        self._unseen = _still_unseen(snapshot, self._unseen)
+        decisions = gate_decisions(snapshot, released_unseen=self._unseen)
         held = [decision for decision in decisions if not decision.release]
         preempting: set[str] = set()  # at most one preemption per quota per round
         if not (
@@ -159,6 +173,7 @@ class GateController(WritingLoop):
         ):
             return  # not sent (a dry run), or another pod has the name: nothing released
         self.released.append(pod.key)
+        self._unseen[pod.key] = pod.created
         self._metrics.admitted(quota)
         waited = gate_wait(pod, self._clock())
         if waited is not None:

@@ -139,15 +139,24 @@ def admission_order(pods: Iterable[PodInfo]) -> list[PodInfo]:
     return sorted(pods, key=lambda pod: (-pod.priority, pod.created or "~", pod.key))
 
 
-def gate_decisions(snapshot: Snapshot, check_ancestors: bool = False) -> list[GateDecision]:
-    """One decision per gated pod, in admission order."""
+def gate_decisions(
+    snapshot: Snapshot,
+    check_ancestors: bool = False,
+    released_unseen: Mapping[str, str] | None = None,
+) -> list[GateDecision]:
+    """One decision per gated pod, in admission order.
+
+    ``released_unseen``: pods the caller has released whose release the snapshot may not show yet
+    (key -> creation time: the watch brings the ungated pod after the patch's answer). Such a pod
+    that still shows the gate counts as released, not bound yet, and gets no decision."""
+    unseen = released_unseen or {}
     users = snapshot.user_limits.overlay() if snapshot.user_limits.limited else None
     released = _Released(snapshot, check_ancestors)
     waiting = []
     for pod in snapshot.pods.values():
-        if is_gated(pod):
+        if is_gated(pod) and unseen.get(pod.key) != pod.created:
             waiting.append(pod)
-        elif _is_in_flight(pod) and pod.key in snapshot.pod_quota:
+        elif (is_gated(pod) or _is_in_flight(pod)) and pod.key in snapshot.pod_quota:
             released.add(pod, snapshot.pod_quota[pod.key])
             if users is not None:
                 users.add(pod, snapshot.pod_quota[pod.key])
