@@ -136,10 +136,17 @@ def _limit_advice(refusal: LimitRefusal, user: str) -> str:
     owner = f"{refusal.kind} {refusal.name}"
     at = f"at quota {refusal.quota} (limit '{refusal.limit_name}')"
     if refusal.resource == APPLICATIONS:
+        # Above a lowered limit, more than one must stop: running + 1 <= limit.
+        stopping = refusal.used + 1 - refusal.limit
+        when = (
+            "one of them stops (all its pods finish)"
+            if stopping <= 1
+            else f"{stopping} of them stop (all their pods finish)"
+        )
         return (
             f"{_subject(refusal, user)} runs {refusal.used} of {refusal.limit} applications {at} "
-            f"and this pod starts a new one; it starts when one of them stops (all its pods "
-            f"finish), or the limit's maxapplications is raised to {refusal.used + 1}"
+            f"and this pod starts a new one; it starts when {when}, or the limit's "
+            f"maxapplications is raised to {refusal.used + 1}"
         )
     r = refusal.resource
 

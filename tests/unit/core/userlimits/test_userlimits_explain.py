@@ -46,6 +46,23 @@ def test_an_applications_limit_at_an_ancestor_says_one_must_stop() -> None:
     ]
 
 
+def test_an_applications_limit_lowered_below_the_running_ones_says_how_many_must_stop() -> None:
+    """sue runs 3 applications and her limit was lowered to 2: one stopping is not enough."""
+    snapshot = solve(
+        two_levels(leaf='- limit: "sue"\n  users: [sue]\n  maxapplications: 2'),
+        [
+            *(pod(name, app=f"ns/{name}") for name in ("x", "y", "w")),
+            pod("new", app="ns/z", state="gated"),
+        ],
+    )
+    (advice,) = explain(snapshot, "ns/new").advice
+    assert advice == (
+        "user sue runs 3 of 2 applications at quota leaf (limit 'sue') and this pod starts a new "
+        "one; it starts when 2 of them stop (all their pods finish), or the limit's "
+        "maxapplications is raised to 4"
+    )
+
+
 def test_a_group_limit_names_the_group_and_the_pods_user() -> None:
     limits = '- limit: "devs"\n  groups: [dev]\n  maxresources: {cpu: 3}'
     snapshot = solve(
