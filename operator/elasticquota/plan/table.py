@@ -268,7 +268,9 @@ def render_users(plan: Plan, resources: set[str] | None = None) -> str:
         if (ledger := view.ledger(tree)) is not None
         for item in ledger.over_use()
     ]
-    lines += _section("Over a user or group limit (new pods held back, none evicted)", over)
+    lines += _section(
+        "Over a user or group limit (new pods that need more wait, none evicted)", over
+    )
     lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
     lines += _section("Problems", (problem_line(p) for p in plan.problems))
     return "\n".join(lines) + "\n"

@@ -97,7 +97,7 @@ def test_a_lowered_limit_shows_over_use_in_the_users_view(
     lowered = SEED.replace("{memory: 25Gi, vcore: 5}", "{memory: 25Gi, vcore: 3}")
     out = run_cli("plan", "-f", seed_cluster(k8s, write, lowered), "--users").out
     assert "cpu 4/3!" in out
-    assert "Over a user or group limit (new pods held back, none evicted):" in out
+    assert "Over a user or group limit (new pods that need more wait, none evicted):" in out
     assert "user sue at quota team is over its cpu limit: used 4, limit 3" in out
 
 

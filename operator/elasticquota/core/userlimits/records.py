@@ -113,14 +113,16 @@ class OverUse:
     def message(self) -> str:
         if self.resource == APPLICATIONS:
             amounts = f"{self.used} running, limit {self.limit}"
+            held = "pods of new applications are held back"
         else:
             amounts = (
                 f"used {format_units(self.resource, self.used)}, "
                 f"limit {format_units(self.resource, self.limit)}"
             )
+            held = f"new pods requesting {self.resource} are held back"
         return (
             f"{self.kind} {self.name} at quota {self.quota} is over its {self.resource} limit: "
-            f"{amounts} (user limit {self.limit_name}); new pods are held back, none is evicted"
+            f"{amounts} (user limit {self.limit_name}); {held}, none is evicted"
         )
 
 

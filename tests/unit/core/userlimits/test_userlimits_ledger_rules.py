@@ -87,9 +87,9 @@ def test_a_lowered_limit_is_reported_never_evicts_and_holds_new_pods_back() -> N
     )
     assert [entry.message for entry in ledger.over_use()] == [
         "user sue at quota q is over its applications limit: 3 running, limit 1 (user limit "
-        "lowered); new pods are held back, none is evicted",
+        "lowered); pods of new applications are held back, none is evicted",
         "user sue at quota q is over its cpu limit: used 3, limit 2 (user limit lowered); "
-        "new pods are held back, none is evicted",
+        "new pods requesting cpu are held back, none is evicted",
     ]
     assert all(p.key in ledger for p in pods)
     assert refused_on(ledger, pod(("q",), app="a", cpu=1)) == [("user", "sue", "q", "cpu")]
