@@ -69,7 +69,7 @@ async def test_a_refused_eviction_read_raw_is_reported(
     k8s_status: StatusBody,
 ) -> None:
     kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
-    assert await Evictor(observed).evict("team", "p") is EvictionOutcome.BLOCKED
+    assert (await Evictor(observed).evict("team", "p")).outcome is EvictionOutcome.BLOCKED
     assert seen == [("evict", "429")]  # a refusal for now, not retried
 
 

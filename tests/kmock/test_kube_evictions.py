@@ -7,8 +7,9 @@ A 429 (a PodDisruptionBudget) leaves the pod: BLOCKED at once, without a retry (
 again). A 404 means it is gone. Given the creation time of the pod decided about, the pod is read
 first: gone, or created at another time (recreated under the name since), it is GONE without an
 eviction; else the Eviction carries its uid as ``deleteOptions.preconditions.uid`` (in both
-versions), and the API server's 409 for a pod recreated after the read is GONE, not retried.
-Transient errors (5xx) are retried; other errors raise.
+versions), and the API server's 409 for a pod recreated after the read is GONE, not retried. The
+outcome comes with the uid read (for the Events about the pod; none read: ""). Transient errors
+(5xx) are retried; other errors raise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kmock_requests import only_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, Evictor
 
 EVICTION_URL = "/api/v1/namespaces/team/pods/p/eviction"
 StatusBody = Callable[[int, str], dict[str, Any]]
@@ -44,7 +45,7 @@ def versions(kmock: kmock.KubernetesEmulator) -> list[str]:
 async def test_an_eviction_is_a_policy_v1_eviction_of_the_pod(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
-    assert await Evictor(api).evict("team", "p") is EvictionOutcome.EVICTED
+    assert (await Evictor(api).evict("team", "p")).outcome is EvictionOutcome.EVICTED
     request = only_request(kmock, kmock.method.POST, EVICTION_URL)
     assert request.data == {
         "apiVersion": "policy/v1",
@@ -58,8 +59,8 @@ async def test_an_old_server_gets_policy_v1beta1_from_then_on(
 ) -> None:
     kmock["post"][:1] << 400 << UNKNOWN_V1
     evictor = Evictor(api)
-    assert await evictor.evict("team", "p") is EvictionOutcome.EVICTED
-    assert await evictor.evict("team", "p") is EvictionOutcome.EVICTED
+    assert (await evictor.evict("team", "p")).outcome is EvictionOutcome.EVICTED
+    assert (await evictor.evict("team", "p")).outcome is EvictionOutcome.EVICTED
     assert versions(kmock) == ["policy/v1", "policy/v1beta1", "policy/v1beta1"]
 
 
@@ -70,7 +71,7 @@ async def test_a_disruption_budget_refusal_leaves_the_pod_after_one_request(
     retry_delays: list[float],
 ) -> None:
     kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
-    assert await Evictor(api).evict("team", "p") is EvictionOutcome.BLOCKED
+    assert (await Evictor(api).evict("team", "p")).outcome is EvictionOutcome.BLOCKED
     only_request(kmock, kmock.method.POST, EVICTION_URL)  # not retried: the next round asks
     assert retry_delays == []
 
@@ -79,7 +80,7 @@ async def test_a_server_error_is_retried(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
     kmock["post"][:1] << 503 << k8s_status(503, "ServiceUnavailable")
-    assert await Evictor(api).evict("team", "p") is EvictionOutcome.EVICTED
+    assert (await Evictor(api).evict("team", "p")).outcome is EvictionOutcome.EVICTED
     assert versions(kmock) == ["policy/v1", "policy/v1"]
 
 
@@ -87,7 +88,7 @@ async def test_a_pod_that_is_gone_is_not_an_error(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
     kmock["post"] << 404 << k8s_status(404, "NotFound")
-    assert await Evictor(api).evict("team", "p") is EvictionOutcome.GONE
+    assert (await Evictor(api).evict("team", "p")).outcome is EvictionOutcome.GONE
 
 
 async def test_a_refusal_for_another_reason_is_raised(
@@ -118,7 +119,7 @@ async def test_the_pod_decided_about_is_read_then_evicted_by_its_uid(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient
 ) -> None:
     the_pod(kmock)
-    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.EVICTED
+    assert (await Evictor(api).evict("team", "p", CREATED)).outcome is EvictionOutcome.EVICTED
     read, request = list(kmock)
     assert (read.method, read.url.path) == (kmock.method.GET, POD_URL)
     assert (request.method, request.url.path) == (kmock.method.POST, EVICTION_URL)
@@ -135,10 +136,33 @@ async def test_the_v1beta1_fallback_keeps_the_uid(
 ) -> None:
     the_pod(kmock)
     kmock["post"][:1] << 400 << UNKNOWN_V1
-    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.EVICTED
+    assert (await Evictor(api).evict("team", "p", CREATED)).outcome is EvictionOutcome.EVICTED
     posts = [request.data for request in kmock if request.method == kmock.method.POST]
     assert [post["apiVersion"] for post in posts] == ["policy/v1", "policy/v1beta1"]
     assert all(post["deleteOptions"] == {"preconditions": {"uid": UID}} for post in posts)
+
+
+@pytest.mark.parametrize("code", [201, 429], ids=["evicted", "blocked"])
+async def test_the_outcome_names_the_uid_of_the_pod_read(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody, code: int
+) -> None:
+    """The uid the eviction read comes back with its outcome, evicted or refused by a
+    PodDisruptionBudget (the pod stays): the Events about the pod name it, so that ``kubectl
+    describe pod`` lists them. No other request is made for it."""
+    the_pod(kmock)
+    if code == 429:
+        kmock["post"] << 429 << k8s_status(429, "TooManyRequests")
+    outcome = EvictionOutcome.EVICTED if code == 201 else EvictionOutcome.BLOCKED
+    assert await Evictor(api).evict("team", "p", CREATED) == EvictionResult(outcome, UID)
+    assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.POST]
+
+
+async def test_without_a_creation_time_no_uid_is_known(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    the_pod(kmock)
+    assert await Evictor(api).evict("team", "p") == EvictionResult(EvictionOutcome.EVICTED, "")
+    only_request(kmock, kmock.method.POST, EVICTION_URL)
 
 
 @pytest.mark.parametrize("held", ["2026-11-27T10:05:00Z", None], ids=["recreated", "gone"])
@@ -147,7 +171,7 @@ async def test_a_pod_recreated_under_the_name_or_gone_is_not_evicted(
 ) -> None:
     if held is not None:
         the_pod(kmock, held)
-    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.GONE
+    assert (await Evictor(api).evict("team", "p", CREATED)).outcome is EvictionOutcome.GONE
     assert [request.method for request in kmock] == [kmock.method.GET]
 
 
@@ -160,6 +184,6 @@ async def test_a_pod_recreated_after_the_read_is_gone_after_one_eviction(
     """The API server's answer to a uid precondition another pod fails (rest.BeforeDelete)."""
     the_pod(kmock)
     kmock["post"] << 409 << k8s_status(409, "Conflict")
-    assert await Evictor(api).evict("team", "p", CREATED) is EvictionOutcome.GONE
+    assert (await Evictor(api).evict("team", "p", CREATED)).outcome is EvictionOutcome.GONE
     assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.POST]
     assert retry_delays == []

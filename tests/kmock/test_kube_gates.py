@@ -23,7 +23,7 @@ from kmock_requests import only_request
 from kubernetes_asyncio import client
 
 from elasticquota.kube.cluster import KubeCluster
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.kube.pods import (
     JSON_PATCH,
     STRATEGIC_MERGE,
@@ -162,7 +162,7 @@ async def test_the_cluster_adapter_passes_the_creation_time_on(
     cluster = KubeCluster(api)
     assert await cluster.set_waiting_condition("team", "p", False, "fits", CREATED) == UID
     assert await cluster.set_scheduling_gates("team", "p", [], CREATED) is True
-    assert await cluster.evict("team", "p", CREATED) is EvictionOutcome.EVICTED
+    assert await cluster.evict("team", "p", CREATED) == EvictionResult(EvictionOutcome.EVICTED, UID)
     _, condition, release, read, eviction = list(kmock)
     assert condition.data["metadata"] == {"uid": UID}
     assert release.data[0] == {

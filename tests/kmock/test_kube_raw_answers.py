@@ -55,7 +55,7 @@ async def test_an_eviction_refused_with_a_stalled_body_is_retried_at_the_timeout
     kmock: kmock.KubernetesEmulator, observed: client.ApiClient, seen: Seen
 ) -> None:
     stall(kmock["post"][:1], 429)
-    assert await bounded(Evictor(observed).evict("team", "p")) is EvictionOutcome.EVICTED
+    assert (await bounded(Evictor(observed).evict("team", "p"))).outcome is EvictionOutcome.EVICTED
     assert seen == [("evict", "timeout")]
     assert len(kmock) == 2
 
@@ -69,8 +69,8 @@ async def test_a_pod_read_with_a_stalled_body_is_retried_at_the_timeout(
     }
     kmock.objects["v1/pods", "team", "p"] = pod
     stall(kmock["get"][:1], 200)
-    outcome = await bounded(Evictor(observed).evict("team", "p", CREATED))
-    assert outcome is EvictionOutcome.EVICTED
+    result = await bounded(Evictor(observed).evict("team", "p", CREATED))
+    assert result.outcome is EvictionOutcome.EVICTED
     assert [request.method for request in kmock] == [kmock.method.GET] * 2 + [kmock.method.POST]
 
 

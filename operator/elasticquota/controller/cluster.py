@@ -23,7 +23,7 @@ import logging
 from typing import Any, Protocol
 
 from elasticquota.api import Body
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.kube.quotafigures import Changes, figures_patch
 
 logger = logging.getLogger(__name__)
@@ -60,10 +60,11 @@ class Cluster(Protocol):
     ) -> None:
         """Post an Event about ``involved`` (a repeat counts on the Event already posted)."""
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         """Evict a pod through the Eviction API (PodDisruptionBudgets are honoured); with the
         creation time of the pod decided about (``PodInfo.created``), only that pod: another one
-        recreated under the name since is GONE, not evicted."""
+        recreated under the name since is GONE, not evicted. The outcome comes with the uid of
+        the pod read (``""``: not read), for the Events about it."""
 
     async def set_scheduling_gates(
         self, namespace: str, name: str, gates: list[str], created: str = ""
@@ -135,9 +136,9 @@ class DryRunCluster:
         what = f"post {event_type} Event {reason} on {involved.get('kind')} {namespace}/{name}"
         self._would("post_event", namespace, name, message, f"{what}: {message}")
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         self._would("evict", namespace, name, None, f"evict Pod {namespace}/{name}")
-        return EvictionOutcome.NOT_SENT
+        return EvictionResult(EvictionOutcome.NOT_SENT)
 
     async def set_scheduling_gates(
         self, namespace: str, name: str, gates: list[str], created: str = ""

@@ -16,7 +16,7 @@ from kubernetes_asyncio import client
 from elasticquota.api import Body
 from elasticquota.kube import events, pods, quotas
 from elasticquota.kube.errors import with_retries
-from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.evictions import EvictionResult, Evictor
 from elasticquota.kube.quotafigures import Changes, QuotaFigures
 
 
@@ -53,7 +53,7 @@ class KubeCluster:
     ) -> None:
         await events.post_event(self.api, involved, reason, message, event_type)
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         return await self._evictor.evict(namespace, name, created)
 
     async def set_scheduling_gates(

@@ -15,11 +15,14 @@ deleted and recreated since) is GONE without an eviction, and the eviction of th
 it by its uid (``deleteOptions.preconditions.uid``, which both versions take), so that a pod
 recreated between the read and the eviction is not evicted either: the API server answers 409
 ("the UID in the precondition ... does not match"), and that pod is GONE. A 409 is never retried
-here: the API server has already retried its own conflicts.
+here: the API server has already retried its own conflicts. The answer is the outcome with the uid
+of the pod read (``EvictionResult``): the Events about the pod name it, so that ``kubectl describe
+pod`` (whose field selector names the pod's uid) lists them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from typing import Any
@@ -46,6 +49,15 @@ class EvictionOutcome(enum.Enum):
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget (or throttling) refused it for now
     GONE = "gone"  # 404, or 409 on a uid precondition: the pod decided about is not there
     NOT_SENT = "not sent"  # a dry run: the eviction was not asked for (never counted)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvictionResult:
+    """How an eviction ended, and the uid of the pod it was about (``""``: not read, as without
+    a creation time, in a dry run, or when another pod has the name)."""
+
+    outcome: EvictionOutcome
+    uid: str = ""
 
 
 def _worth_retrying(error: BaseException) -> bool:
@@ -84,14 +96,15 @@ class Evictor:
         )
         await raise_for_status(response)
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
-        """Evict one pod, the one created at ``created`` if given (``_refused`` says which
-        refusals are an outcome; the others are raised, after transient retries)."""
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
+        """Evict one pod, the one created at ``created`` if given, read first: the outcome with
+        that pod's uid (``_refused`` says which refusals are an outcome; the others are raised,
+        after transient retries)."""
         uid = ""
         if created:
             found = await uid_if_created_at(self._api, namespace, name, created, "evicted")
             if found is None:
-                return EvictionOutcome.GONE
+                return EvictionResult(EvictionOutcome.GONE)
             uid = found
         while True:
             try:
@@ -108,8 +121,8 @@ class Evictor:
                 outcome = _refused(error, f"Pod {namespace}/{name}", uid)
                 if outcome is None:
                     raise
-                return outcome
-            return EvictionOutcome.EVICTED
+                return EvictionResult(outcome, uid)
+            return EvictionResult(EvictionOutcome.EVICTED, uid)
 
 
 def _refused(error: ApiException, pod: str, uid: str) -> EvictionOutcome | None:

@@ -8,8 +8,9 @@ records every call, with the event loop's time, and can be told to fail the next
 how the next evictions end, or to refuse every call about an object. An eviction or a gate release
 given a pod's creation time checks it against the pod stored under the name (``store``), as the
 adapter's checks do: another creation time there is GONE, or not released (False), and a waiting
-condition so given is not written (None; written, it answers the stored pod's uid); the creation
-times given are kept in ``created``. No call opens a network connection.
+condition so given is not written (None); otherwise an eviction or a waiting condition so given
+answers the stored pod's uid, as the adapter's read does; the creation times given are kept in
+``created``. No call opens a network connection.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api import Body
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.kube.quotafigures import Changes, figures_patch
 
 
@@ -161,14 +162,21 @@ class FakeCluster:
         stored = self.pods.get((namespace, name), {}).get("metadata", {}).get("creationTimestamp")
         return bool(created) and stored is not None and stored != created
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+    def _uid_read(self, namespace: str, name: str, created: str) -> str:
+        """The uid of the stored pod, as the adapter reads it given the creation time (none
+        given: not read, ``""``)."""
+        stored = self.pods.get((namespace, name), {}).get("metadata", {})
+        return str(stored.get("uid", "")) if created else ""
+
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         await self._call("evict", namespace, name, None)
         if self._another_pod("evict", namespace, name, created):
-            return EvictionOutcome.GONE  # another pod has the name
+            return EvictionResult(EvictionOutcome.GONE)  # another pod has the name
+        uid = self._uid_read(namespace, name, created)
         outcome = self.outcomes.pop(0) if self.outcomes else EvictionOutcome.EVICTED
         if outcome is EvictionOutcome.EVICTED:
             self.pods.pop((namespace, name), None)
-        return outcome
+        return EvictionResult(outcome, uid)
 
     async def set_scheduling_gates(
         self, namespace: str, name: str, gates: list[str], created: str = ""
@@ -183,8 +191,7 @@ class FakeCluster:
         await self._call("set_waiting_condition", namespace, name, body)
         if self._another_pod("set_waiting_condition", namespace, name, created):
             return None
-        stored = self.pods.get((namespace, name), {}).get("metadata", {})
-        return str(stored.get("uid", "")) if created else ""
+        return self._uid_read(namespace, name, created)
 
     async def bind_pod(self, namespace: str, name: str, node: str) -> None:
         await self._call("bind_pod", namespace, name, node)

@@ -28,7 +28,7 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.kube.cluster import KubeCluster
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.settings import Settings
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ async def test_each_would_be_write_is_said_once_and_answers_nothing_sent(
         for _ in range(2):
             assert await dry_run.patch_quota("team", "a", {"metadata": {"labels": {}}}) is None
             assert await dry_run.write_quota("team", "a", {"k": "v"}, {"cpu": None}) is None
-            assert await dry_run.evict("team", "p") is EvictionOutcome.NOT_SENT
+            assert await dry_run.evict("team", "p") == EvictionResult(EvictionOutcome.NOT_SENT)
             assert await dry_run.set_scheduling_gates("team", "p", []) is False
     assert [record.getMessage() for record in caplog.records] == [
         "dry-run: would write team/a: {'metadata': {'labels': {}}}",

@@ -16,7 +16,7 @@ from team_pods import team_of_four, team_pod
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.gating import GateController
 from elasticquota.controller.state import ControllerState
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.settings import Settings
 
 
@@ -124,6 +124,6 @@ def test_the_fake_cluster_refuses_another_pod_as_the_api_server_does() -> None:
         True,
         None,
         "",
-        EvictionOutcome.GONE,
-        EvictionOutcome.EVICTED,
+        EvictionResult(EvictionOutcome.GONE),
+        EvictionResult(EvictionOutcome.EVICTED),
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from revocation_rounds import delayed_round
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.revocation import RECHECK_INTERVAL, RevocationController
@@ -157,13 +158,7 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
 ) -> None:
     world.on_pod(running("extra-2", "1", 0))  # two victims now
     cluster.fail("evict", NotLeadingError("evict ns/extra: not sent"))
-    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    now = [100.0]
-    context = LoopContext(world, cluster, settings, asyncio.Event())
-    controller = RevocationController(context, clock=lambda: now[0])
-    await controller.check_once()  # the over-use starts
-    now[0] += DELAY + 1
-    await controller.check_once()  # a round is due
+    await delayed_round(world, cluster, DELAY)
     assert len(cluster.named("evict")) == 1  # not one refusal per victim
     assert [
         e for e in cluster.events if e["involvedObject"]["kind"] == "Pod"
@@ -186,14 +181,8 @@ async def test_a_round_evicts_no_victim_its_quota_stopped_needing_gone_meanwhile
         await asyncio.sleep(RECHECK_INTERVAL)
         return outcome
 
-    now = [100.0]
     cluster.evict = evict_then_keep_finishes  # type: ignore[method-assign]
-    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0)
-    context = LoopContext(world, cluster, settings, asyncio.Event())
-    controller = RevocationController(context, clock=lambda: now[0])
-    await controller.check_once()  # the over-use starts
-    now[0] += DELAY + 1
-    await controller.check_once()  # a round is due
+    await delayed_round(world, cluster, DELAY)
     assert cluster.named("evict") == ["extra-2"]
 
 

@@ -22,7 +22,7 @@ from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.revocation import victims_of
 from elasticquota.core.solve.engine import EngineSettings
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.plan.compute import compute_plan
 from elasticquota.plan.loader import load_paths
 from elasticquota.settings import Settings
@@ -95,9 +95,9 @@ class RecordingCluster:
     def __init__(self) -> None:
         self.evicted: list[str] = []
 
-    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionOutcome:
+    async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         self.evicted.append(f"{namespace}/{name}")
-        return EvictionOutcome.EVICTED
+        return EvictionResult(EvictionOutcome.EVICTED)
 
     async def patch_quota(self, *_: Any) -> None:
         return None

@@ -31,7 +31,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.enforcement.revocation import RateLimiter, counted_eviction
+from elasticquota.controller.enforcement.revocation import (
+    RateLimiter,
+    counted_eviction,
+    pod_involved,
+)
 from elasticquota.controller.metrics.names import (
     HELD_BY_GROUP_LIMIT,
     HELD_BY_QUOTA,
@@ -203,16 +207,13 @@ class GateController(WritingLoop):
         logger.info("preempting %s for %s", names, decision.pod.key)
         for victim in victims:
             await self._limiter.acquire()
-            outcome = await counted_eviction(
+            eviction = await counted_eviction(
                 self._cluster, self._metrics, quota, victim, PREEMPTION
             )
-            if outcome is EvictionOutcome.EVICTED:
+            if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
-                involved = {
-                    "apiVersion": "v1", "kind": "Pod",
-                    "namespace": victim.namespace, "name": victim.name,
-                }  # fmt: skip
                 message = f"evicted to make room in its quota for {decision.pod.key}"
+                involved = pod_involved(victim, eviction.uid)
                 await self._cluster.post_event(involved, "PreemptedInQuota", message)
 
     async def _hold(self, decision: GateDecision) -> None:
@@ -224,8 +225,5 @@ class GateController(WritingLoop):
         )
         if uid is None:
             return  # another pod has the name now: the round that sees it decides about it
-        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
-        if uid:  # kubectl describe pod lists the Events that name the pod's uid
-            involved["uid"] = uid
-        await self._cluster.post_event(involved, "WaitingForQuota", reason, "Normal")
+        await self._cluster.post_event(pod_involved(pod, uid), "WaitingForQuota", reason, "Normal")
         self._told[pod.key] = reason

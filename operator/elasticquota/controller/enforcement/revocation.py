@@ -55,7 +55,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
@@ -88,20 +88,29 @@ def over_use_summary(result: QuotaResult) -> str:
 
 async def counted_eviction(
     cluster: Cluster, metrics: Metrics, quota: str, pod: PodInfo, reason: str
-) -> EvictionOutcome:
+) -> EvictionResult:
     """Evict one pod of ``quota``, counting the outcome under ``reason`` (what decided it:
     ``over-use`` or ``preemption``); ``failed`` when it raises; an eviction not sent, in a dry
-    run, is not counted."""
+    run, is not counted. The outcome comes with the uid of the pod read (for its Events)."""
     try:
-        outcome = await cluster.evict(pod.namespace, pod.name, created=pod.created)
+        result = await cluster.evict(pod.namespace, pod.name, created=pod.created)
     except NotLeadingError:
         raise  # not sent: nothing to count
     except Exception:
         metrics.eviction(quota, reason, FAILED)
         raise
-    if outcome is not EvictionOutcome.NOT_SENT:
-        metrics.eviction(quota, reason, outcome.value)
-    return outcome
+    if result.outcome is not EvictionOutcome.NOT_SENT:
+        metrics.eviction(quota, reason, result.outcome.value)
+    return result
+
+
+def pod_involved(pod: PodInfo, uid: str) -> dict[str, str]:
+    """The ``involvedObject`` of an Event about ``pod``, with its uid when known (``""``: not
+    read): ``kubectl describe pod`` lists only the Events that name the pod's uid."""
+    involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+    if uid:
+        involved["uid"] = uid
+    return involved
 
 
 #: How far below a whole token a refill may fall by float error alone (0.2 s at 5 a second can
@@ -307,31 +316,27 @@ class RevocationController(WritingLoop):
 
     async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
         try:
-            outcome = await counted_eviction(
+            eviction = await counted_eviction(
                 self._cluster, self._metrics, result.name, pod, OVER_USE
             )
         except NotLeadingError:
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:
             self._outage.failed(f"the eviction of {pod.key}", error)
-            await self._event_on_pod(pod, "RevocationFailed", describe(error))
+            await self._event_on_pod(pod, "", "RevocationFailed", describe(error))
             return
         self._outage.succeeded()
-        if outcome is EvictionOutcome.EVICTED:
+        if eviction.outcome is EvictionOutcome.EVICTED:
             self.evicted.append(pod.key)
-            await self._event_on_pod(
-                pod, "Revoked", f"evicted: quota {result.name} is over its runtime ({summary})"
-            )
-        elif outcome is EvictionOutcome.BLOCKED:
-            await self._event_on_pod(
-                pod,
-                "RevocationBlocked",
-                "a PodDisruptionBudget refused the eviction; the next round tries again",
-            )
+            message = f"evicted: quota {result.name} is over its runtime ({summary})"
+            await self._event_on_pod(pod, eviction.uid, "Revoked", message)
+        elif eviction.outcome is EvictionOutcome.BLOCKED:
+            message = "a PodDisruptionBudget refused the eviction; the next round tries again"
+            await self._event_on_pod(pod, eviction.uid, "RevocationBlocked", message)
 
-    async def _event_on_pod(self, pod: PodInfo, reason: str, message: str) -> None:
-        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
-        await self._event(involved, reason, message)
+    async def _event_on_pod(self, pod: PodInfo, uid: str, reason: str, message: str) -> None:
+        """An Event about ``pod``, naming its ``uid`` when the eviction read it."""
+        await self._event(pod_involved(pod, uid), reason, message)
 
     async def _event_on_quota(self, result: QuotaResult, reason: str, message: str) -> None:
         quota = self._state.quotas.get((result.namespace, result.name))
