@@ -79,18 +79,34 @@ async def test_a_final_error_is_raised_without_delay(retry_delays: list[float]) 
     assert retry_delays == []
 
 
-async def test_a_dropped_connection_during_a_patch_is_retried(
-    kmock: kmock.KubernetesEmulator, api: client.ApiClient, retry_delays: list[float]
+def _drop(request: kmock.Request) -> None:
+    """The connection closes before any answer."""
+    raw = request._raw_request
+    assert raw is not None and raw.transport is not None
+    raw.transport.close()
+
+
+def _cut(request: kmock.Request) -> None:
+    """The status and part of the body, then the connection closes (a proxy or the API server
+    restarting mid-answer: aiohttp's ClientPayloadError)."""
+    raw = request._raw_request
+    assert raw is not None and raw.transport is not None
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 999\r\n\r\n"
+    raw.transport.write(head + b'{"metadata": {')
+    raw.transport.close()
+
+
+@pytest.mark.parametrize("fault", [_drop, _cut], ids=["dropped", "cut-in-its-body"])
+async def test_a_patch_whose_connection_fails_is_retried(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    retry_delays: list[float],
+    fault: Callable[[kmock.Request], None],
 ) -> None:
-    """aiohttp does not resend a PATCH on a dropped connection: the retry loop must."""
+    """aiohttp does not resend a PATCH on a dropped connection, nor one whose answer was cut
+    off: the retry loop must (a patch is safe to send again)."""
     kmock.objects[QUOTAS, "team", "a"] = {"metadata": {"name": "a", "namespace": "team"}}
-
-    def drop(request: kmock.Request) -> None:
-        raw = request._raw_request
-        assert raw is not None and raw.transport is not None
-        raw.transport.close()
-
-    kmock["patch"][:1] << drop
+    kmock["patch"][:1] << fault
     returned: dict[str, Any] = await patch_quota(
         api, "team", "a", {"metadata": {"labels": {"x": "y"}}}
     )

@@ -29,11 +29,14 @@ START_UP_ATTEMPTS = 8
 
 
 def is_retryable(error: BaseException) -> bool:
-    """Transient API failures: conflicts, throttling, server errors, broken connections."""
+    """Transient API failures: conflicts, throttling, server errors, broken connections (an
+    answer cut off in its body too: every write the operator sends is safe to send again, a
+    repeated creation or eviction answers 409 or 404, which its caller reads as done)."""
     if isinstance(error, ApiException):
         return error.status in RETRYABLE_STATUSES or (error.status or 0) >= 500
-    # aiohttp's ServerDisconnectedError and kin are no OSError.
-    return isinstance(error, (OSError, asyncio.TimeoutError, aiohttp.ClientConnectionError))
+    # aiohttp's ServerDisconnectedError, ClientPayloadError and kin are no OSError.
+    transient = (OSError, asyncio.TimeoutError, aiohttp.ClientConnectionError)
+    return isinstance(error, (*transient, aiohttp.ClientPayloadError))
 
 
 def describe(error: BaseException) -> str:
