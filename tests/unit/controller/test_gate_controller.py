@@ -143,6 +143,29 @@ async def test_a_release_is_counted_even_when_its_condition_cannot_be_written(
     assert list(gate.released) == ["ns/a", "ns/b"]
 
 
+async def test_an_admitted_condition_that_could_not_be_written_is_written_at_the_next_round(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Else the released pod keeps the "waits" condition of its last hold once it runs."""
+    cluster.fail("set_waiting_condition", ApiException(status=500))
+    gate = await stepped(world, cluster, pod("a", "1", 5, gated=True))
+    world.on_pod(pod("a", "1", 5, node="n1"))  # the release seen, the pod bound
+    await gate.step()
+    await gate.step()  # nothing owed any more
+    written = [call for call in cluster.calls if call[0] == "set_waiting_condition"]
+    assert [(name, body["waiting"]) for _, _, name, body in written] == [("a", False)] * 2
+
+
+async def test_a_pod_gone_before_its_condition_is_owed_nothing(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    cluster.fail("set_waiting_condition", ApiException(status=500))
+    gate = await stepped(world, cluster, pod("a", "1", 5, gated=True))
+    world.on_pod(pod("a", "1", 5, gated=True), deleted=True)
+    await gate.step()
+    assert cluster.named("set_waiting_condition") == ["a"]
+
+
 async def test_held_pods_are_counted_per_quota_and_reason(cluster: FakeCluster) -> None:
     """A user limit, a group limit and the quota itself each hold one pod back: the gated-pods
     gauge tells them apart (``reason``), so that an alert can watch the limits alone."""

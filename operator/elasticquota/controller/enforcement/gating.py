@@ -47,6 +47,7 @@ from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait, is_gated
 from elasticquota.core.decisions.preemption import preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
@@ -114,6 +115,10 @@ class GateController(WritingLoop):
         self.preempted: collections.deque[str] = collections.deque(maxlen=RECENT)
         #: Pods released whose release memory has not shown yet (key -> creation time).
         self._unseen: dict[str, str] = {}
+        #: Released pods whose "admitted" condition is still to be written (key -> creation time
+        #: and reason): written again each round until it lands or the pod is gone, so that no
+        #: pod keeps the "waits" condition of its last hold once it runs.
+        self._owed: dict[str, tuple[str, str]] = {}
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -133,7 +138,8 @@ class GateController(WritingLoop):
         held = [decision for decision in decisions if not decision.release]
         preempting: set[str] = set()  # at most one preemption per quota per round
         if not (
-            await self._each(decisions, functools.partial(self._release_or_hold, snapshot))
+            await self._write_owed_conditions(snapshot)
+            and await self._each(decisions, functools.partial(self._release_or_hold, snapshot))
             and await self._each(held, functools.partial(self._preempt, snapshot, preempting))
         ):
             return  # the Lease was lost: no write of this round can be sent any more
@@ -182,9 +188,31 @@ class GateController(WritingLoop):
         waited = gate_wait(pod, self._clock())
         if waited is not None:
             self._metrics.admission_waited(tree, quota, waited)
+        self._owed[pod.key] = (pod.created, decision.verdict.reason)
+        await self._admitted_condition(pod, decision.verdict.reason)
+
+    async def _admitted_condition(self, pod: PodInfo, reason: str) -> None:
+        """Say on the released pod that it was admitted, and why; owed until it is written."""
         await self._cluster.set_waiting_condition(
-            pod.namespace, pod.name, False, decision.verdict.reason, created=pod.created
+            pod.namespace, pod.name, False, reason, created=pod.created
         )
+        self._owed.pop(pod.key, None)  # written, or another pod has the name: nothing owed
+
+    async def _write_owed_conditions(self, snapshot: Snapshot) -> bool:
+        """The conditions earlier rounds could not write, tried again first (a pod gone or
+        recreated under its name is owed nothing). False when the Lease was lost."""
+        for key, (created, reason) in list(self._owed.items()):
+            pod = snapshot.pods.get(key)
+            if pod is None or pod.created != created:
+                del self._owed[key]
+                continue
+            try:
+                await self._admitted_condition(pod, reason)
+            except NotLeadingError:
+                return False
+            except Exception as error:  # tried again at the next round
+                self._outage.failed(key, error)
+        return True
 
     async def _preempt(
         self, snapshot: Snapshot, preempting: set[str], decision: GateDecision
