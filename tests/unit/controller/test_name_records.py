@@ -18,6 +18,7 @@ from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.reconcile.names import NameRecorder
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
+from elasticquota.kube.lease import NotLeadingError
 
 if TYPE_CHECKING:
     from conftest import Bodies
@@ -26,17 +27,19 @@ if TYPE_CHECKING:
 SECOND = "2026-11-25T10:00:00Z"
 
 
-def l2(k8s: Bodies, namespace: str) -> dict[str, Any]:
-    body = k8s.quota("l2", namespace, max={"cpu": "4"})
+def l2(k8s: Bodies, namespace: str, name: str = "l2") -> dict[str, Any]:
+    body = k8s.quota(name, namespace, max={"cpu": "4"})
     body["metadata"]["creationTimestamp"] = SECOND
     return body
 
 
-def shared_name(state: ControllerState, cluster: FakeCluster, k8s: Bodies) -> None:
+def shared_name(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, name: str = "l2"
+) -> None:
     """``base/l2`` seen (and solved) first; ``bad/l2`` arrives in the same second."""
-    state.on_quota(cluster.store(l2(k8s, "base")))
+    state.on_quota(cluster.store(l2(k8s, "base", name)))
     state.engine.solve()
-    state.on_quota(cluster.store(l2(k8s, "bad")))
+    state.on_quota(cluster.store(l2(k8s, "bad", name)))
 
 
 async def test_the_owner_of_a_shared_name_is_recorded_once(
@@ -97,3 +100,14 @@ async def test_an_owner_whose_spec_breaks_still_owns_its_name(
     assert state.engine.name_owner("l2") == "base"
     assert "l2" not in state.engine.solve().quotas
     assert await NameRecorder(state, cluster).record() == 1  # recorded all the same
+
+
+async def test_a_lost_lease_ends_the_round(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies
+) -> None:
+    """Every other record would be refused too: no attempt (and no warning) for each owner."""
+    shared_name(state, cluster, k8s)
+    shared_name(state, cluster, k8s, "m2")
+    cluster.fail("patch_quota", NotLeadingError("not sent"), NotLeadingError("not sent"))
+    assert await NameRecorder(state, cluster).record() == 0
+    assert cluster.named("patch_quota") == ["l2"]

@@ -19,6 +19,7 @@ from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
 from elasticquota.kube.errors import describe
+from elasticquota.kube.lease import NotLeadingError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class NameRecorder:
             patch = {"metadata": {"annotations": {ANNO_NAME_OWNER: owner.uid}}}
             try:
                 body = await self._cluster.patch_quota(owner.namespace, owner.name, patch)
+            except NotLeadingError:
+                return written  # the Lease was lost: every other record would be refused too
             except Exception as error:  # retried at the next round
                 logger.warning(
                     "recording %s as its name's owner failed: %s", owner.ref, describe(error)
