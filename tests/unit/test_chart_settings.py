@@ -5,13 +5,16 @@ Each chart value that the Deployment passes as an ``ELASTIC_QUOTA_*`` variable (
 ``values.schema.json`` within the setting's own: numbers have both bounds, inside the setting's;
 names have the setting's pattern; choices are a subset of the setting's. So ``helm install`` refuses
 a value the operator would refuse at start-up, and helm does refuse one just outside each numeric
-range (with helm: ``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH;
-failing without it).
+range. The rules between settings too: what the Deployment passes on for a value set alone (the
+other values at their defaults) starts the operator (``Settings`` accepts it), and helm refuses
+the values the operator refuses together, naming them (with helm: ``$HELM``, the pinned one of
+``make helm`` in ``.venv/tools``, or on PATH; failing without it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -97,3 +100,73 @@ def test_helm_refuses_a_number_just_outside_the_range(path: str) -> None:
         with pytest.raises(TemplateError) as refused:
             helm_template(values=values)  # JSON: the numbers keep their type
         assert path.split(".")[-1] in refused.value.stderr, refused.value.stderr
+
+
+def rendered_environment(values: dict[str, Any], namespace: str = "eq-system") -> dict[str, str]:
+    """The ``ELASTIC_QUOTA_*`` variables of the rendered Deployment, the pod's fields filled in."""
+    manifests = helm_template(values=values, namespace=namespace)
+    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    fields = {"metadata.name": "eq-operator-0", "metadata.namespace": namespace}
+    return {
+        each["name"]: each["value"]
+        if "value" in each
+        else fields[each["valueFrom"]["fieldRef"]["fieldPath"]]
+        for each in container["env"]
+        if each["name"].startswith("ELASTIC_QUOTA_")
+    }
+
+
+#: Values a user sets alone, which the chart's other defaults must not contradict.
+ACCEPTED: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "a short Lease": {"operator": {"leaseDuration": 5}},
+    "the shortest Lease": {"operator": {"leaseDuration": 1}},
+    "a long Lease": {"operator": {"leaseDuration": 120}},
+    "short-lived certificates": {
+        "webhooks": {"certificate": {"validityDays": 20, "renewBeforeDays": 5}}
+    },
+    "webhooks off, metrics on their port": {
+        "webhooks": {"enabled": False},
+        "metrics": {"port": 9443},
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_the_operator_accepts_the_settings_the_chart_renders(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the Deployment passes on starts the operator (a refused setting: exit 2, a pod in
+    CrashLoopBackOff after a `helm install` that succeeded)."""
+    environment = rendered_environment(ACCEPTED[case])
+    for name in [name for name in os.environ if name.startswith("ELASTIC_QUOTA_")]:
+        monkeypatch.delenv(name)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    Settings.from_sources()
+
+
+#: Values the operator refuses together (``Settings``' rules between settings): helm refuses them
+#: first, naming them.
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "one port for both servers": ({"webhooks": {"port": 8080}}, "webhooks.port"),
+    "a deadline after the Lease": ({"operator": {"leaseRenewDeadline": 15}}, "leaseRenewDeadline"),
+    "a deadline within a retry": ({"operator": {"leaseRenewDeadline": 0.5}}, "leaseRenewDeadline"),
+    "a renewal before the start": (
+        {"webhooks": {"certificate": {"validityDays": 30}}},
+        "renewBeforeDays",
+    ),
+    "a renewal before the CA's start": (
+        {"webhooks": {"certificate": {"caValidityDays": 20}}},
+        "renewBeforeDays",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_helm_refuses_what_the_operator_refuses_together(case: str) -> None:
+    values, named = REFUSED[case]
+    with pytest.raises(TemplateError) as refused:
+        helm_template(values=values)
+    assert named in refused.value.stderr, refused.value.stderr

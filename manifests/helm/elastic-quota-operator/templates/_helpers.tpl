@@ -110,3 +110,28 @@ policy/v1beta1
 {{- define "elastic-quota-operator.numbaCacheDir" -}}
 /var/cache/numba
 {{- end }}
+
+{{/*
+The rules between values that the operator's settings have (settings/model.py, lease.py,
+webhooks.py): refused here, naming the values, rather than by the operator at start-up (exit 2,
+a pod in CrashLoopBackOff after an install that succeeded). The Lease's retry period is the
+operator's 0.5 s.
+*/}}
+{{- define "elastic-quota-operator.checkSettings" -}}
+{{- $op := .Values.operator }}
+{{- if and .Values.webhooks.enabled (eq (int .Values.metrics.port) (int .Values.webhooks.port)) }}
+{{- fail (printf "metrics.port and webhooks.port are both %d: two servers cannot listen on one port; give them two" (int .Values.metrics.port)) }}
+{{- end }}
+{{- if not (kindIs "invalid" $op.leaseRenewDeadline) }}
+{{- $deadline := float64 $op.leaseRenewDeadline }}
+{{- if or (ge $deadline (float64 $op.leaseDuration)) (le $deadline 0.5) }}
+{{- fail (printf "operator.leaseRenewDeadline %v must be below operator.leaseDuration (%v) and above the Lease's retry period (0.5 s); null: two thirds of leaseDuration" $op.leaseRenewDeadline $op.leaseDuration) }}
+{{- end }}
+{{- end }}
+{{- $cert := .Values.webhooks.certificate }}
+{{- if and .Values.webhooks.enabled (eq $cert.mode "operator") }}
+{{- if ge (int $cert.renewBeforeDays) (min (int $cert.validityDays) (int $cert.caValidityDays)) }}
+{{- fail (printf "webhooks.certificate.renewBeforeDays %v must be below validityDays (%v) and caValidityDays (%v): a certificate would be renewed before it is valid" $cert.renewBeforeDays $cert.validityDays $cert.caValidityDays) }}
+{{- end }}
+{{- end }}
+{{- end }}
