@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from elasticquota.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
 PINNED_HELM = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
@@ -73,3 +75,32 @@ def helm_template(
             done.stderr,
         )
     return [body for body in yaml.safe_load_all(done.stdout) if body]
+
+
+#: What the kubelet fills the Deployment's ``fieldRef`` variables with, for the tests.
+POD_FIELDS = {"metadata.name": "eq-operator-0"}
+
+
+def operator_environment(manifests: list[Manifest], namespace: str = "eq-system") -> dict[str, str]:
+    """The ``ELASTIC_QUOTA_*`` variables of the rendered Deployment, its pod's fields filled in
+    (name ``POD_FIELDS``, namespace ``namespace``)."""
+    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    fields = {**POD_FIELDS, "metadata.namespace": namespace}
+    return {
+        each["name"]: each["value"]
+        if "value" in each
+        else fields[each["valueFrom"]["fieldRef"]["fieldPath"]]
+        for each in container["env"]
+        if each["name"].startswith("ELASTIC_QUOTA_")
+    }
+
+
+def operator_settings(environment: Mapping[str, str], monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The operator's ``Settings`` from exactly these variables (none of the test process's own),
+    as ``elastic-quota run`` reads them: a refused one raises pydantic's ValidationError."""
+    for name in [name for name in os.environ if name.startswith("ELASTIC_QUOTA_")]:
+        monkeypatch.delenv(name)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    return Settings.from_sources()

@@ -9,7 +9,8 @@ readers' collections (``controller.ingest``: list and watch). A custom-object me
 resource: ``CUSTOM`` says which ones the operator sends it for, and a new one fails here until it
 is said. A request that names its object is granted by name where the chart limits it
 (``NAMED``), and some are made only in a mode (``ONLY_WITH``: the environment variable that turns
-them on). Kopf needs nothing (posting, peering and scanning are off: ``controller.runner``), and
+them on). Kopf needs nothing: with the Deployment's settings its posting, peering, scanning and
+configuration management are off (``controller.runner.kopf_settings``, checked here too), and
 ``/version`` is open to every authenticated client.
 
 Not the operator's requests: ``kube/apply.py`` (the demo's manifests, ``devtools``), ``cli/`` and
@@ -27,11 +28,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from chart_render import Manifest, helm_template
+from chart_render import Manifest, helm_template, operator_environment, operator_settings
 from kubernetes_asyncio import client
 from repo_tools import ROOT
 
 from elasticquota.controller import ingest
+from elasticquota.controller.runner import kopf_settings
 from elasticquota.kube.quotas import PROFILES, QUOTAS
 from elasticquota.kube.readerparts import Kind
 
@@ -213,12 +215,6 @@ def grants(manifests: list[Manifest]) -> set[Grant]:
     return found
 
 
-def env_of(manifests: list[Manifest]) -> dict[str, str]:
-    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return {each["name"]: each.get("value", "") for each in container["env"]}
-
-
 def needs_in(env: dict[str, str]) -> set[Need]:
     """The requests this Deployment's operator makes (``ONLY_WITH``)."""
     gates = {need: ONLY_WITH.get(need.resource.split("/")[0]) for need in NEEDS}
@@ -255,7 +251,7 @@ CASES = [*CHART_CASES, "manifests/base"]
 @pytest.mark.parametrize("case", CASES)
 def test_every_request_of_the_operator_is_granted(case: str) -> None:
     manifests = rendered(case)
-    env = env_of(manifests)
+    env = operator_environment(manifests)
     granted = grants(manifests)
     missing = sorted(need for need in needs_in(env) if not allowed(need, granted, env))
     assert missing == [], f"the operator would be refused (403): {missing}"
@@ -264,7 +260,7 @@ def test_every_request_of_the_operator_is_granted(case: str) -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_nothing_is_granted_that_the_operator_does_not_do(case: str) -> None:
     manifests = rendered(case)
-    env = env_of(manifests)
+    env = operator_environment(manifests)
     needed = needs_in(env)
     unused = sorted(
         (grant.need, grant.names) for grant in grants(manifests) if grant.need not in needed
@@ -293,3 +289,16 @@ def test_the_named_objects_are_in_the_namespace_of_the_role(case: str) -> None:
     assert not any(
         namespaced & set(rule["resources"]) for role in cluster for rule in role["rules"]
     ), "the Lease and the Secret are granted in every namespace"
+
+
+@pytest.mark.parametrize("case", ["operator", "no webhooks", "renamed", "manifests/base"])
+def test_kopf_makes_no_request_of_its_own(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The premise of the rules: with the Deployment's settings Kopf posts no Events, keeps no
+    peering objects, watches no CRDs nor namespaces and leaves the webhook configurations alone
+    (the modes with certificate files are left out: their files are not here)."""
+    settings = operator_settings(operator_environment(rendered(case)), monkeypatch)
+    tuned = kopf_settings(settings)
+    assert not tuned.posting.enabled
+    assert tuned.peering.standalone
+    assert tuned.scanning.disabled
+    assert not tuned.admission.managed

@@ -14,12 +14,17 @@ the values the operator refuses together, naming them (with helm: ``$HELM``, the
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
 import pytest
-from chart_render import CHART, TemplateError, helm_template
+from chart_render import (
+    CHART,
+    TemplateError,
+    helm_template,
+    operator_environment,
+    operator_settings,
+)
 
 from elasticquota.settings import Settings
 
@@ -102,21 +107,6 @@ def test_helm_refuses_a_number_just_outside_the_range(path: str) -> None:
         assert path.split(".")[-1] in refused.value.stderr, refused.value.stderr
 
 
-def rendered_environment(values: dict[str, Any], namespace: str = "eq-system") -> dict[str, str]:
-    """The ``ELASTIC_QUOTA_*`` variables of the rendered Deployment, the pod's fields filled in."""
-    manifests = helm_template(values=values, namespace=namespace)
-    (deployment,) = [body for body in manifests if body["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    fields = {"metadata.name": "eq-operator-0", "metadata.namespace": namespace}
-    return {
-        each["name"]: each["value"]
-        if "value" in each
-        else fields[each["valueFrom"]["fieldRef"]["fieldPath"]]
-        for each in container["env"]
-        if each["name"].startswith("ELASTIC_QUOTA_")
-    }
-
-
 #: Values a user sets alone, which the chart's other defaults must not contradict.
 ACCEPTED: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -139,12 +129,7 @@ def test_the_operator_accepts_the_settings_the_chart_renders(
 ) -> None:
     """What the Deployment passes on starts the operator (a refused setting: exit 2, a pod in
     CrashLoopBackOff after a `helm install` that succeeded)."""
-    environment = rendered_environment(ACCEPTED[case])
-    for name in [name for name in os.environ if name.startswith("ELASTIC_QUOTA_")]:
-        monkeypatch.delenv(name)
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    Settings.from_sources()
+    operator_settings(operator_environment(helm_template(values=ACCEPTED[case])), monkeypatch)
 
 
 #: Values the operator refuses together (``Settings``' rules between settings): helm refuses them
