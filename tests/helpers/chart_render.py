@@ -104,3 +104,30 @@ def operator_settings(environment: Mapping[str, str], monkeypatch: pytest.Monkey
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     return Settings.from_sources()
+
+
+def helm_notes(values: Mapping[str, Any], namespace: str = "eq-system") -> str:
+    """What ``helm install`` prints after installing (NOTES.txt), rendered without a cluster:
+    ``helm template`` leaves NOTES.txt out, so a copy of the chart has it as a named template
+    rendered into a ConfigMap."""
+    with tempfile.TemporaryDirectory() as directory:
+        chart = Path(directory, "chart")
+        shutil.copytree(CHART, chart)
+        notes = chart / "templates" / "NOTES.txt"
+        Path(chart, "templates", "_notes_under_test.tpl").write_text(
+            '{{- define "notes-under-test" -}}\n' + notes.read_text() + "\n{{- end }}\n"
+        )
+        notes.unlink()
+        Path(chart, "templates", "notes-under-test.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-under-test\ndata:\n"
+            '  notes: {{ include "notes-under-test" . | toJson }}\n'
+        )
+        path = Path(directory, "values.json")
+        path.write_text(json.dumps(values))
+        command = [helm(), "template", "eq", str(chart), "--namespace", namespace]
+        command += ["--show-only", "templates/notes-under-test.yaml", "--values", str(path)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise TemplateError(f"{' '.join(command)}: {done.stderr}", done.stderr)
+    notes_text: str = yaml.safe_load(done.stdout)["data"]["notes"]
+    return notes_text

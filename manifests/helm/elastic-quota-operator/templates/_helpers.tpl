@@ -135,3 +135,12 @@ operator's 0.5 s.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The namespaces the pod and workload webhooks never see (a JSON list): kube-system, the release
+namespace (the operator's own pods must start even when no replica serves),
+operator.ignoreNamespaces (never judged) and webhooks.excludeNamespaces.
+*/}}
+{{- define "elastic-quota-operator.podWebhookExcludedNamespaces" -}}
+{{- concat (list "kube-system" .Release.Namespace) .Values.operator.ignoreNamespaces .Values.webhooks.excludeNamespaces | uniq | sortAlpha | toJson }}
+{{- end }}
