@@ -87,6 +87,20 @@ def test_a_quota_left_out_for_sharing_a_name_can_be_deleted_and_demoted() -> Non
     assert rules(validate_quota_update(BASE_DEPT, demoted, cluster)) == ["is-parent-change"]
 
 
+def test_a_quota_left_out_for_sharing_a_name_is_not_judged_against_the_owners_children() -> None:
+    """Its tree id, max keys and min are compared with no child: the children of the name are the
+    owner's (the owner still is)."""
+    cluster = ClusterView((BASE_DEPT, BAD_DEPT, CHILD), owner_of=lambda name: "base")
+    wider = with_spec(BAD_DEPT, max={"cpu": "20", "memory": "1Gi"})
+    assert validate_quota_update(BAD_DEPT, wider, cluster) == []
+    owner = with_spec(BASE_DEPT, **wider["spec"])
+    assert rules(validate_quota_update(BASE_DEPT, owner, cluster)) == [
+        "max-keys",
+        "min-keys",
+        "min-sum",
+    ]
+
+
 def test_a_namespace_belongs_to_one_quota_only() -> None:
     owner = quota("a", annotations={keys.ANNO_NAMESPACES: '["ns1","ns2"]'})
     claim = quota("b", annotations={keys.ANNO_NAMESPACES: '["ns2"]'})

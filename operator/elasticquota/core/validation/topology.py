@@ -17,13 +17,19 @@ from elasticquota.core.validation.messages import exact_text, go_list, some_name
 from elasticquota.core.validation.view import ClusterView
 
 
+def _children(quota: Quota, view: ClusterView) -> list[str]:
+    """The children of the quota's name, when it owns its name: a quota left out for sharing
+    another quota's name has none (they are the owner's)."""
+    return view.children(quota.name) if view.owns_name(quota) else []
+
+
 def _is_parent_change(
     quota: Quota, stored: Quota | None, view: ClusterView, old_namespaces: Iterable[str]
 ) -> list[Violation]:
     if stored is None or stored.is_parent == quota.is_parent:
         return []
     if not quota.is_parent:
-        children = view.children(stored.name) if view.owns_name(stored) else []
+        children = _children(stored, view)
         if children:
             return [
                 Violation(
@@ -59,7 +65,7 @@ def _tree_ids(quota: Quota, stored: Quota | None, view: ClusterView) -> list[Vio
                 f"[{parent.tree_id}]",
             )
         )
-    for child_name in view.children(name):
+    for child_name in _children(quota, view):
         child = view.quota(child_name)
         if child is not None and child.tree_id != own:
             found.append(
@@ -151,7 +157,7 @@ def _resource_keys(quota: Quota, parent: Quota | None, view: ClusterView) -> lis
     if parent is not None:
         found += _same_max_keys(parent, quota, parent.name, quota.name)
         found += _min_keys_included(parent, quota)
-    for child_name in view.children(quota.name):
+    for child_name in _children(quota, view):
         child = view.quota(child_name)
         if child is not None:
             found += _same_max_keys(quota, child, child_name, quota.name)
@@ -184,7 +190,7 @@ def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Vio
                     f"{exact_text(limit, over)})",
                 )
             )
-    children = view.children(quota.name)
+    children = _children(quota, view)
     total = view.children_min(quota.name, but="")
     over = _over(total, own)
     if children and over:
