@@ -145,6 +145,25 @@ def test_an_expired_admission_gives_way_to_the_memory(synced: ControllerState, k
     assert catalog.quota_at("team", "new") is None
 
 
+def test_a_quota_deleted_and_created_again_stands_until_the_watch_delivers_both(
+    admission: Admission, synced: ControllerState, k8s: Bodies
+) -> None:
+    """The deletion's event alone does not end the new quota's admission: until its creation is
+    delivered the name is taken, as a parent, for the same name elsewhere, for a DELETE."""
+    first = k8s.quota("a", max={"cpu": "1"})
+    synced.on_quota(first)
+    admission.validate_quota("DELETE", first, first)
+    again = k8s.quota("a", max={"cpu": "2"})
+    admission.validate_quota("CREATE", again, None)
+    synced.on_quota_deleted(first)  # the watch delivers the deletion, not yet the creation
+    seen = admission.view().quota("a")
+    assert seen is not None and seen.max == {"cpu": 2000}
+    admission.validate_quota("DELETE", again, again, dryrun=True)  # not "not found quota:a"
+    synced.on_quota(again)
+    admission.view()
+    assert len(admission.recent) == 0  # the memory is the truth again
+
+
 def test_recent_admissions_expire(synced: ControllerState, k8s: Bodies) -> None:
     now = [0.0]
     recent = RecentAdmissions(ttl=30.0, clock=lambda: now[0])

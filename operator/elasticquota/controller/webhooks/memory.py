@@ -28,10 +28,24 @@ CATALOG_SLICE = 500
 @dataclass(slots=True)
 class Admitted:
     body: Mapping[str, Any] | None  # None: deleted
-    #: What the memory held for this key when it was admitted: once that changes, the watch has
-    #: caught up and the memory is the truth again.
+    #: What the memory held for this key when it was last looked at: each change of it is one
+    #: event of the watch delivered.
     seen: Quota | None
     deadline: float
+    #: The watch events still due before the memory holds this admission: one for it, plus those
+    #: of the admissions of the same key before it that were not delivered yet (a quota deleted
+    #: and created again waits for both events, not for the deletion's alone).
+    due: int = 1
+
+    def caught_up(self, current: Quota | None) -> bool:
+        """Count a change of the memory (``current``: what it holds now); True once every
+        event due has been seen. Events delivered together count as one: the admission then
+        stands, as what the memory holds, until the next change or its deadline."""
+        if current is self.seen:
+            return False
+        self.seen = current
+        self.due -= 1
+        return self.due <= 0
 
 
 class RecentAdmissions:
@@ -45,13 +59,18 @@ class RecentAdmissions:
     def remember(
         self, state: ControllerState, key: ObjectKey, body: Mapping[str, Any] | None
     ) -> None:
-        self._entries[key] = Admitted(body, state.quotas.get(key), self._clock() + self._ttl)
+        current, now = state.quotas.get(key), self._clock()
+        earlier = self._entries.get(key)
+        due = 1
+        if earlier is not None and now <= earlier.deadline and not earlier.caught_up(current):
+            due += earlier.due
+        self._entries[key] = Admitted(body, current, now + self._ttl, due)
 
     def overlay(self, state: ControllerState) -> dict[ObjectKey, Mapping[str, Any] | None]:
         """The admissions still ahead of the memory (stale ones are forgotten here)."""
         now = self._clock()
         for key, entry in list(self._entries.items()):
-            if now > entry.deadline or state.quotas.get(key) is not entry.seen:
+            if now > entry.deadline or entry.caught_up(state.quotas.get(key)):
                 del self._entries[key]
         return {key: entry.body for key, entry in self._entries.items()}
 
