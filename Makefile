@@ -124,8 +124,9 @@ cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; 
 	$(BIN)/python -m eqdev.cluster up
 
 .PHONY: bench
-bench: $(STAMP) ## Solver benchmark: numba kernel vs the pure-Python reference
+bench: $(STAMP) ## Solver benchmark (numba kernel vs the pure-Python reference) and the gate's round
 	$(BIN)/python benchmarks/bench_solver.py
+	$(BIN)/python benchmarks/bench_gate.py
 
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) ## End-to-end figures of the live operator on a local kube-apiserver

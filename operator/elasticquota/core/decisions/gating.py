@@ -153,7 +153,7 @@ def gate_decisions(
     users = snapshot.user_limits.overlay() if snapshot.user_limits.limited else None
     released = _Released(snapshot, check_ancestors)
     waiting = []
-    for pod in snapshot.pods.values():
+    for pod in snapshot.unbound_pods().values():  # gated and released pods are not bound
         if is_gated(pod) and unseen.get(pod.key) != pod.created:
             waiting.append(pod)
         elif (is_gated(pod) or _is_in_flight(pod)) and pod.key in snapshot.pod_quota:

@@ -30,6 +30,7 @@ class EngineView(ABC):
     """The read side of ``QuotaEngine``: the state it holds, and every question asked of it."""
 
     _pods: CowMap[PodInfo]
+    _unbound: CowMap[PodInfo]
     _nodes: NodeTotals
     _topology: Topology
     _trees: dict[str, TreeState]
@@ -121,6 +122,7 @@ class EngineView(ABC):
             quotas=self._all_results(),
             totals={tree_id: state.total for tree_id, state in self._trees.items()},
             pods=self._pods.freeze(),
+            unbound=self._unbound.freeze(),
             pod_quota=pod_quota,
             pods_by_quota=pods_by_quota,
             problems=self.problems(),

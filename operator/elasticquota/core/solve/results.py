@@ -70,6 +70,9 @@ class Snapshot:
     #: engine as it publishes results (O(moved) per solve); None: not kept, ``over_used_quotas``
     #: then looks at every quota.
     over_used: frozenset[str] | None = None
+    #: The pods not bound to a node, by key, kept by the engine as pods come and go; None: not
+    #: kept, ``unbound_pods`` then looks at every pod.
+    unbound: Mapping[str, PodInfo] | None = None
 
     def over_used_quotas(self) -> frozenset[str]:
         """The quotas whose used exceeds their runtime on some resource."""
@@ -77,6 +80,12 @@ class Snapshot:
             return self.over_used
         quotas = self.quotas.items()
         return frozenset(name for name, got in quotas if is_over_used(got.used, got.runtime))
+
+    def unbound_pods(self) -> Mapping[str, PodInfo]:
+        """The pods not bound to a node (gated, released, or waiting for the scheduler)."""
+        if self.unbound is not None:
+            return self.unbound
+        return {key: pod for key, pod in self.pods.items() if not pod.node_name}
 
     def pods_of(self, quota: str) -> Sequence[PodInfo]:
         """Pods accounted directly to ``quota``, sorted by key."""
