@@ -22,12 +22,12 @@ import pytest
 from kmock_requests import only_request
 from kubernetes_asyncio import client
 
+from elasticquota.core.keys import ADMISSION_CONDITION
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
 from elasticquota.kube.pods import (
     JSON_PATCH,
     STRATEGIC_MERGE,
-    WAITING_CONDITION,
     set_scheduling_gates,
     set_waiting_condition,
 )
@@ -105,7 +105,7 @@ async def test_a_waiting_pod_gets_a_false_condition_with_the_reason(
     request = only_request(kmock, kmock.method.PATCH, "/api/v1/namespaces/team/pods/p/status")
     assert request.headers["Content-Type"] == STRATEGIC_MERGE
     (condition,) = request.data["status"]["conditions"]
-    assert condition["type"] == WAITING_CONDITION
+    assert condition["type"] == ADMISSION_CONDITION
     assert (condition["status"], condition["reason"]) == ("False", "QuotaExceeded")
     assert condition["message"] == reason
 
@@ -123,7 +123,7 @@ async def test_the_condition_of_the_pod_decided_about_names_its_uid(
     assert (patch.method, patch.url.path) == (kmock.method.PATCH, f"{POD_URL}/status")
     assert patch.headers["Content-Type"] == STRATEGIC_MERGE
     assert patch.data["metadata"] == {"uid": UID}
-    assert patch.data["status"]["conditions"][0]["type"] == WAITING_CONDITION
+    assert patch.data["status"]["conditions"][0]["type"] == ADMISSION_CONDITION
 
 
 async def test_a_pod_recreated_under_the_name_gets_no_condition(

@@ -38,7 +38,6 @@ from elasticquota.kube.errors import (
 
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
-WAITING_CONDITION = ADMISSION_CONDITION
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +97,7 @@ def waiting_condition(waiting: bool, message: str) -> dict[str, str]:
     """The pod condition that says whether (and why) it waits for its quota."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
-        "type": WAITING_CONDITION,
+        "type": ADMISSION_CONDITION,
         "status": "False" if waiting else "True",
         "reason": "QuotaExceeded" if waiting else "Admitted",
         "message": message[:1024],
