@@ -56,6 +56,12 @@ def value_schema(path: str) -> dict[str, Any]:
     return schema
 
 
+def kinds(schema: dict[str, Any]) -> set[str]:
+    """The JSON types a value may have: ``number`` and ``null`` for a nullable number."""
+    kind = schema.get("type", [])
+    return {kind} if isinstance(kind, str) else set(kind)
+
+
 def setting_schema(name: str) -> dict[str, Any]:
     schema: dict[str, Any] = SETTINGS[name]
     if "anyOf" in schema:
@@ -89,15 +95,17 @@ def test_each_values_range_is_within_its_settings(path: str) -> None:
     check_within(path, value_schema(path), setting_schema(CHART_VALUES[path]))
 
 
-NUMBERS = sorted(
-    path for path in CHART_VALUES if value_schema(path).get("type") in ("number", "integer")
-)
+NUMBERS = sorted(path for path in CHART_VALUES if kinds(value_schema(path)) & {"number", "integer"})
+
+
+def test_nullable_numbers_are_checked_too() -> None:
+    assert {"operator.leaseRenewDeadline", "operator.leaseRetryPeriod"} <= set(NUMBERS)
 
 
 @pytest.mark.parametrize("path", NUMBERS)
 def test_helm_refuses_a_number_just_outside_the_range(path: str) -> None:
     schema = value_schema(path)
-    below = schema["minimum"] - (1 if schema["type"] == "integer" else 0.001)
+    below = schema["minimum"] - (1 if "integer" in kinds(schema) else 0.001)
     for value in (below, schema["maximum"] + 1):
         values: Any = value
         for part in reversed(path.split(".")):
@@ -113,6 +121,11 @@ ACCEPTED: dict[str, dict[str, Any]] = {
     "a short Lease": {"operator": {"leaseDuration": 5}},
     "the shortest Lease": {"operator": {"leaseDuration": 1}},
     "a long Lease": {"operator": {"leaseDuration": 120}},
+    "the longest retry": {"operator": {"leaseRetryPeriod": 7.5}},
+    "the shortest Lease, retried at its half": {
+        "operator": {"leaseDuration": 1, "leaseRetryPeriod": 0.5}
+    },
+    "a retry below a deadline": {"operator": {"leaseRetryPeriod": 2, "leaseRenewDeadline": 2.5}},
     "short-lived certificates": {
         "webhooks": {"certificate": {"validityDays": 20, "renewBeforeDays": 5}}
     },
@@ -138,6 +151,11 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "one port for both servers": ({"webhooks": {"port": 8080}}, "webhooks.port"),
     "a deadline after the Lease": ({"operator": {"leaseRenewDeadline": 15}}, "leaseRenewDeadline"),
     "a deadline within a retry": ({"operator": {"leaseRenewDeadline": 0.5}}, "leaseRenewDeadline"),
+    "a retry over half the Lease": ({"operator": {"leaseRetryPeriod": 7.6}}, "leaseRetryPeriod"),
+    "a deadline within a retry set": (
+        {"operator": {"leaseRetryPeriod": 2, "leaseRenewDeadline": 2}},
+        "leaseRenewDeadline",
+    ),
     "a renewal before the start": (
         {"webhooks": {"certificate": {"validityDays": 30}}},
         "renewBeforeDays",
@@ -155,3 +173,44 @@ def test_helm_refuses_what_the_operator_refuses_together(case: str) -> None:
     with pytest.raises(TemplateError) as refused:
         helm_template(values=values)
     assert named in refused.value.stderr, refused.value.stderr
+
+
+#: Values that are null by default (the operator's own default, not a copy in the chart), set:
+#: the setting each one feeds and what it becomes.
+SET: dict[str, tuple[dict[str, Any], str, Any]] = {
+    "operator.leaseRetryPeriod": ({"operator": {"leaseRetryPeriod": 2}}, "lease_retry_period", 2),
+    "operator.listFromCache": ({"operator": {"listFromCache": False}}, "list_from_cache", False),
+    "operator.loopStallReportAfter": (
+        {"operator": {"loopStallReportAfter": 0.1}},
+        "loop_stall_report_after",
+        0.1,
+    ),
+    "webhooks.address": ({"webhooks": {"address": "10.0.0.7"}}, "webhook_address", "10.0.0.7"),
+    "webhooks.certificate.checkInterval": (
+        {"webhooks": {"certificate": {"checkInterval": 5}}},
+        "webhook_cert_check_interval",
+        5,
+    ),
+}
+
+
+@pytest.mark.parametrize("path", sorted(SET))
+def test_a_value_set_reaches_its_setting_and_unset_leaves_the_operators_default(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values, setting, expected = SET[path]
+    assert CHART_VALUES[path] == setting
+    rendered = operator_settings(operator_environment(helm_template(values=values)), monkeypatch)
+    assert getattr(rendered, setting) == expected
+    default = operator_settings(operator_environment(helm_template(values={})), monkeypatch)
+    assert getattr(default, setting) == Settings.model_fields[setting].default
+
+
+def test_the_charts_unset_retry_period_is_the_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unset leaseRetryPeriod is, for the chart's check of leaseRenewDeadline, the operator's
+    default: a deadline at it is refused, one just above starts the operator."""
+    retry = Settings.model_fields["lease_retry_period"].default
+    with pytest.raises(TemplateError):
+        helm_template(values={"operator": {"leaseRenewDeadline": retry}})
+    above = helm_template(values={"operator": {"leaseRenewDeadline": retry * 1.01}})
+    assert operator_settings(operator_environment(above), monkeypatch).lease_retry_period == retry

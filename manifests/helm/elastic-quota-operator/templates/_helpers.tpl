@@ -114,19 +114,23 @@ policy/v1beta1
 {{/*
 The rules between values that the operator's settings have (settings/model.py, lease.py,
 webhooks.py): refused here, naming the values, rather than by the operator at start-up (exit 2,
-a pod in CrashLoopBackOff after an install that succeeded). The Lease's retry period is the
-operator's 0.5 s.
+a pod in CrashLoopBackOff after an install that succeeded). An unset operator.leaseRetryPeriod
+is the operator's 0.5 s, an unset operator.leaseRenewDeadline two thirds of leaseDuration (as
+LeaseSettings computes it).
 */}}
 {{- define "elastic-quota-operator.checkSettings" -}}
 {{- $op := .Values.operator }}
 {{- if and .Values.webhooks.enabled (eq (int .Values.metrics.port) (int .Values.webhooks.port)) }}
 {{- fail (printf "metrics.port and webhooks.port are both %d: two servers cannot listen on one port; give them two" (int .Values.metrics.port)) }}
 {{- end }}
-{{- if not (kindIs "invalid" $op.leaseRenewDeadline) }}
-{{- $deadline := float64 $op.leaseRenewDeadline }}
-{{- if or (ge $deadline (float64 $op.leaseDuration)) (le $deadline 0.5) }}
-{{- fail (printf "operator.leaseRenewDeadline %v must be below operator.leaseDuration (%v) and above the Lease's retry period (0.5 s); null: two thirds of leaseDuration" $op.leaseRenewDeadline $op.leaseDuration) }}
+{{- $duration := float64 $op.leaseDuration }}
+{{- $retry := ternary 0.5 $op.leaseRetryPeriod (kindIs "invalid" $op.leaseRetryPeriod) | float64 }}
+{{- if gt (mulf $retry 2) $duration }}
+{{- fail (printf "operator.leaseRetryPeriod %v must be at most half of operator.leaseDuration (%v): a standby must look at the Lease at least twice before it expires" $op.leaseRetryPeriod $op.leaseDuration) }}
 {{- end }}
+{{- $deadline := ternary (divf (mulf $duration 2) 3) $op.leaseRenewDeadline (kindIs "invalid" $op.leaseRenewDeadline) | float64 }}
+{{- if or (ge $deadline $duration) (le $deadline $retry) }}
+{{- fail (printf "operator.leaseRenewDeadline %v must be below operator.leaseDuration (%v) and above operator.leaseRetryPeriod (%v s); null: two thirds of leaseDuration" $deadline $op.leaseDuration $retry) }}
 {{- end }}
 {{- $cert := .Values.webhooks.certificate }}
 {{- if and .Values.webhooks.enabled (eq $cert.mode "operator") }}
