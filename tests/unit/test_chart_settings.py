@@ -1,7 +1,7 @@
 """The chart's values refuse what the operator's settings refuse.
 
 Each chart value that the Deployment passes as an ``ELASTIC_QUOTA_*`` variable (found in
-``templates/deployment.yaml``, so a new one is covered without touching this test) has a range in
+``templates/_env.tpl``, so a new one is covered without touching this test) has a range in
 ``values.schema.json`` within the setting's own: numbers have both bounds, inside the setting's;
 names have the setting's pattern; choices are a subset of the setting's. So ``helm install`` refuses
 a value the operator would refuse at start-up, and helm does refuse one just outside each numeric
@@ -38,7 +38,7 @@ VALUES = json.loads((CHART / "values.schema.json").read_text())
 
 def chart_values() -> dict[str, str]:
     """``operator.evictionRate: eviction_rate`` for every value the Deployment passes on."""
-    template = (CHART / "templates" / "deployment.yaml").read_text()
+    template = (CHART / "templates" / "_env.tpl").read_text()
     found = {}
     for match in VALUE_OF_VARIABLE.finditer(template):
         prefix = "operator." if match["root"] == "$op" else ""
