@@ -7,8 +7,10 @@ Without it the tests that render fail, they are never skipped: ``make test`` ins
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +28,37 @@ CHART = ROOT / "manifests" / "helm" / "elastic-quota-operator"
 PINNED_HELM = ROOT / ".venv" / "tools" / "node_modules" / ".bin" / "helm"
 #: A rendered (or applied) Kubernetes object.
 Manifest = dict[str, Any]
+#: An entry of templates/_env.tpl that passes a value on: its variable and the value's path.
+VALUE_OF_VARIABLE = re.compile(
+    r"- name: ELASTIC_QUOTA_(?P<variable>[A-Z_]+)\s*\n\s*value: \{\{ (?:toJson )?"
+    r"(?P<root>\$op|\.Values)\.(?P<path>[A-Za-z.]+)"
+)
+
+
+def chart_values() -> dict[str, str]:
+    """``operator.evictionRate: eviction_rate`` for every value the Deployment passes on (found in
+    ``templates/_env.tpl``): the value's path and the operator's setting it feeds."""
+    template = (CHART / "templates" / "_env.tpl").read_text()
+    found = {}
+    for match in VALUE_OF_VARIABLE.finditer(template):
+        prefix = "operator." if match["root"] == "$op" else ""
+        found[prefix + match["path"]] = match["variable"].lower()
+    return found
+
+
+@functools.cache
+def values_schema() -> dict[str, Any]:
+    """The chart's values.schema.json."""
+    schema: dict[str, Any] = json.loads((CHART / "values.schema.json").read_text())
+    return schema
+
+
+def value_schema(path: str) -> dict[str, Any]:
+    """The part of values.schema.json that checks the value at ``path`` (``operator.leaseName``)."""
+    schema = values_schema()
+    for part in path.split("."):
+        schema = schema["properties"][part]
+    return schema
 
 
 class TemplateError(AssertionError):

@@ -13,47 +13,22 @@ the values the operator refuses together, naming them (with helm: ``$HELM``, the
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 import pytest
 from chart_render import (
-    CHART,
     TemplateError,
+    chart_values,
     helm_template,
     operator_environment,
     operator_settings,
+    value_schema,
 )
 
 from elasticquota.settings import Settings
 
-VALUE_OF_VARIABLE = re.compile(
-    r"- name: ELASTIC_QUOTA_(?P<variable>[A-Z_]+)\s*\n\s*value: \{\{ (?:toJson )?"
-    r"(?P<root>\$op|\.Values)\.(?P<path>[A-Za-z.]+)"
-)
 SETTINGS = Settings.model_json_schema()["properties"]
-VALUES = json.loads((CHART / "values.schema.json").read_text())
-
-
-def chart_values() -> dict[str, str]:
-    """``operator.evictionRate: eviction_rate`` for every value the Deployment passes on."""
-    template = (CHART / "templates" / "_env.tpl").read_text()
-    found = {}
-    for match in VALUE_OF_VARIABLE.finditer(template):
-        prefix = "operator." if match["root"] == "$op" else ""
-        found[prefix + match["path"]] = match["variable"].lower()
-    return found
-
-
 CHART_VALUES = chart_values()
-
-
-def value_schema(path: str) -> dict[str, Any]:
-    schema: dict[str, Any] = VALUES
-    for part in path.split("."):
-        schema = schema["properties"][part]
-    return schema
 
 
 def kinds(schema: dict[str, Any]) -> set[str]:

@@ -112,6 +112,47 @@ policy/v1beta1
 {{- end }}
 
 {{/*
+The values that are numbers, each with its range: values.schema.json's, which checks a value
+given as a number. `helm --set` types only integers (`--set operator.reconcileInterval=0.5` gives
+the string "0.5"), so the schema also takes a decimal string (its pattern refuses any other
+text); such a string is compared with the range here, as a number, and passed on as it is
+written, which is the text the operator parses. tests/unit/test_chart_numbers.py holds these
+ranges equal to the schema's. A range of one bound has no maximum.
+*/}}
+{{- define "elastic-quota-operator.checkNumbers" -}}
+{{- $ranges := dict
+  "operator.loopStallReportAfter" (list 0.02 60)
+  "operator.reconcileInterval" (list 0.01 3600)
+  "operator.profileDebounce" (list 0 3600)
+  "operator.revocationDelay" (list 0 604800)
+  "operator.revocationInterval" (list 0.01 3600)
+  "operator.evictionRate" (list 0.01 1000)
+  "operator.leaseDuration" (list 1 3600)
+  "operator.leaseRenewDeadline" (list 0.01 3600)
+  "operator.leaseRetryPeriod" (list 0.01 60)
+  "operator.apiTimeout" (list 0.1 30)
+  "metrics.prometheusRule.overRuntimeMarginSeconds" (list 0)
+  "metrics.prometheusRule.userLimitHoldingSeconds" (list 60 604800)
+  "webhooks.certificate.checkInterval" (list 1 3600) }}
+{{- range $path, $range := $ranges }}
+{{- $value := $.Values }}
+{{- range splitList "." $path }}
+{{- $value = index $value . }}
+{{- end }}
+{{- if not (kindIs "invalid" $value) }}
+{{- if lt (float64 $value) (float64 (first $range)) }}
+{{- fail (printf "%s %v is below its minimum, %v" $path $value (first $range)) }}
+{{- end }}
+{{- if eq (len $range) 2 }}
+{{- if gt (float64 $value) (float64 (last $range)) }}
+{{- fail (printf "%s %v is above its maximum, %v" $path $value (last $range)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
 The rules between values that the operator's settings have (settings/model.py, lease.py,
 webhooks.py): refused here, naming the values, rather than by the operator at start-up (exit 2,
 a pod in CrashLoopBackOff after an install that succeeded). An unset operator.leaseRetryPeriod
@@ -119,6 +160,7 @@ is the operator's 0.5 s, an unset operator.leaseRenewDeadline two thirds of leas
 LeaseSettings computes it).
 */}}
 {{- define "elastic-quota-operator.checkSettings" -}}
+{{- include "elastic-quota-operator.checkNumbers" . }}
 {{- $op := .Values.operator }}
 {{- if and .Values.webhooks.enabled (eq (int .Values.metrics.port) (int .Values.webhooks.port)) }}
 {{- fail (printf "metrics.port and webhooks.port are both %d: two servers cannot listen on one port; give them two" (int .Values.metrics.port)) }}
