@@ -7,16 +7,20 @@ names have the setting's pattern; choices are a subset of the setting's. So ``he
 a value the operator would refuse at start-up, and helm does refuse one just outside each numeric
 range. The rules between settings too: what the Deployment passes on for a value set alone (the
 other values at their defaults) starts the operator (``Settings`` accepts it), and helm refuses
-the values the operator refuses together, naming them (with helm: ``$HELM``, the pinned one of
-``make helm`` in ``.venv/tools``, or on PATH; failing without it).
+the values the operator refuses together, naming them; each case given in a values file and with
+``--set`` (its numbers written with a decimal point: text to the chart, compared as numbers). With
+helm: ``$HELM``, the pinned one of ``make helm`` in ``.venv/tools``, or on PATH; failing without
+it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from chart_render import (
+    Manifest,
     TemplateError,
     chart_values,
     helm_template,
@@ -101,6 +105,10 @@ ACCEPTED: dict[str, dict[str, Any]] = {
         "operator": {"leaseDuration": 1, "leaseRetryPeriod": 0.5}
     },
     "a retry below a deadline": {"operator": {"leaseRetryPeriod": 2, "leaseRenewDeadline": 2.5}},
+    # as text (--set), "9.5" sorts after "10.5": the chart compares them as numbers
+    "a deadline of one digit, a Lease of two": {
+        "operator": {"leaseDuration": 10.5, "leaseRenewDeadline": 9.5}
+    },
     "short-lived certificates": {
         "webhooks": {"certificate": {"validityDays": 20, "renewBeforeDays": 5}}
     },
@@ -111,13 +119,39 @@ ACCEPTED: dict[str, dict[str, Any]] = {
 }
 
 
+def set_options(values: dict[str, Any], prefix: str = "") -> list[str]:
+    """``values`` as ``--set`` options, each number of the schema's type ``number`` written with
+    a decimal point (``15.0``), which helm passes on to the chart as text."""
+    options = []
+    for key, value in values.items():
+        path = prefix + key
+        if isinstance(value, dict):
+            options += set_options(value, f"{path}.")
+        elif "number" in kinds(value_schema(path)):
+            options += ["--set", f"{path}={float(value)!r}"]
+        else:
+            options += ["--set", f"{path}={json.dumps(value)}"]
+    return options
+
+
+def render(values: dict[str, Any], given: str) -> list[Manifest]:
+    """The chart rendered with ``values`` given as a values file (numbers typed) or with --set."""
+    if given == "--set":
+        return helm_template(*set_options(values))
+    return helm_template(values=values)
+
+
+GIVEN = ["values file", "--set"]
+
+
+@pytest.mark.parametrize("given", GIVEN)
 @pytest.mark.parametrize("case", sorted(ACCEPTED))
 def test_the_operator_accepts_the_settings_the_chart_renders(
-    case: str, monkeypatch: pytest.MonkeyPatch
+    case: str, given: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the Deployment passes on starts the operator (a refused setting: exit 2, a pod in
     CrashLoopBackOff after a `helm install` that succeeded)."""
-    operator_settings(operator_environment(helm_template(values=ACCEPTED[case])), monkeypatch)
+    operator_settings(operator_environment(render(ACCEPTED[case], given)), monkeypatch)
 
 
 #: Values the operator refuses together (``Settings``' rules between settings): helm refuses them
@@ -142,11 +176,12 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+@pytest.mark.parametrize("given", GIVEN)
 @pytest.mark.parametrize("case", sorted(REFUSED))
-def test_helm_refuses_what_the_operator_refuses_together(case: str) -> None:
+def test_helm_refuses_what_the_operator_refuses_together(case: str, given: str) -> None:
     values, named = REFUSED[case]
     with pytest.raises(TemplateError) as refused:
-        helm_template(values=values)
+        render(values, given)
     assert named in refused.value.stderr, refused.value.stderr
 
 
