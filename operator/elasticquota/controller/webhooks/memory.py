@@ -159,5 +159,8 @@ class QuotaMirror:
 
 
 def cluster_view(mirror: QuotaMirror, state: ControllerState) -> ClusterView:
-    """The quotas and pods as the operator knows them, recent admissions included."""
-    return ClusterView(mirror.refresh(), state.engine.pods.values(), state.engine.name_owner)
+    """The quotas and pods as the operator knows them, recent admissions included; the pods
+    labelled with a quota from the engine's pod index where it knows them."""
+    engine = state.engine
+    quotas = mirror.refresh()
+    return ClusterView(quotas, engine.pods.values(), engine.name_owner, engine.pods_labelled)

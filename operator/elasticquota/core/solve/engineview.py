@@ -51,6 +51,17 @@ class EngineView(ABC):
         what a ``Snapshot`` publishes does not)."""
         return self._pods
 
+    def pods_labelled(self, quota: str) -> list[PodInfo] | None:
+        """The pods whose quota label names ``quota``, by key, from the pod index: O(the pods
+        counted in ``quota``), for a quota DELETE's webhook. A pod labelled with a quota pods can
+        count in counts there, so it is among them; None (look at every pod) for any other name,
+        and while a quota change awaits the topology rebuild (the index is not up to date then).
+        Never rebuilds: the webhooks read it on the event loop."""
+        if self._topology_dirty or quota not in self._placements.directory.quotas:
+            return None
+        placed = self._placements.index.by_quota.get(quota, ())
+        return [pod for pod in placed if pod.quota_label == quota]
+
     @property
     def nodes(self) -> Mapping[str, NodeInfo]:
         """The current nodes (read-only view; profiles select from them)."""

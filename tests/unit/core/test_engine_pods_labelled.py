@@ -1,0 +1,90 @@
+"""The pods labelled with a quota, as the engine's pod index gives them (``pods_labelled``): what a
+quota DELETE's webhook reads instead of every pod. Where it answers, it must be exactly the pods
+whose label names the quota, by key, whatever came in between: pods relabelled, moved between
+namespaces, bound, deleted, quotas changed and awaiting their rebuild, quotas gone."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from engine_factories import EngineFactory, node, pod, quota
+
+from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.validation import validate_quota_delete
+from elasticquota.core.validation.view import ClusterView
+
+#: Labels: valid quotas, the quota named like a namespace, none, one no quota has.
+LABELS = ("a", "b", "ns1", "", "gone")
+ASKED = ("a", "b", "ns1", "gone", DEFAULT_QUOTA)
+
+
+def by_filter(engine: QuotaEngine, name: str) -> list[PodInfo]:
+    return sorted(
+        (found for found in engine.pods.values() if found.quota_label == name),
+        key=lambda found: found.key,
+    )
+
+
+def random_step(engine: QuotaEngine, rng: random.Random) -> None:
+    name = f"p{rng.randrange(12)}"
+    namespace = rng.choice(("team", "ns1"))
+    action = rng.randrange(6)
+    if action == 0:
+        engine.delete_pod(namespace, name)
+    elif action == 1:  # a quota change: the index waits for the topology rebuild
+        engine.upsert_quota(quota("b", max={"cpu": rng.randrange(1, 9)}))
+    elif action == 2:
+        engine.delete_quota("team", "b")
+    else:
+        bound = {"node": "n"} if action == 3 else {}
+        labelled = pod(name, rng.choice(LABELS), namespace=namespace, cpu=1, **bound)
+        engine.upsert_pod(labelled)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_index_gives_exactly_the_labelled_pods(make_engine: EngineFactory, seed: int) -> None:
+    rng = random.Random(seed)
+    engine = make_engine()
+    engine.upsert_node(node("n", cpu=100))
+    engine.upsert_quota(quota("a"))
+    engine.upsert_quota(quota("ns1", namespace="ns1"))  # the unlabelled pods of ns1 count here
+    answered = 0
+    for step in range(60):
+        random_step(engine, rng)
+        if step % 3 == 0:
+            engine.solve()
+        for name in ASKED:
+            found = engine.pods_labelled(name)
+            if found is not None:
+                answered += 1
+                expected = by_filter(engine, name)
+                assert [each.key for each in found] == [each.key for each in expected]
+                assert all(mine is theirs for mine, theirs in zip(found, expected, strict=True))
+    assert answered >= 60  # the index answered after most rebuilds, not only the filter
+
+
+class Unread(list[PodInfo]):
+    """Pods that must not be looked at one by one."""
+
+    def __iter__(self) -> Iterator[PodInfo]:
+        raise AssertionError("every pod was looked at")
+
+
+def test_a_quota_delete_reads_the_index_not_every_pod(make_engine: EngineFactory) -> None:
+    engine = make_engine().load(
+        [quota("a"), quota("b")],
+        [pod(f"p{index}", "ab"[index % 2], cpu=1) for index in range(6)],
+        [node("n", cpu=10)],
+    )
+    engine.solve()
+    raw = {"metadata": {"name": "a", "namespace": "team"}, "spec": {}}
+    indexed = ClusterView([raw], Unread(engine.pods.values()), labelled=engine.pods_labelled)
+    every_pod = ClusterView([raw], engine.pods.values())
+    refused = validate_quota_delete(raw, indexed)
+    assert refused == validate_quota_delete(raw, every_pod)
+    assert [violation.rule for violation in refused] == ["delete-pods"]
+    assert "3 child pods: team/p0, team/p2, ..." in refused[0].message
