@@ -1,5 +1,5 @@
-"""Benchmark of per-pass paths on the event loop at cluster scale: the admission gate's round and
-the webhook's judgement of a quota DELETE.
+"""Benchmark of per-pass paths on the event loop at cluster scale: the admission gate's round, its
+in-quota preemption and the webhook's judgement of a quota DELETE.
 
 The gate decides about the gated pods once a second (with the API server's scheduling gates,
 Kubernetes 1.27+); it reads the pods not bound to a node, which the engine keeps as pods come and
@@ -7,11 +7,15 @@ go (``Snapshot.unbound``), not every pod. Side by side in one run, for clusters 
 100 are gated and the rest bound, the round with that index and without it (every pod looked at,
 as before the index). A quota DELETE is refused while pods are labelled with the quota; the webhook
 finds them in the engine's pod index (``pods_labelled``: the pods counted in the quota), not among
-every pod; side by side, the judgement of one quota's DELETE with the index and without it. Prints
+every pod; side by side, the judgement of one quota's DELETE with the index and without it. The
+round's in-quota preemption looks for victims among the waiting pod's quota's pods: with 100 pods
+waiting in a quota of a tenth of the cluster (full, nobody of lower priority), side by side, the
+quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod. Prints
 one line per size and path:
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
+    preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X
 
 with medians of several rounds (milliseconds of the event loop per round or request).
 """
@@ -23,6 +27,7 @@ import time
 from dataclasses import replace
 
 from elasticquota.core.decisions.gating import gate_decisions
+from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
@@ -35,17 +40,20 @@ SIZES = (10_000, 50_000, 100_000)
 GATED = 100
 ROUNDS = 7
 QUOTAS = 100
+#: Quotas of the preemption figures: the first holds a tenth of the pods.
+PREEMPT_QUOTAS = 10
 
 
-def cluster(pods: int) -> QuotaEngine:
-    """``QUOTAS`` quotas under the root, one node, ``pods`` pods of 1 cpu (``GATED`` gated),
-    solved."""
+def cluster(pods: int, quotas: int = QUOTAS, full: bool = False) -> QuotaEngine:
+    """``quotas`` quotas under the root, one node, ``pods`` pods of 1 cpu (``GATED`` gated),
+    solved. ``full``: each quota's max is its share of the pods, the bound pods have priority 1
+    and the gated pods (priority 0) are all of the first quota: most of them wait, and no pod of
+    lower priority can make room for them."""
     engine = QuotaEngine()
     engine.upsert_node(NodeInfo(name="n", allocatable={"cpu": 10 * pods * 1000}))
-    for index in range(QUOTAS):
-        engine.upsert_quota(
-            Quota(name=f"q{index}", namespace="team", min={}, max={"cpu": 10 * pods * 1000})
-        )
+    limit = pods // quotas * 1000 if full else 10 * pods * 1000
+    for index in range(quotas):
+        engine.upsert_quota(Quota(name=f"q{index}", namespace="team", min={}, max={"cpu": limit}))
     for index in range(pods):
         gated = index < GATED
         engine.upsert_pod(
@@ -53,7 +61,8 @@ def cluster(pods: int) -> QuotaEngine:
                 namespace="team",
                 name=f"p{index}",
                 requests={"cpu": 1000},
-                quota_label=f"q{index % QUOTAS}",
+                quota_label="q0" if gated and full else f"q{index % quotas}",
+                priority=int(full and not gated),
                 phase="Pending" if gated else "Running",
                 node_name="" if gated else "n",
                 scheduling_gates=(ADMISSION_GATE,) if gated else (),
@@ -90,6 +99,20 @@ def delete_ms(engine: QuotaEngine, indexed: bool) -> float:
     return statistics.median(times)
 
 
+def preempt_ms(snapshot: Snapshot, memo: PreemptionMemo | None) -> tuple[int, float]:
+    """The round's in-quota preemption for its waiting pods (how many, and the median): with the
+    quotas' candidates kept across rounds (``memo``, made by an earlier round) or sorted for each
+    waiting pod."""
+    held = [decision for decision in gate_decisions(snapshot) if not decision.release]
+    times = []
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        chosen = [preemption_victims(decision.seen, decision.pod, memo) for decision in held]
+        times.append((time.perf_counter() - started) * 1000)
+    assert held and chosen == [None] * len(held)
+    return len(held), statistics.median(times)
+
+
 def main() -> None:
     print("# per-pass paths: with the engine's indexes vs looking at every pod")
     for pods in SIZES:
@@ -105,6 +128,15 @@ def main() -> None:
         print(
             f"delete pods={pods} quota_pods={len(snapshot.pods_of('q1'))} "
             f"index_ms={indexed:.2f} every_pod_ms={every:.1f} ratio={every / indexed:.0f}"
+        )
+        crowded = cluster(pods, PREEMPT_QUOTAS, full=True).latest()
+        memo = PreemptionMemo()
+        preempt_ms(crowded, memo)  # the round that sorts the quota's candidates
+        held, kept = preempt_ms(crowded, memo)
+        every = preempt_ms(crowded, None)[1]
+        print(
+            f"preempt pods={pods} quota_pods={len(crowded.pods_of('q0'))} waiting={held} "
+            f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f}"
         )
 
 

@@ -45,7 +45,7 @@ from elasticquota.controller.metrics.names import (
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait, is_gated
-from elasticquota.core.decisions.preemption import preemption_victims
+from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.results import Snapshot
@@ -119,6 +119,9 @@ class GateController(WritingLoop):
         #: and reason): written again each round until it lands or the pod is gone, so that no
         #: pod keeps the "waits" condition of its last hold once it runs.
         self._owed: dict[str, tuple[str, str]] = {}
+        #: The preemption candidates of the quotas with waiting pods, sorted once per change of
+        #: their pods rather than once per waiting pod and round.
+        self._candidates = PreemptionMemo()
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -136,6 +139,7 @@ class GateController(WritingLoop):
         self._unseen = _still_unseen(snapshot, self._unseen)
         decisions = gate_decisions(snapshot, released_unseen=self._unseen)
         held = [decision for decision in decisions if not decision.release]
+        self._candidates.keep_only({snapshot.pod_quota[d.pod.key] for d in held})
         preempting: set[str] = set()  # at most one preemption per quota per round
         if not (
             await self._write_owed_conditions(snapshot)
@@ -227,7 +231,7 @@ class GateController(WritingLoop):
         quota = snapshot.pod_quota[decision.pod.key]
         if quota in preempting or decision.verdict.limit_refusals:
             return
-        victims = preemption_victims(decision.seen, decision.pod)
+        victims = preemption_victims(decision.seen, decision.pod, self._candidates)
         if not victims:
             return
         preempting.add(quota)

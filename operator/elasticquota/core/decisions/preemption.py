@@ -13,9 +13,21 @@ either: the candidates are preemptible, and evicting them frees nothing of that.
 
 The snapshot is the one the gate's check read (``GateDecision.seen``), where pods released but not
 bound yet count as used: the room is made against the figures that hold the pod back.
+
+A quota's candidates, least important first, are a prefix of the order of all its preemptible
+assigned pods (the order starts with the priority): ``QuotaCandidates`` sorts them once, and a
+waiting pod takes the prefix below its priority. The gate keeps them across rounds
+(``PreemptionMemo``), made again only for a quota whose pods changed (the engine replaces a
+quota's pods tuple on every change): a round with 100 waiting pods in a quota of 10,000 looked at
+all 10,000 for each of them, 212 ms of the event loop in one go, every round.
 """
 
 from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from elasticquota.core.decisions.revocation import least_important_first
 from elasticquota.core.keys import DEFAULT_QUOTA
@@ -34,16 +46,81 @@ def _fits(used: ResourceList, request: ResourceList, runtime: ResourceList) -> b
     return not exceeding(add(used, request), runtime)
 
 
-def preemption_victims(snapshot: Snapshot, pod: PodInfo) -> list[PodInfo] | None:
+@dataclass(frozen=True, slots=True)
+class QuotaCandidates:
+    """A quota's pods as in-quota preemption reads them."""
+
+    #: The quota's pods it was made from (the snapshot's tuple, compared by identity).
+    pods: Sequence[PodInfo]
+    #: Its assigned, preemptible pods that are not terminating, least important first.
+    ordered: tuple[PodInfo, ...]
+    #: Their priorities, in that order (ascending).
+    priorities: tuple[int, ...]
+    #: The lowest priority among its terminating pods (infinity: none).
+    lowest_terminating: float
+
+    @classmethod
+    def of(cls, pods: Sequence[PodInfo]) -> QuotaCandidates:
+        ordered = least_important_first(
+            pod for pod in pods if pod.is_assigned and pod.preemptible and not pod.terminating
+        )
+        terminating = [pod.priority for pod in pods if pod.terminating]
+        return cls(
+            pods,
+            tuple(ordered),
+            tuple(pod.priority for pod in ordered),
+            min(terminating, default=math.inf),
+        )
+
+    def below(self, priority: int) -> tuple[PodInfo, ...]:
+        """The candidates of strictly lower priority, least important first."""
+        return self.ordered[: bisect_left(self.priorities, priority)]
+
+    def terminating_below(self, priority: int) -> bool:
+        """Some pod of strictly lower priority is terminating (an earlier victim going)."""
+        return self.lowest_terminating < priority
+
+
+class PreemptionMemo:
+    """Each quota's ``QuotaCandidates``, made again only when the snapshot's pods of the quota
+    are another tuple than the ones they were made from."""
+
+    def __init__(self) -> None:
+        self._by_quota: dict[str, QuotaCandidates] = {}
+
+    def candidates(self, snapshot: Snapshot, quota: str) -> QuotaCandidates:
+        pods = snapshot.pods_of(quota)
+        known = self._by_quota.get(quota)
+        if known is None or known.pods is not pods:
+            known = self._by_quota[quota] = QuotaCandidates.of(pods)
+        return known
+
+    def keep_only(self, quotas: Collection[str]) -> None:
+        """Forget the quotas not in ``quotas`` (those with no pod waiting any more)."""
+        self._by_quota = {
+            quota: known for quota, known in self._by_quota.items() if quota in quotas
+        }
+
+
+def preemption_victims(
+    snapshot: Snapshot, pod: PodInfo, memo: PreemptionMemo | None = None
+) -> list[PodInfo] | None:
     """The pods to evict so that ``pod`` fits its quota (empty: it fits already).
 
-    None when no set of allowed victims makes room (or the pod's quota is reserved).
+    None when no set of allowed victims makes room (or the pod's quota is reserved). ``memo``:
+    the quotas' candidates as sorted for earlier pods; without it, the quota's pods of lower
+    priority are sorted here (all that this pod needs).
     """
     quota = snapshot.pod_quota[pod.key]
     result = snapshot.quotas[quota]
     if result.reserved:
         return None
-    if any(other.terminating for other in snapshot.pods_of(quota) if other.priority < pod.priority):
+    if memo is not None:
+        candidates = memo.candidates(snapshot, quota)
+    else:
+        lower = [other for other in snapshot.pods_of(quota) if other.priority < pod.priority]
+        candidates = QuotaCandidates.of(lower)
+    if candidates.terminating_below(pod.priority):
         return None  # earlier victims are still going: wait for them rather than evict more
     request = mask(pod.requests, result.max)
     if not pod.preemptible and not _fits(result.non_preemptible_used, request, result.min):
@@ -54,15 +131,7 @@ def preemption_victims(snapshot: Snapshot, pod: PodInfo) -> list[PodInfo] | None
     if quota == DEFAULT_QUOTA or pod.never_preempts:
         return None
     victims: list[PodInfo] = []
-    candidates = [
-        other
-        for other in snapshot.pods_of(quota)
-        if other.is_assigned
-        and other.preemptible
-        and not other.terminating
-        and other.priority < pod.priority
-    ]
-    for candidate in least_important_first(candidates):
+    for candidate in candidates.below(pod.priority):
         victims.append(candidate)
         used = subtract_clamped(used, mask(candidate.requests, result.max))
         if _fits(used, request, result.runtime):

@@ -1,0 +1,102 @@
+"""In-quota preemption's candidates kept across the gate's rounds (``PreemptionMemo``): made again
+only when a quota's pods changed. Whatever came in between (pods bound, deleted, terminating,
+of other priorities, quota changes awaiting their rebuild), a waiting pod's candidates must be
+exactly the quota's pods the rule allows, least important first, and its victims the same as
+without the memo."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from engine_factories import EngineFactory, node, pod, quota
+
+from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
+from elasticquota.core.decisions.revocation import least_important_first
+from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.results import Snapshot
+
+
+def by_filter(snapshot: Snapshot, quota_name: str, priority: int) -> list[PodInfo]:
+    return least_important_first(
+        other
+        for other in snapshot.pods_of(quota_name)
+        if other.is_assigned
+        and other.preemptible
+        and not other.terminating
+        and other.priority < priority
+    )
+
+
+def random_step(engine: QuotaEngine, rng: random.Random) -> None:
+    name = f"p{rng.randrange(16)}"
+    action = rng.randrange(8)
+    if action == 0:
+        engine.delete_pod("team", name)
+    elif action == 1:  # a quota change: the pods wait for the topology rebuild
+        engine.upsert_quota(quota(rng.choice("ab"), max={"cpu": rng.randrange(2, 9)}))
+    else:
+        made = pod(
+            name,
+            rng.choice("ab"),
+            node="n" if action < 6 else "",
+            gates=(ADMISSION_GATE,) if action == 7 else (),
+            preemptible=rng.random() < 0.8,
+            priority=rng.randrange(4),
+            cpu=rng.randrange(1, 4),
+        )
+        engine.upsert_pod(replace(made, terminating=rng.random() < 0.15))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_memo_gives_the_candidates_and_victims_of_every_pod(
+    make_engine: EngineFactory, seed: int
+) -> None:
+    rng = random.Random(seed)
+    engine = make_engine()
+    engine.upsert_node(node("n", cpu=12))
+    memo = PreemptionMemo()
+    for step in range(60):
+        random_step(engine, rng)
+        if step % 3:
+            continue
+        snapshot = engine.solve()
+        for waiting in snapshot.unbound_pods().values():
+            name = snapshot.pod_quota[waiting.key]
+            if name not in ("a", "b"):
+                continue
+            candidates = memo.candidates(snapshot, name)
+            assert list(candidates.below(waiting.priority)) == by_filter(
+                snapshot, name, waiting.priority
+            )
+            going = any(
+                other.terminating and other.priority < waiting.priority
+                for other in snapshot.pods_of(name)
+            )
+            assert candidates.terminating_below(waiting.priority) == going
+            assert preemption_victims(snapshot, waiting, memo) == preemption_victims(
+                snapshot, waiting
+            )
+
+
+def test_a_quota_whose_pods_did_not_change_is_not_sorted_again(
+    make_engine: EngineFactory,
+) -> None:
+    engine = make_engine().load(
+        [quota("a", max={"cpu": 2}), quota("b", max={"cpu": 2})],
+        [pod("low", "a", node="n", cpu=2), pod("other", "b", node="n", cpu=1)],
+        [node("n", cpu=10)],
+    )
+    memo = PreemptionMemo()
+    first = memo.candidates(engine.solve(), "a")
+    engine.upsert_pod(pod("more", "b", node="n", cpu=1))  # another quota's pods change
+    assert memo.candidates(engine.solve(), "a") is first
+    engine.upsert_pod(pod("new", "a", node="n", cpu=1, priority=1))
+    again = memo.candidates(engine.solve(), "a")
+    assert again is not first
+    assert [each.name for each in again.ordered] == ["low", "new"]
+    memo.keep_only({"b"})
+    assert memo.candidates(engine.solve(), "a") is not again
