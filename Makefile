@@ -124,7 +124,7 @@ cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; 
 	$(BIN)/python -m eqdev.cluster up
 
 .PHONY: bench
-bench: $(STAMP) ## Solver benchmark (numba kernel vs the pure-Python reference), the gate's round and preemption, a quota DELETE's webhook
+bench: $(STAMP) ## Solver benchmark (numba kernel vs the pure-Python reference), the gate's round and preemption, the webhooks' checks
 	$(BIN)/python benchmarks/bench_solver.py
 	$(BIN)/python benchmarks/bench_gate.py
 

@@ -1,5 +1,5 @@
 """Benchmark of per-pass paths on the event loop at cluster scale: the admission gate's round, its
-in-quota preemption and the webhook's judgement of a quota DELETE.
+in-quota preemption, the webhook's judgement of a quota DELETE and of a new pod's user limits.
 
 The gate decides about the gated pods once a second (with the API server's scheduling gates,
 Kubernetes 1.27+); it reads the pods not bound to a node, which the engine keeps as pods come and
@@ -10,12 +10,16 @@ finds them in the engine's pod index (``pods_labelled``: the pods counted in the
 every pod; side by side, the judgement of one quota's DELETE with the index and without it. The
 round's in-quota preemption looks for victims among the waiting pod's quota's pods: with 100 pods
 waiting in a quota of a tenth of the cluster (full, nobody of lower priority), side by side, the
-quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod. Prints
-one line per size and path:
+quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod. Where
+the API server has no gates, the pod webhook checks a new pod's user limits with the pods it
+admitted a moment ago counted: side by side, with N/10 of them, their figures kept as they come
+(``PendingPods``) and each added to an overlay of the ledger for the request. Prints one line per
+size and path:
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
     preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X
+    admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
 
 with medians of several rounds (milliseconds of the event loop per round or request).
 """
@@ -33,6 +37,7 @@ from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.userlimits.pending import PendingPods
 from elasticquota.core.validation import validate_quota_delete
 from elasticquota.core.validation.view import ClusterView
 
@@ -42,6 +47,8 @@ ROUNDS = 7
 QUOTAS = 100
 #: Quotas of the preemption figures: the first holds a tenth of the pods.
 PREEMPT_QUOTAS = 10
+#: The user limit of the admission figures (quota q1): one that counts every application.
+USER_LIMITS = "- users: [sue]\n  maxapplications: 1000000\n"
 
 
 def cluster(pods: int, quotas: int = QUOTAS, full: bool = False) -> QuotaEngine:
@@ -113,6 +120,33 @@ def preempt_ms(snapshot: Snapshot, memo: PreemptionMemo | None) -> tuple[int, fl
     return len(held), statistics.median(times)
 
 
+def admitted_ms(engine: QuotaEngine, admitted: int, kept: bool) -> float:
+    """The pod webhook's user-limit check of a new pod (API servers without gates) with
+    ``admitted`` pods of the same user admitted a moment ago and not bound yet: their figures
+    kept as they come (``PendingPods``, ``kept``) or each added to an overlay of the ledger."""
+    view = engine.user_limits()
+    pods = [
+        PodInfo(namespace="team", name=f"new{index}", requests={"cpu": 1000}, user="sue")
+        for index in range(admitted + 1)
+    ]
+    pending = PendingPods()
+    for index, pod in enumerate(pods[1:]):
+        pending.put(pod, f"q{index % QUOTAS}")
+    times = []
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        if kept:
+            verdict = pending.check(view, pods[0], "q1")
+        else:
+            overlay = view.overlay()
+            for index, pod in enumerate(pods[1:]):
+                overlay.add(pod, f"q{index % QUOTAS}")
+            verdict = overlay.check(pods[0], "q1")
+        times.append((time.perf_counter() - started) * 1000)
+    assert verdict is not None and verdict.allowed
+    return statistics.median(times)
+
+
 def main() -> None:
     print("# per-pass paths: with the engine's indexes vs looking at every pod")
     for pods in SIZES:
@@ -137,6 +171,14 @@ def main() -> None:
         print(
             f"preempt pods={pods} quota_pods={len(crowded.pods_of('q0'))} waiting={held} "
             f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f}"
+        )
+        limit = {"cpu": 10 * pods * 1000}
+        engine.upsert_quota(Quota("q1", "team", {}, limit, user_limits=USER_LIMITS))
+        admitted = pods // 10
+        kept, every = admitted_ms(engine, admitted, True), admitted_ms(engine, admitted, False)
+        print(
+            f"admit pods={pods} admitted={admitted} kept_ms={kept:.2f} "
+            f"every_admitted_ms={every:.1f} ratio={every / kept:.0f}"
         )
 
 

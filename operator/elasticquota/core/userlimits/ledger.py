@@ -150,6 +150,18 @@ class LedgerView:
 
     # -- reading ---------------------------------------------------------------------------------
 
+    def used_at(self, at: str) -> ResourceList:
+        """The usage stored under ``at`` (``counting.at_key``), not a copy: never change it."""
+        return self._used.get(at) or {}
+
+    def running_at(self, at: str) -> int:
+        """The applications running under ``at``."""
+        return self._running.get(at) or 0
+
+    def runs(self, app_key: str) -> bool:
+        """Whether the application key (``at`` NUL application) has a counted pod."""
+        return app_key in self._apps
+
     def used(self, kind: Kind, name: str, quota: str) -> ResourceList:
         return dict(self._used.get(at_key(kind, name, quota)) or {})
 

@@ -142,22 +142,34 @@ class UserLimitsView:
     def ledger(self, tree: str) -> LedgerView | None:
         return self._ledgers.get(tree)
 
-    def _ledger_of(self, quota: str) -> tuple[LedgerView, QuotaPath] | None:
+    def ledger_of(self, quota: str) -> tuple[str, LedgerView, QuotaPath] | None:
+        """The tree of ``quota``, its ledger and the quota's path; None when no ledger covers
+        the quota."""
         if self._paths is None:
             return None
         tree = self._paths.tree_of(quota)
         ledger = None if tree is None else self._ledgers.get(tree)
-        if ledger is None:
+        if tree is None or ledger is None:
             return None
-        return ledger, self._paths(quota)
+        return tree, ledger, self._paths(quota)
+
+    def same_limits(self, other: UserLimitsView) -> bool:
+        """Pods are counted alike in both: the same topology's paths, the same limit books."""
+        books = {tree: ledger.book for tree, ledger in self._ledgers.items()}
+        others = {tree: ledger.book for tree, ledger in other._ledgers.items()}
+        return (
+            self._paths is other._paths
+            and books.keys() == others.keys()
+            and all(books[tree] is others[tree] for tree in books)
+        )
 
     def check(self, pod: PodInfo, quota: str) -> UserLimitVerdict | None:
         """Whether every user and group limit on the pod's path holds with it added; None when
         no ledger covers the quota (a reserved quota, or a tree without pods nor limits)."""
-        found = self._ledger_of(quota)
+        found = self.ledger_of(quota)
         if found is None:
             return None
-        ledger, path = found
+        _, ledger, path = found
         return ledger.check(limited_pod(pod, path, self.default_user))
 
     def overlay(self) -> UserLimitsOverlay:
