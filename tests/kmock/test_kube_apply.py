@@ -5,18 +5,25 @@ through the status subresource (merge patch) after the Node is created, as a kub
 it; a Pod is created without its status; an object that exists already is left alone (False); an
 unsupported kind is refused; manifests are applied in dependency order.
 
+A pod refused for a PriorityClass that exists (the API server's Priority admission reads the
+classes from a cache that can lag behind their creation) is created again until the cache has it;
+one refused for a class that does not exist, or for another reason, is refused at once.
+
 Namespaces are left out: KMock cannot parse a POST to ``/api/v1/namespaces`` (see conftest).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import kmock
 import pytest
+from kmock import KubernetesError
 from kmock_requests import only_request
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 from profile_bodies import profile_body
 from quota_bodies import quota_body
 
@@ -102,6 +109,64 @@ async def test_a_priority_class_is_created(
     }
     assert await apply_manifest(api, manifest)
     assert kmock[0].url.path == "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+HIGH: dict[str, Any] = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "high"},
+    "value": 1000,
+}
+PRIORITY_PODS = "/api/v1/namespaces/team/pods"
+CLASS_NOT_SEEN = 'pods "p" is forbidden: no PriorityClass with name high was found'
+
+
+def with_priority(pod: dict[str, Any]) -> dict[str, Any]:
+    return {**pod, "spec": {**pod["spec"], "priorityClassName": "high"}}
+
+
+def refuse(kmock: kmock.KubernetesEmulator, message: str) -> Callable[[kmock.Request], None]:
+    """A 403 with ``message`` for a pod creation (KMock stores before answering: undone)."""
+
+    def refused(request: kmock.Request) -> None:
+        del kmock.objects["v1/pods", request.namespace, request.data["metadata"]["name"]]
+        raise KubernetesError(403, "Forbidden", message)
+
+    return refused
+
+
+async def test_a_pod_refused_for_a_class_its_admission_has_not_seen_yet_is_created_again(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    assert await apply_manifest(api, HIGH)
+    kmock["post", PRIORITY_PODS][:2] << refuse(kmock, CLASS_NOT_SEEN)
+    assert await apply_manifest(api, with_priority(POD))
+    paths = [(request.method, request.url.path) for request in list(kmock)[1:]]
+    read = (kmock.method.GET, "/apis/scheduling.k8s.io/v1/priorityclasses/high")
+    create = (kmock.method.POST, PRIORITY_PODS)
+    assert paths[:5] == [create, read, create, read, create]
+    assert kmock.objects["v1/pods", "team", "p"]["spec"]["priorityClassName"] == "high"
+
+
+@pytest.mark.parametrize(
+    ("class_exists", "message"),
+    [
+        (False, CLASS_NOT_SEEN),
+        (True, 'pods "p" is forbidden: User "u" cannot create resource "pods"'),
+    ],
+    ids=["no-such-class", "another-reason"],
+)
+async def test_a_pod_refused_otherwise_is_refused_at_once(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, class_exists: bool, message: str
+) -> None:
+    if class_exists:
+        assert await apply_manifest(api, HIGH)
+    kmock["post", PRIORITY_PODS] << refuse(kmock, message)
+    with pytest.raises(ApiException) as refused:
+        await apply_manifest(api, with_priority(POD))
+    assert refused.value.status == 403
+    posts = [request for request in kmock if request.url.path == PRIORITY_PODS]
+    assert len(posts) == 1
 
 
 @pytest.mark.parametrize("manifest", [NODE, POD], ids=["node", "pod"])
