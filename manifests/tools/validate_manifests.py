@@ -7,6 +7,11 @@ by group, and checked by the server dry-run of tests/integration/test_chart_dry_
 Any other object without a schema is an error (a typo in an apiVersion must not pass as
 "custom").
 
+The schemas do not check that a list Kubernetes merges by key (a container's env by name, a
+Service's ports by port and protocol, ...) holds each key once: ``merge_keys`` does, with the keys
+these schemas give, and a key held twice is an error naming the list and the key (server-side
+apply refuses such an object; kubectl apply and helm upgrade merge the two entries).
+
 Usage: validate_manifests.py [-k VERSION]... FILE...   (``-`` reads standard input)
 """
 
@@ -21,6 +26,7 @@ from typing import Any
 import kubernetes_validate
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+from merge_keys import duplicate_keys
 
 #: API groups of custom kinds the chart may render, with the project that defines them.
 CUSTOM_GROUPS = {
@@ -36,7 +42,8 @@ def load(name: str) -> list[dict[str, Any]]:
 
 def describe(body: dict[str, Any]) -> str:
     metadata = body.get("metadata") or {}
-    return f"{body.get('apiVersion')} {body.get('kind')} {metadata.get('name')}"
+    namespace = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+    return f"{body.get('apiVersion')} {body.get('kind')} {namespace}{metadata.get('name')}"
 
 
 def validate(
@@ -65,7 +72,9 @@ def validate(
                 f"{name}: {describe(body)}: no such kind in Kubernetes {version} "
                 "(not a known custom kind either)"
             )
-    return errors
+    return errors + [
+        f"{name}: {describe(body)}: {found}" for found in duplicate_keys(body, versions)
+    ]
 
 
 def main() -> int:
