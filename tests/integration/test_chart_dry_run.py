@@ -3,13 +3,18 @@ the offline checks: lint, strict schemas, CRD copies, plain manifests current).
 
 The rendered manifests (default and "everything on" values, rendered for this server's version and
 API groups as ``helm install`` would render them) pass ``kubectl apply --dry-run=server``, the
-chart's CRDs and the webhook configurations included. The custom kinds (Prometheus Operator's,
-cert-manager's) are checked against minimal test-only CRDs that accept any content: for them the
-dry-run proves the apiVersion, kind and metadata only.
+chart's CRDs and the webhook configurations included, both client-side (as helm and ``kubectl
+apply`` send them) and server-side (``--server-side``, as Argo CD's and Flux's server-side apply
+send them): only server-side apply makes the API server merge the lists Kubernetes keys (a
+container's env by name, ports by port and protocol, ...) and refuse a key held twice, which the
+client-side dry run accepts (shown here with a duplicated env name). The custom kinds (Prometheus
+Operator's, cert-manager's) are checked against minimal test-only CRDs that accept any content:
+for them the dry-run proves the apiVersion, kind and metadata only.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 
@@ -21,6 +26,11 @@ from chart_render import CHART, Manifest
 pytestmark = pytest.mark.timeout(600)
 
 ALL_ON_VALUES = CHART / "ci" / "all-on-values.yaml"
+#: ``kubectl apply`` options of each way of applying, both dry runs on the server.
+APPLY = {
+    "client-side": ("--dry-run=server",),
+    "server-side": ("--server-side", "--field-manager=chart-dry-run", "--dry-run=server"),
+}
 #: Custom kinds the chart can render, whose CRDs a bare API server lacks: (group, kind, plural).
 CUSTOM_KINDS = (
     ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
@@ -81,9 +91,10 @@ def custom_kinds() -> Iterator[None]:
         run(kubectl(), "delete", "--filename=-", "--wait=false", stdin=text)
 
 
+@pytest.mark.parametrize("apply", sorted(APPLY))
 @pytest.mark.parametrize("flavour", ["default", "all-on"])
 def test_rendered_manifests_pass_a_server_dry_run(
-    flavour: str, namespace: str, custom_kinds: None
+    flavour: str, apply: str, namespace: str, custom_kinds: None
 ) -> None:
     options = server_capabilities()
     values_file = ALL_ON_VALUES if flavour == "all-on" else None
@@ -97,9 +108,23 @@ def test_rendered_manifests_pass_a_server_dry_run(
     assert pdb["apiVersion"] == ("policy/v1" if has_policy_v1 else "policy/v1beta1")
 
     output = run(
-        kubectl(), "apply", "--dry-run=server", "--filename=-",
-        stdin=yaml.safe_dump_all(manifests),
-    )  # fmt: skip
+        kubectl(), "apply", *APPLY[apply], "--filename=-", stdin=yaml.safe_dump_all(manifests)
+    )
     accepted = [line for line in output.splitlines() if line.endswith("(server dry run)")]
     print(output)
     assert len(accepted) == len(manifests), output
+
+
+def test_server_side_apply_refuses_an_env_name_held_twice(namespace: str) -> None:
+    manifests = render(namespace, {}, *server_capabilities())
+    deployment = one(manifests, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (lease,) = [each for each in container["env"] if each["name"] == "ELASTIC_QUOTA_LEASE_NAME"]
+    container["env"].append({**copy.deepcopy(lease), "value": "another"})
+    text = yaml.safe_dump(deployment)
+    accepted = run(kubectl(), "apply", *APPLY["client-side"], "--filename=-", stdin=text)
+    assert accepted.rstrip().endswith("(server dry run)"), accepted
+    with pytest.raises(AssertionError) as refused:
+        run(kubectl(), "apply", *APPLY["server-side"], "--filename=-", stdin=text)
+    print(refused.value)
+    assert 'duplicate entries for key [name="ELASTIC_QUOTA_LEASE_NAME"]' in str(refused.value)
