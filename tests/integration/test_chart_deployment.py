@@ -28,7 +28,8 @@ from harness import eventually
 pytestmark = pytest.mark.timeout(600)
 
 
-CHECK_EVERY_SECOND = {"name": "ELASTIC_QUOTA_WEBHOOK_CERT_CHECK_INTERVAL", "value": "1"}
+#: The certificate's Secret and the caBundle checked every second (the operator's default: 60 s).
+CHECK_EVERY_SECOND = {"certificate": {"checkInterval": 1}}
 
 
 def secret_data(namespace: str, name: str) -> dict[str, str]:
@@ -121,8 +122,10 @@ async def test_replicas_share_the_operators_certificate_and_remake_a_deleted_sec
     new CA), the caBundle of the configurations follows and both serve the new certificate."""
     pods = []
     for replica in ("a", "b"):
-        values = {**operator_values(), "operator": {"extraEnv": [CHECK_EVERY_SECOND]}}
+        values = operator_values()
+        values["webhooks"].update(CHECK_EVERY_SECOND)
         pod_ = Pod(render(namespace, values), tmp_path / replica)
+        assert pod_.environment()["ELASTIC_QUOTA_WEBHOOK_CERT_CHECK_INTERVAL"] == "1"
         pod_.name = f"{pod_.name[:-1]}{replica}"  # each replica its own pod name
         pods.append(pod_)
     first, second = pods
