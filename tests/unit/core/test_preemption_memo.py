@@ -12,12 +12,18 @@ from dataclasses import replace
 import pytest
 from engine_factories import EngineFactory, node, pod, quota
 
-from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
+from elasticquota.core.decisions.preemption import (
+    PreemptionMemo,
+    QuotaCandidates,
+    preemption_victims,
+)
 from elasticquota.core.decisions.revocation import least_important_first
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.rebuild import compute_rebuild
 from elasticquota.core.solve.results import Snapshot
+from elasticquota.core.solve.solvejob import compute
 
 
 def by_filter(snapshot: Snapshot, quota_name: str, priority: int) -> list[PodInfo]:
@@ -100,3 +106,45 @@ def test_a_quota_whose_pods_did_not_change_is_not_sorted_again(
     assert [each.name for each in again.ordered] == ["low", "new"]
     memo.keep_only({"b"})
     assert memo.candidates(engine.solve(), "a") is not again
+
+
+def counted_in(snapshot: Snapshot, quota_name: str) -> list[PodInfo]:
+    """The quota's pods as the snapshot's pod -> quota map says, not from its pods tuple."""
+    pods = snapshot.pods.items()
+    return sorted(
+        (each for key, each in pods if snapshot.pod_quota.get(key) == quota_name),
+        key=lambda each: each.key,
+    )
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_memo_follows_rebuilds_and_solves_off_the_loop_and_older_snapshots(
+    make_engine: EngineFactory, seed: int
+) -> None:
+    """The gate's snapshot comes from a rebuild or solves prepared, computed while events
+    arrive, then finished (``solved_snapshot``), or is the last published one: one read after a
+    newer one must still get its own pods' candidates."""
+    rng = random.Random(seed)
+    engine = make_engine()
+    engine.upsert_node(node("n", cpu=12))
+    memo, seen = PreemptionMemo(), list[Snapshot]()
+    for _ in range(60):
+        random_step(engine, rng)
+        rebuild = engine.prepare_rebuild()
+        solves = [] if rebuild else [engine.prepare_solve(tree) for tree in engine.tree_ids()]
+        for _ in range(rng.randrange(3)):
+            random_step(engine, rng)
+        if rebuild is not None:
+            engine.finish_rebuild(rebuild, compute_rebuild(rebuild))
+        for job in solves:
+            if job is not None:
+                engine.finish_solve(job, compute(job, engine.solver))
+        seen.append(engine.latest())
+        snapshot = rng.choice(seen)
+        for name in ("a", "b"):
+            expected = QuotaCandidates.of(counted_in(snapshot, name))
+            found = memo.candidates(snapshot, name)
+            assert (found.ordered, found.lowest_terminating) == (
+                expected.ordered,
+                expected.lowest_terminating,
+            )
