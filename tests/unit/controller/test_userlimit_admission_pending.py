@@ -2,7 +2,8 @@
 (``core.userlimits.pending``), not by adding every one of them again for each request: the same
 answers as that, request after request, whatever happens to the admitted pods in between
 (bound, deleted, finished, their identity changed, expired, admitted again, admitted while a bound
-pod of their name is still in memory)."""
+pod of their name is still in memory, their quota moved to another parent, a limit edited, the
+oldest forgotten past ``RECENT_MAX``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from elasticquota.api.parse import parse_pod
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.webhooks.userlimit_admission import UserLimitAdmission
+from elasticquota.controller.webhooks import userlimit_admission
+from elasticquota.controller.webhooks.userlimit_admission import RECENT_MAX, UserLimitAdmission
 from elasticquota.core import keys
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.engine import EngineSettings
@@ -32,8 +34,10 @@ LIMITS = """
 TTL = 60.0
 
 
-def pod_body(name: str, cpu: str, user: str, groups: list[str], node: str = "") -> dict[str, Any]:
-    labels = {keys.POD_LABEL_QUOTA: "team"}
+def pod_body(
+    name: str, cpu: str, user: str, groups: list[str], node: str = "", quota: str = "team"
+) -> dict[str, Any]:
+    labels = {keys.POD_LABEL_QUOTA: quota}
     annotations = {keys.ANNO_USER_INFO: json.dumps({"user": user, "groups": groups})}
     container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
     return {
@@ -43,13 +47,14 @@ def pod_body(name: str, cpu: str, user: str, groups: list[str], node: str = "") 
     }
 
 
-def random_body(rng: random.Random, node: str = "") -> dict[str, Any]:
+def random_body(rng: random.Random, node: str = "", quotas: tuple[str, ...] = ()) -> dict[str, Any]:
     return pod_body(
         f"p{rng.randrange(8)}",
         rng.choice(("1", "2", "3")),
         rng.choice(("sue", "bob")),
         rng.choice(([], ["dev"])),
         node,
+        rng.choice(quotas or ("team",)),
     )
 
 
@@ -57,8 +62,9 @@ class EveryOneAdded:
     """The webhook's answer as before: every pod admitted in the last ``TTL`` seconds, not bound
     in memory, added to an overlay of the ledger for each request."""
 
-    def __init__(self, state: ControllerState) -> None:
+    def __init__(self, state: ControllerState, most: int = RECENT_MAX) -> None:
         self.state = state
+        self.most = most
         self.admitted: dict[str, tuple[float, PodInfo, str]] = {}
         state.pod_listeners.append(self.changed)
 
@@ -84,22 +90,31 @@ class EveryOneAdded:
         if allowed and remember:
             self.admitted.pop(pod.key, None)
             self.admitted[pod.key] = (now, pod, quota)
+            while len(self.admitted) > self.most:  # the oldest admission goes first
+                del self.admitted[next(iter(self.admitted))]
         return allowed
+
+
+def quota_body(name: str, limits: str = LIMITS, parent: str = "") -> dict[str, Any]:
+    labels = {keys.LABEL_PARENT: parent} if parent else {}
+    if name == "top":
+        labels[keys.LABEL_IS_PARENT] = "true"
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": keys.QUOTA_KIND,
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": labels,
+            "annotations": {keys.ANNO_USER_LIMITS: limits},
+        },
+        "spec": {"min": {"cpu": "50"}, "max": {"cpu": "50"}},
+    }
 
 
 def world() -> ControllerState:
     state = ControllerState.create(EngineSettings())
-    quota = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": keys.QUOTA_KIND,
-        "metadata": {
-            "name": "team",
-            "namespace": "ns",
-            "annotations": {keys.ANNO_USER_LIMITS: LIMITS},
-        },
-        "spec": {"min": {"cpu": "50"}, "max": {"cpu": "50"}},
-    }
-    state.on_quota(quota)
+    state.on_quota(quota_body("team"))
     state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "100"}}})
     state.mark_synced()
     return state
@@ -147,3 +162,45 @@ def test_the_admitted_pods_count_for_resources_and_applications() -> None:
     state.on_pod(pod_body("a0", "1", "sue", [], node="n1"))  # bound: the ledger counts it
     state.on_pod_deleted(pod_body("a1", "1", "sue", []))  # gone before it ran
     assert not admission.violations("CREATE", pod_body("b", "3", "sue", []), "team")
+
+
+def random_limits(rng: random.Random) -> str:
+    """One of ``LIMITS``' limits, or both, with other figures."""
+    user = f"- limit: u\n  users: [sue]\n  maxresources: {{cpu: {rng.randrange(2, 8)}}}\n"
+    group = f"- limit: g\n  groups: [dev]\n  maxapplications: {rng.randrange(1, 5)}\n"
+    return rng.choice((user, group, user + group))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_answers_follow_parents_moved_and_limits_edited_with_few_admissions_kept(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The admitted pods' figures are counted again when a quota moves to another parent or a
+    limit changes between two requests (their paths and tracked groups come from those), and at
+    most ``RECENT_MAX`` admissions are kept, the oldest forgotten first, as before."""
+    monkeypatch.setattr(userlimit_admission, "RECENT_MAX", 5)
+    rng = random.Random(seed)
+    state = world()
+    state.on_quota(quota_body("top", random_limits(rng)))
+    state.on_quota(quota_body("other", random_limits(rng), parent="top"))
+    admission = UserLimitAdmission(state, True, ttl=TTL, clock=lambda: 0.0)
+    reference = EveryOneAdded(state, most=5)
+    quotas, refused = ("team", "other"), 0
+    for _ in range(120):
+        action = rng.randrange(8)
+        if action < 4:
+            body = random_body(rng, quotas=quotas)
+            pod = parse_pod(body)[0]
+            assert isinstance(pod, PodInfo)
+            quota = body["metadata"]["labels"][keys.POD_LABEL_QUOTA]
+            expected = reference.allowed(pod, quota, 0.0, True)
+            assert (not admission.violations("CREATE", body, quota)) == expected
+            refused += not expected
+        elif action < 6:
+            state.on_pod(random_body(rng, node=rng.choice(("n1", "")), quotas=quotas))
+        elif action == 6:  # another parent for a quota with admitted pods
+            parent = rng.choice(("top", ""))
+            state.on_quota(quota_body(rng.choice(quotas), random_limits(rng), parent=parent))
+        else:  # a limit edited
+            state.on_quota(quota_body("top", random_limits(rng)))
+    assert refused > 0
