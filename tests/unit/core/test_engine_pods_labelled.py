@@ -1,7 +1,8 @@
 """The pods labelled with a quota, as the engine's pod index gives them (``pods_labelled``): what a
 quota DELETE's webhook reads instead of every pod. Where it answers, it must be exactly the pods
 whose label names the quota, by key, whatever came in between: pods relabelled, moved between
-namespaces, bound, deleted, quotas changed and awaiting their rebuild, quotas gone."""
+namespaces, bound, finished, deleted, quotas changed and awaiting their rebuild (or rebuilt off the
+loop while events came in), quotas gone."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from collections.abc import Iterator
 import pytest
 from engine_factories import EngineFactory, node, pod, quota
 
-from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.keys import DEFAULT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.rebuild import compute_rebuild
 from elasticquota.core.validation import validate_quota_delete
 from elasticquota.core.validation.view import ClusterView
 
@@ -88,3 +90,31 @@ def test_a_quota_delete_reads_the_index_not_every_pod(make_engine: EngineFactory
     assert refused == validate_quota_delete(raw, every_pod)
     assert [violation.rule for violation in refused] == ["delete-pods"]
     assert "3 child pods: team/p0, team/p2, ..." in refused[0].message
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_index_answers_alike_around_a_rebuild_off_the_loop_and_for_finished_pods(
+    make_engine: EngineFactory, seed: int
+) -> None:
+    """A rebuild prepared, computed while events arrive, then finished (``rebuild_off_loop``);
+    finished pods (the DELETE rule counts them, as before) and a parent quota among the names."""
+    rng = random.Random(seed)
+    engine = make_engine()
+    engine.upsert_node(node("n", cpu=100))
+    engine.upsert_quota(quota("a", parent="top"))
+    engine.upsert_quota(quota("top", is_parent=True))
+    answered = 0
+    for _ in range(40):
+        job = engine.prepare_rebuild()
+        for _ in range(rng.randrange(1, 4)):
+            random_step(engine, rng)
+            if rng.random() < 0.3:
+                done = pod(f"p{rng.randrange(12)}", rng.choice(("a", "top")), phase="Succeeded")
+                engine.upsert_pod(done)
+        if job is not None:
+            engine.finish_rebuild(job, compute_rebuild(job))
+        for name in (*ASKED, "top", SYSTEM_QUOTA):
+            found = engine.pods_labelled(name)
+            answered += found is not None
+            assert found is None or found == by_filter(engine, name)
+    assert answered >= 40
