@@ -15,7 +15,6 @@ import pytest
 
 from elasticquota.api.parse import parse_pod
 from elasticquota.controller.state import ControllerState
-from elasticquota.controller.webhooks import userlimit_admission
 from elasticquota.controller.webhooks.userlimit_admission import RECENT_MAX, UserLimitAdmission
 from elasticquota.core import keys
 from elasticquota.core.model.models import PodInfo
@@ -173,17 +172,16 @@ def random_limits(rng: random.Random) -> str:
 
 @pytest.mark.parametrize("seed", range(20))
 def test_the_answers_follow_parents_moved_and_limits_edited_with_few_admissions_kept(
-    seed: int, monkeypatch: pytest.MonkeyPatch
+    seed: int,
 ) -> None:
     """The admitted pods' figures are counted again when a quota moves to another parent or a
     limit changes between two requests (their paths and tracked groups come from those), and at
     most ``RECENT_MAX`` admissions are kept, the oldest forgotten first, as before."""
-    monkeypatch.setattr(userlimit_admission, "RECENT_MAX", 5)
     rng = random.Random(seed)
     state = world()
     state.on_quota(quota_body("top", random_limits(rng)))
     state.on_quota(quota_body("other", random_limits(rng), parent="top"))
-    admission = UserLimitAdmission(state, True, ttl=TTL, clock=lambda: 0.0)
+    admission = UserLimitAdmission(state, True, ttl=TTL, clock=lambda: 0.0, most=5)
     reference = EveryOneAdded(state, most=5)
     quotas, refused = ("team", "other"), 0
     for _ in range(120):

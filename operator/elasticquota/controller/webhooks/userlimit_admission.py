@@ -52,10 +52,12 @@ class UserLimitAdmission:
         enabled: bool,
         ttl: float = RECENT_TTL,
         clock: Callable[[], float] = time.monotonic,
+        most: int = RECENT_MAX,
     ) -> None:
         self._state = state
         self.enabled = enabled
         self._ttl = ttl
+        self._most = most
         self._clock = clock
         #: The admitted pods that count, oldest admission first: when, the pod, its quota.
         self._recent: OrderedDict[str, tuple[float, PodInfo, str]] = OrderedDict()
@@ -107,7 +109,7 @@ class UserLimitAdmission:
             self._bound_at_admission.add(pod.key)
         else:
             self._pending.put(pod, quota)
-        while len(self._recent) > RECENT_MAX:
+        while len(self._recent) > self._most:
             self._drop(next(iter(self._recent)))
 
     def _pod_changed(self, key: str, pod: PodInfo | None) -> None:
