@@ -100,8 +100,9 @@ class ControllerState:
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
     parsed: dict[ObjectKey, Quota] = field(default_factory=dict)
-    #: Told each pod event: the pod's key and the pod as it is now (None: gone or unusable).
-    pod_listeners: list[Callable[[str, PodInfo | None], None]] = field(default_factory=list)
+    #: Told each pod event: the pod's key, the pod as it is now (None: gone or unusable) and the
+    #: event's ``metadata.creationTimestamp`` ("" when unknown: which pod of that name it is).
+    pod_listeners: list[Callable[[str, PodInfo | None, str], None]] = field(default_factory=list)
     #: How a quota object is read and judged for the engine (a test counts the calls).
     quota_parser: Callable[[Mapping[str, Any]], QuotaParse] = parse_quota_object
 
@@ -167,8 +168,9 @@ class ControllerState:
         pod, problems = (None, []) if deleted else parse_pod(body)
         self._record(f"Pod {namespace}/{name}", problems)
         key = f"{namespace}/{name}"
+        created = str(metadata.get("creationTimestamp") or "")
         for listener in self.pod_listeners:
-            listener(key, pod)
+            listener(key, pod, created)
         if self.engine.pods.get(key) == pod:
             return  # the same pod again, gone already, or still unusable
         before = self.engine.tree_of_pod(key)

@@ -204,6 +204,26 @@ def test_an_admitted_pod_deleted_or_finished_before_it_is_bound_stops_counting_a
     assert "used 5 of limit 5" in refused.message
 
 
+def test_the_late_deletion_of_the_pod_an_admitted_one_replaces_does_not_drop_it(
+    world: ControllerState, k8s: type[Bodies]
+) -> None:
+    """sue has 1 cpu of room. Her pending pod "a" is deleted and created again at once (a
+    StatefulSet's replacement); the webhook admits the new "a" before the watch brings the old
+    one's deletion. That deletion is about the old pod (created earlier): the new one still
+    counts, and her next pod is refused."""
+    check = UserLimitAdmission(world, enabled=True, clock=lambda: 0.0)
+    old = sue_pod(k8s, "a", "1")
+    world.on_pod(old)
+    new = sue_pod(k8s, "a", "1")
+    new["metadata"]["creationTimestamp"] = "2024-01-01T00:05:00Z"
+    assert check.violations("CREATE", new, "team") == []
+    world.on_pod_deleted(old)
+    (refused,) = check.violations("CREATE", sue_pod(k8s, "b", "1"), "team")
+    assert "used 5 of limit 5" in refused.message
+    world.on_pod_deleted(new)  # the new one's own deletion does drop it
+    assert check.violations("CREATE", sue_pod(k8s, "b", "1"), "team") == []
+
+
 def test_an_admitted_pod_whose_identity_changes_before_it_is_bound_counts_for_its_new_user(
     world: ControllerState, k8s: type[Bodies]
 ) -> None:

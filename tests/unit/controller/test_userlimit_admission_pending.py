@@ -67,8 +67,11 @@ class EveryOneAdded:
         self.admitted: dict[str, tuple[float, PodInfo, str]] = {}
         state.pod_listeners.append(self.changed)
 
-    def changed(self, key: str, pod: PodInfo | None) -> None:
+    def changed(self, key: str, pod: PodInfo | None, created: str) -> None:
         if key in self.admitted:
+            known = self.admitted[key][1].created
+            if created and known and created != known:
+                return  # about another pod of that name
             if pod is None or pod.node_name or pod.is_terminal:
                 del self.admitted[key]
             else:

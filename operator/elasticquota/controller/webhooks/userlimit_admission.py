@@ -16,7 +16,9 @@ pending for longer than that stops counting until it is bound (it can be schedul
 moment; an over-use it causes is reported, never evicted, as for a lowered limit). One deleted or
 finished before it is bound stops counting as soon as memory hears of it (its Job's replacement,
 or its user's next try, must not be refused for a pod that will never run); one whose identity
-changes meanwhile counts for its new user and group from then on.
+changes meanwhile counts for its new user and group from then on. An event about another pod of
+its name, created at another time (the watch bringing the deletion of the pod it replaces after
+its admission), changes nothing.
 
 The admitted pods' figures are kept as they come and go (``core.userlimits.pending``), not added up
 again for each request: a request costs O(the pod's path), not O(the pods admitted in the last
@@ -112,16 +114,20 @@ class UserLimitAdmission:
         while len(self._recent) > self._most:
             self._drop(next(iter(self._recent)))
 
-    def _pod_changed(self, key: str, pod: PodInfo | None) -> None:
+    def _pod_changed(self, key: str, pod: PodInfo | None, created: str) -> None:
         """A pod event: one bound is the ledger's to count; one gone or finished never runs; one
-        still waiting counts as it is now (its identity may have changed since its admission)."""
+        still waiting counts as it is now (its identity may have changed since its admission).
+        An event about another pod of that name (created at another time: the watch bringing the
+        deletion of the one it replaced after the new one's admission) changes nothing."""
         remembered = self._recent.get(key)
         if remembered is None:
+            return
+        since, admitted, quota = remembered
+        if created and admitted.created and created != admitted.created:
             return
         if pod is None or pod.node_name or pod.is_terminal:
             self._drop(key)
         else:
-            since, _, quota = remembered
             self._recent[key] = (since, pod, quota)
             self._bound_at_admission.discard(key)
             self._pending.put(pod, quota)
