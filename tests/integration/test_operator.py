@@ -176,6 +176,34 @@ async def test_profile_tree_follows_its_nodes(
     assert root["metadata"]["annotations"][keys.ANNO_TOTAL_RESOURCE].startswith('{"cpu":"16"')
 
 
+async def test_an_ignored_profile_shows_its_event_where_kubectl_describe_looks(
+    api: client.ApiClient, operator: harness.OperatorProcess
+) -> None:
+    """Two profiles naming one root quota: the second is ignored, with an Event that names its
+    uid (``kubectl describe`` selects Events by the object's kind, name, namespace and uid)."""
+    namespace, pool = harness.unique("twice"), harness.unique("pool")
+    await harness.ensure_namespace(api, namespace)
+    for name in ("a", "b"):
+        body = profile_body(name, namespace, quota_name="root", match_labels={"pool": pool})
+        await apply_manifest(api, body)
+    profile = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+        keys.PROFILE_GROUP, "v1alpha1", namespace, "elasticquotaprofiles", "b"
+    )
+    describe = (
+        f"involvedObject.name=b,involvedObject.namespace={namespace},"
+        f"involvedObject.kind={keys.PROFILE_KIND},involvedObject.uid={profile['metadata']['uid']}"
+    )
+    await operator.wait_ready()
+
+    async def described() -> bool:
+        events = await client.CoreV1Api(api).list_namespaced_event(
+            namespace, field_selector=describe
+        )
+        return [event.reason for event in events.items] == ["ProfileIgnored"]
+
+    await harness.eventually(described, 60, operator, "ProfileIgnored listed for profile b")
+
+
 async def test_broken_quota_gets_an_event_and_the_others_are_still_written(
     api: client.ApiClient, operator: harness.OperatorProcess
 ) -> None:

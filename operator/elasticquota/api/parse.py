@@ -346,5 +346,6 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         resource_keys=(
             keys.DEFAULT_PROFILE_RESOURCE_KEYS if resource_keys is None else resource_keys
         ),
+        uid=meta.uid,
     )
     return profile, problems

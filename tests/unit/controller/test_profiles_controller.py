@@ -311,6 +311,7 @@ async def test_of_two_profiles_naming_one_quota_the_first_writes_it_the_other_is
     """As plan applies them (plan/compute.py): the first by namespace/name writes the root; the
     other would write its own pool's root over it at every pass, for ever."""
     other = k8s.profile("gpu2", quota_name="gpu-root", match_labels={"pool": "other"})
+    other["metadata"]["uid"] = "uid-of-gpu2"
     cluster.store(other)
     pool.on_profile(other)
     expected = desired_root(pool)
@@ -324,6 +325,7 @@ async def test_of_two_profiles_naming_one_quota_the_first_writes_it_the_other_is
     assert cluster.named("patch_profile") == ["gpu"]  # an ignored profile is not labelled either
     (event,) = cluster.events
     assert (event["reason"], event["involvedObject"]["name"]) == ("ProfileIgnored", "gpu2")
+    assert event["involvedObject"]["uid"] == "uid-of-gpu2"  # what `kubectl describe` selects by
     assert event["message"] == (
         "quota 'gpu-root' is already the root of ElasticQuotaProfile team/gpu; "
         "this profile is ignored"

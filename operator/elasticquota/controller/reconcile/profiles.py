@@ -158,6 +158,8 @@ class ProfileController(WritingLoop):
             "namespace": profile.namespace,
             "name": profile.name,
         }
+        if profile.uid:
+            involved["uid"] = profile.uid  # else ``kubectl describe`` does not list the Event
         try:
             await self._cluster.post_event(involved, reason, message)
         except Exception as error:

@@ -126,6 +126,9 @@ class ProfileSpec:
     resource_ratio: str | None = None
     tree_id_label: str = ""
     resource_keys: tuple[str, ...] = ("cpu", "memory")
+    #: The object's uid ("" in manifests that have none): Events about the profile name it, as
+    #: ``kubectl describe`` lists only the Events whose ``involvedObject.uid`` is the object's.
+    uid: str = ""
 
     @property
     def ref(self) -> str:
