@@ -84,7 +84,16 @@ def test_a_negative_fraction_below_one_unit_is_still_negative() -> None:
 
 def test_min_above_max_leaves_the_quota_out_naming_both_fields() -> None:
     problems = left_out(quota_raw(min={"cpu": "5"}, max={"cpu": "4"}))
-    assert "spec.min.cpu (5000) is greater than spec.max.cpu (4000)" in messages(problems)
+    assert "spec.min.cpu (5) is greater than spec.max.cpu (4)" in messages(problems)
+
+
+def test_min_above_max_names_the_quantities_as_kubernetes_writes_them() -> None:
+    """Not the engine's units (milli-cpu, bytes): what the user wrote, canonical."""
+    raw = quota_raw(min={"cpu": "1500m", "memory": "2Gi"}, max={"cpu": "1", "memory": "1536Mi"})
+    assert messages(left_out(raw)).splitlines()[:2] == [
+        "spec.min.cpu (1500m) is greater than spec.max.cpu (1)",
+        "spec.min.memory (2Gi) is greater than spec.max.memory (1536Mi)",
+    ]
 
 
 def test_min_keys_outside_max_are_only_noted() -> None:

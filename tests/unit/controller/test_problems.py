@@ -162,7 +162,7 @@ async def test_a_quota_left_out_loses_its_figures_and_is_marked_once(
 
     bad = cluster.quotas[("team", "bad")]
     assert bad["metadata"]["annotations"] == {
-        keys.ANNO_INVALID: "spec.min.cpu (8000) is greater than spec.max.cpu (4000)",
+        keys.ANNO_INVALID: "spec.min.cpu (8) is greater than spec.max.cpu (4)",
         "team.example/owner": "alice",
     }
     assert bad["status"] == {"used": {}}

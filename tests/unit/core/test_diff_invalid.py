@@ -24,7 +24,7 @@ from elasticquota.core.decisions.diff import (
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE
 from elasticquota.core.model.models import Problem
 
-MIN_ABOVE_MAX = "spec.min.cpu (8000) is greater than spec.max.cpu (4000)"
+MIN_ABOVE_MAX = "spec.min.cpu (8) is greater than spec.max.cpu (4)"
 
 
 def problems_of_a_broken_quota() -> list[Problem]:
