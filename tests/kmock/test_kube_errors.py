@@ -3,7 +3,8 @@
 Rules (kube/errors.py): 409 (conflict), 429 (throttled), 5xx and broken connections are retried
 with exponential backoff (doubling from ``first_delay``, capped at ``max_delay``) up to
 ``attempts`` times; everything else is raised at once; ``describe`` gives the status and the
-server's message in one line.
+server's message in one line; a ``CausedError`` (raised from an error, with its caller's
+fields) is described, judged and given a status as that error.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.errors import describe, is_retryable, with_retries
+from elasticquota.kube.errors import CausedError, describe, is_retryable, status_of, with_retries
 from elasticquota.kube.quotas import patch_quota
 
 QUOTAS = "scheduling.sigs.k8s.io/v1alpha1/elasticquotas"
@@ -128,3 +129,16 @@ async def test_an_api_error_is_described_by_its_status_and_the_servers_message(
 
 def test_other_errors_are_described_by_their_type() -> None:
     assert describe(ConnectionResetError("peer gone")) == "ConnectionResetError: peer gone"
+
+
+def test_a_failure_raised_from_its_cause_is_described_and_judged_as_its_cause() -> None:
+    """What carries a caller's extra fields (an eviction's uid) reads as the error it wraps."""
+    lost = CausedError(CausedError(ConnectionResetError("peer gone")))
+    assert describe(lost) == "ConnectionResetError: peer gone"
+    assert (is_retryable(lost), status_of(lost)) == (True, None)
+    refused = CausedError(ApiException(status=403, reason="Forbidden"))
+    assert (describe(refused), is_retryable(refused), status_of(refused)) == (
+        "HTTP 403: Forbidden",
+        False,
+        403,
+    )

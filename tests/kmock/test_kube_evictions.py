@@ -9,7 +9,9 @@ first: gone, or created at another time (recreated under the name since), it is 
 eviction; else the Eviction carries its uid as ``deleteOptions.preconditions.uid`` (in both
 versions), and the API server's 409 for a pod recreated after the read is GONE, not retried. The
 outcome comes with the uid read (for the Events about the pod; none read: ""). Transient errors
-(5xx) are retried; other errors raise.
+(5xx) are retried; other errors raise, as ``EvictionError`` from the error, with the uid read too
+(the Event that says why the pod stays names it), described and judged as the error itself; a
+failed read of the pod raises as it is (no uid was read).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from kmock_requests import only_request
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, Evictor
+from elasticquota.kube.errors import describe, is_retryable, status_of
+from elasticquota.kube.evictions import EvictionError, EvictionOutcome, EvictionResult, Evictor
 
 EVICTION_URL = "/api/v1/namespaces/team/pods/p/eviction"
 StatusBody = Callable[[int, str], dict[str, Any]]
@@ -95,9 +98,10 @@ async def test_a_refusal_for_another_reason_is_raised(
     kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
 ) -> None:
     kmock["post"] << 403 << k8s_status(403, "Forbidden")
-    with pytest.raises(ApiException) as raised:
+    with pytest.raises(EvictionError) as raised:
         await Evictor(api).evict("team", "p")
-    assert raised.value.status == 403
+    assert isinstance(raised.value.__cause__, ApiException)
+    assert (status_of(raised.value), raised.value.uid) == (403, "")  # no pod read, no uid
 
 
 UID = "0f3c9a52-5d8e-4c61-9e0b-7a1d2b3c4d5e"
@@ -155,6 +159,44 @@ async def test_the_outcome_names_the_uid_of_the_pod_read(
     outcome = EvictionOutcome.EVICTED if code == 201 else EvictionOutcome.BLOCKED
     assert await Evictor(api).evict("team", "p", CREATED) == EvictionResult(outcome, UID)
     assert [request.method for request in kmock] == [kmock.method.GET, kmock.method.POST]
+
+
+@pytest.mark.parametrize(
+    ("code", "transient", "retries"), [(403, False, 0), (503, True, 2)], ids=["refused", "5xx"]
+)
+async def test_a_failed_eviction_names_the_uid_of_the_pod_read(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    retry_delays: list[float],
+    code: int,
+    transient: bool,
+    retries: int,
+) -> None:
+    """The pod stays, and the Event that says why names its uid (``kubectl describe pod``
+    lists it): the failure, refused or a server error that outlasts the retries, carries the uid
+    read before the request, and is described and judged as the error itself (for the caller's
+    log: a refusal, or an outage)."""
+    the_pod(kmock)
+    kmock["post"] << code << k8s_status(code, "Failed")
+    with pytest.raises(EvictionError) as raised:
+        await Evictor(api).evict("team", "p", CREATED)
+    assert raised.value.uid == UID
+    assert isinstance(raised.value.__cause__, ApiException)
+    assert describe(raised.value) == f"HTTP {code}: injected {code}"
+    assert (status_of(raised.value), is_retryable(raised.value)) == (code, transient)
+    assert len(retry_delays) == retries  # the 503: three requests, as before
+
+
+async def test_a_failed_read_of_the_pod_is_raised_as_it_is(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient, k8s_status: StatusBody
+) -> None:
+    """No uid was read, and no eviction sent."""
+    kmock["get"] << 403 << k8s_status(403, "Forbidden")
+    with pytest.raises(ApiException) as raised:
+        await Evictor(api).evict("team", "p", CREATED)
+    assert raised.value.status == 403
+    assert [request.method for request in kmock] == [kmock.method.GET]
 
 
 async def test_without_a_creation_time_no_uid_is_known(

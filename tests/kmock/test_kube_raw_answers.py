@@ -23,7 +23,7 @@ import pytest
 from kubernetes_asyncio import client
 from lease_election import REAL_SLEEP
 
-from elasticquota.kube.evictions import EvictionOutcome, Evictor
+from elasticquota.kube.evictions import EvictionError, EvictionOutcome, Evictor
 from elasticquota.kube.pods import set_scheduling_gates
 
 T = TypeVar("T")
@@ -87,9 +87,11 @@ async def test_a_gate_release_refused_with_a_stalled_body_is_retried_at_the_time
 async def test_a_stalled_body_that_lasts_is_reported_as_the_other_timeouts(
     kmock: kmock.KubernetesEmulator, observed: client.ApiClient, seen: Seen
 ) -> None:
-    """Every attempt hangs: the call ends with the ``TimeoutError`` of its last attempt, as a
-    preloaded call does (the caller logs it and tries again at its next round)."""
+    """Every attempt hangs: the call ends with the ``TimeoutError`` of its last attempt (the
+    cause of the eviction's failure), as a preloaded call does (the caller logs it and tries
+    again at its next round)."""
     stall(kmock["post"], 503)
-    with pytest.raises(TimeoutError):
+    with pytest.raises(EvictionError) as raised:
         await bounded(Evictor(observed).evict("team", "p"))
+    assert isinstance(raised.value.__cause__, TimeoutError)
     assert seen == [("evict", "timeout")] * 3

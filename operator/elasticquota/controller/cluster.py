@@ -64,7 +64,8 @@ class Cluster(Protocol):
         """Evict a pod through the Eviction API (PodDisruptionBudgets are honoured); with the
         creation time of the pod decided about (``PodInfo.created``), only that pod: another one
         recreated under the name since is GONE, not evicted. The outcome comes with the uid of
-        the pod read (``""``: not read), for the Events about it."""
+        the pod read (``""``: not read), for the Events about it; so does a failed request,
+        raised as ``EvictionError`` from its cause (a write the fence refused, as it is)."""
 
     async def set_scheduling_gates(
         self, namespace: str, name: str, gates: list[str], created: str = ""

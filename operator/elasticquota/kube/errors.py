@@ -3,7 +3,10 @@
 409 (conflict), 429 (throttled) and 5xx are transient: retried with backoff. Everything else is
 final and raised to the caller, who decides (usually: log, count, and try again next round). A
 call for which such a status is an answer, not a failure, passes its own ``retry_on`` (an
-eviction: a 429 is a PodDisruptionBudget's refusal, ``kube.evictions``).
+eviction: a 429 is a PodDisruptionBudget's refusal, ``kube.evictions``). A failure raised ``from``
+an API error to carry what its caller needs besides (``CausedError``: an eviction's carries the
+uid of the pod it read) is described, judged transient or not and given a status as its cause, so
+that the logs, the outage judgement and the Events read as they would for the cause itself.
 """
 
 from __future__ import annotations
@@ -28,10 +31,28 @@ RETRYABLE_STATUSES = frozenset({409, 429})
 START_UP_ATTEMPTS = 8
 
 
+class CausedError(Exception):
+    """A failure raised ``from`` its ``cause`` (an API error, a timeout...) with what the caller
+    needs besides (a subclass's fields): ``describe``, ``is_retryable`` and ``status_of`` take it
+    for its cause."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(describe(cause))
+        self.cause = cause
+
+
+def cause_of(error: BaseException) -> BaseException:
+    """The error a ``CausedError`` was raised from (any other error: itself)."""
+    while isinstance(error, CausedError):
+        error = error.cause
+    return error
+
+
 def is_retryable(error: BaseException) -> bool:
     """Transient API failures: conflicts, throttling, server errors, broken connections (an
     answer cut off in its body too: every write the operator sends is safe to send again, a
     repeated creation or eviction answers 409 or 404, which its caller reads as done)."""
+    error = cause_of(error)
     if isinstance(error, ApiException):
         return error.status in RETRYABLE_STATUSES or (error.status or 0) >= 500
     # aiohttp's ServerDisconnectedError, ClientPayloadError and kin are no OSError.
@@ -40,7 +61,9 @@ def is_retryable(error: BaseException) -> bool:
 
 
 def describe(error: BaseException) -> str:
-    """One line: the HTTP status and the server's message, or the exception itself."""
+    """One line: the HTTP status and the server's message, or the exception itself (of a
+    ``CausedError``: of its cause)."""
+    error = cause_of(error)
     if isinstance(error, ApiException):
         return f"HTTP {error.status}: {server_message(error)}"
     return f"{type(error).__name__}: {error}"
@@ -83,6 +106,7 @@ async def _raise_unless_ok(response: Any) -> None:
 
 def status_of(error: BaseException) -> int | None:
     """The HTTP status of an API error (None for connection errors)."""
+    error = cause_of(error)
     return error.status if isinstance(error, ApiException) else None
 
 

@@ -17,26 +17,33 @@ recreated between the read and the eviction is not evicted either: the API serve
 ("the UID in the precondition ... does not match"), and that pod is GONE. A 409 is never retried
 here: the API server has already retried its own conflicts. The answer is the outcome with the uid
 of the pod read (``EvictionResult``): the Events about the pod name it, so that ``kubectl describe
-pod`` (whose field selector names the pod's uid) lists them.
+pod`` (whose field selector names the pod's uid) lists them. An eviction request that fails
+(another refusal, or transient failures that outlast the retries) raises ``EvictionError`` from
+its cause, with that uid too, for the Event that says why the pod stays; a write the fence refused
+(``NotLeadingError``: nothing was sent) is raised as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.errors import (
+    CausedError,
     describe,
     is_retryable,
     raise_for_status,
     status_of,
     with_retries,
 )
+from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.pods import uid_if_created_at
 
 logger = logging.getLogger(__name__)
@@ -58,6 +65,33 @@ class EvictionResult:
 
     outcome: EvictionOutcome
     uid: str = ""
+
+
+class EvictionError(CausedError):
+    """An eviction request that failed, raised ``from`` its ``cause`` (described and judged as
+    that cause, ``kube.errors``), with the uid of the pod read before it (``""``: not read)."""
+
+    def __init__(self, cause: BaseException, uid: str) -> None:
+        super().__init__(cause)
+        self.uid = uid
+
+
+@contextlib.contextmanager
+def failing_as_eviction(uid: str) -> Iterator[None]:
+    """Raise the failures of the block (an eviction's request) as ``EvictionError`` naming
+    ``uid``, from their cause; a write the fence refused (``NotLeadingError``) as it is."""
+    try:
+        yield
+    except NotLeadingError:
+        raise
+    except Exception as error:
+        raise EvictionError(error, uid) from error
+
+
+def uid_of_failure(error: BaseException) -> str:
+    """The uid of the pod an eviction's failure was about (``""``: not read, or no eviction's
+    failure: the read of the pod failed)."""
+    return error.uid if isinstance(error, EvictionError) else ""
 
 
 def _worth_retrying(error: BaseException) -> bool:
@@ -99,13 +133,19 @@ class Evictor:
     async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
         """Evict one pod, the one created at ``created`` if given, read first: the outcome with
         that pod's uid (``_refused`` says which refusals are an outcome; the others are raised,
-        after transient retries)."""
+        after transient retries, as ``EvictionError`` with the uid)."""
         uid = ""
         if created:
             found = await uid_if_created_at(self._api, namespace, name, created, "evicted")
             if found is None:
                 return EvictionResult(EvictionOutcome.GONE)
             uid = found
+        with failing_as_eviction(uid):
+            return await self._sent(namespace, name, uid)
+
+    async def _sent(self, namespace: str, name: str, uid: str) -> EvictionResult:
+        """The eviction's POST (``policy/v1beta1`` after ``policy/v1`` if the server does not
+        know it), transient failures retried: its outcome, or its failure raised."""
         while True:
             try:
                 await with_retries(

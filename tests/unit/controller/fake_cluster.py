@@ -9,8 +9,10 @@ how the next evictions end, or to refuse every call about an object. An eviction
 given a pod's creation time checks it against the pod stored under the name (``store``), as the
 adapter's checks do: another creation time there is GONE, or not released (False), and a waiting
 condition so given is not written (None); otherwise an eviction or a waiting condition so given
-answers the stored pod's uid, as the adapter's read does; the creation times given are kept in
-``created``. No call opens a network connection.
+answers the stored pod's uid, as the adapter's read does, and so does an eviction told to fail
+(``EvictionError``, as the adapter raises a request that failed after the read; a
+``NotLeadingError`` as it is); the creation times given are kept in ``created``. No call opens a
+network connection.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from json_merge_patch import merge_patch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.api import Body
-from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, failing_as_eviction
 from elasticquota.kube.quotafigures import Changes, figures_patch
 
 
@@ -169,10 +171,13 @@ class FakeCluster:
         return str(stored.get("uid", "")) if created else ""
 
     async def evict(self, namespace: str, name: str, created: str = "") -> EvictionResult:
-        await self._call("evict", namespace, name, None)
-        if self._another_pod("evict", namespace, name, created):
+        """As the adapter: the pod read first, then the request, whose failure names its uid."""
+        another = self._another_pod("evict", namespace, name, created)
+        uid = "" if another else self._uid_read(namespace, name, created)
+        with failing_as_eviction(uid):
+            await self._call("evict", namespace, name, None)
+        if another:
             return EvictionResult(EvictionOutcome.GONE)  # another pod has the name
-        uid = self._uid_read(namespace, name, created)
         outcome = self.outcomes.pop(0) if self.outcomes else EvictionOutcome.EVICTED
         if outcome is EvictionOutcome.EVICTED:
             self.pods.pop((namespace, name), None)

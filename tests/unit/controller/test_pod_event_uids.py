@@ -1,7 +1,7 @@
 """The Events about a pod name its uid when the operator has read it, as the eviction does
 before evicting: ``kubectl describe pod`` lists only the Events whose involvedObject has the
 pod's uid (its field selector names it), so a pod a PodDisruptionBudget kept (RevocationBlocked)
-shows why there.
+or an eviction that failed after the read (RevocationFailed) shows why there.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from kubernetes_asyncio.client.exceptions import ApiException
 from revocation_rounds import delayed_round
 from team_pods import team_of_four, team_pod
 
@@ -74,6 +75,18 @@ async def test_the_blocked_event_names_the_uid_of_the_pod_kept(
     cluster.evictions_end(EvictionOutcome.BLOCKED)
     await revocation_round(world, cluster)
     assert about(cluster, "RevocationBlocked")["uid"] == "uid-extra"
+
+
+async def test_the_failed_event_names_the_uid_of_the_pod_kept(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """The API server refused the eviction (not a budget): the pod stays, and its user reads
+    the error on it."""
+    cluster.fail("evict", ApiException(status=403, reason="Forbidden"))
+    await revocation_round(world, cluster)
+    (event,) = [event for event in cluster.events if event["reason"] == "RevocationFailed"]
+    assert event["involvedObject"]["uid"] == "uid-extra"
+    assert event["message"] == "HTTP 403: Forbidden"
 
 
 async def test_the_preempted_event_names_the_uid_of_the_pod_evicted(

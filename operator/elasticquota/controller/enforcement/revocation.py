@@ -55,7 +55,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
+from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, uid_of_failure
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
@@ -91,7 +91,8 @@ async def counted_eviction(
 ) -> EvictionResult:
     """Evict one pod of ``quota``, counting the outcome under ``reason`` (what decided it:
     ``over-use`` or ``preemption``); ``failed`` when it raises; an eviction not sent, in a dry
-    run, is not counted. The outcome comes with the uid of the pod read (for its Events)."""
+    run, is not counted. The outcome comes with the uid of the pod read (for its Events), and so
+    does a failure of the request after the read (``EvictionError``)."""
     try:
         result = await cluster.evict(pod.namespace, pod.name, created=pod.created)
     except NotLeadingError:
@@ -323,7 +324,8 @@ class RevocationController(WritingLoop):
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:
             self._outage.failed(f"the eviction of {pod.key}", error)
-            await self._event_on_pod(pod, "", "RevocationFailed", describe(error))
+            uid = uid_of_failure(error)  # when the pod was read before the request failed
+            await self._event_on_pod(pod, uid, "RevocationFailed", describe(error))
             return
         self._outage.succeeded()
         if eviction.outcome is EvictionOutcome.EVICTED:
