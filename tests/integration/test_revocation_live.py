@@ -9,6 +9,10 @@ are counted with reason ``over-use``, by outcome (evicted, and blocked by the bu
 
 A quota over-used with nothing evictable (its pods are non-preemptible) gets a round every delay,
 forever: one Event object whose count grows, and an over-use start that never moves.
+
+An eviction the API server refuses otherwise (two PodDisruptionBudgets over one pod: 500, the
+eviction subresource supports one) leaves the pod, with a ``RevocationFailed`` Event that names
+its uid, so that ``kubectl describe pod`` (whose field selector names the uid) lists it.
 """
 
 from __future__ import annotations
@@ -88,12 +92,14 @@ async def running_pod(
     await asyncio.sleep(1.1)  # distinct start times (second resolution): later = less important
 
 
-async def create_pdb(api: client.ApiClient, namespace: str, app: str) -> None:
+async def create_pdb(
+    api: client.ApiClient, namespace: str, app: str, name: str = "protect"
+) -> None:
     """A PodDisruptionBudget keeping the one pod labelled ``app`` (policy/v1beta1 on 1.20)."""
     body = {
         "apiVersion": "policy/v1beta1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": "protect", "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
     }
     response = await api.call_api(
@@ -261,3 +267,47 @@ async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(
         quota = await harness.get_quota(api, namespace, borrower)
         assert quota["metadata"]["annotations"][ANNO_OVER_USED_SINCE] == started
         assert await terminating(api, namespace) == set()
+
+
+async def test_a_failed_eviction_is_listed_where_kubectl_describe_pod_looks(
+    api: client.ApiClient,
+) -> None:
+    """The borrower (two 4-cpu pods) drops to a runtime of 5: its later pod is the victim, and
+    two budgets cover it, so the API server refuses its eviction (500, after the retries)."""
+    pool, namespace, node = await pool_tree(api, "failed")
+    borrower, lender = f"borrower-{pool}", f"lender-{pool}"
+    for name in ("b-a", "b-b"):
+        labels = {keys.POD_LABEL_QUOTA: borrower, "app": "b"}
+        await apply_manifest(
+            api, harness.pod_manifest(namespace, name, "4", labels=labels, node=node)
+        )
+        await mark_running(api, namespace, name)
+        await asyncio.sleep(1.1)  # distinct start times: b-b, the later, is the victim
+    for budget in ("one", "two"):
+        await create_pdb(api, namespace, "b", budget)
+    victim = await client.CoreV1Api(api).read_namespaced_pod("b-b", namespace)
+    describe = (
+        f"involvedObject.name=b-b,involvedObject.namespace={namespace},"
+        f"involvedObject.kind=Pod,involvedObject.uid={victim.metadata.uid}"
+    )
+    async with harness.active_operator(f"fl-{pool}", "--revocation-delay", "2") as operator:
+        await apply_manifest(
+            api, harness.pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
+        )
+
+        async def described() -> list[client.CoreV1Event]:
+            events = await client.CoreV1Api(api).list_namespaced_event(
+                namespace, field_selector=describe
+            )
+            return [event for event in events.items if event.reason == "RevocationFailed"]
+
+        async def failed_event_listed() -> bool:
+            return bool(await described())
+
+        await harness.eventually(
+            failed_event_listed, 60, operator, "RevocationFailed listed for pod b-b"
+        )
+        (event,) = await described()
+        assert "more than one PodDisruptionBudget" in event.message, event.message
+        assert event.message.startswith("HTTP 500: "), event.message
+        assert await terminating(api, namespace) == set()  # the pod stays
