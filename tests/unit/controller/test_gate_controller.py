@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from team_pods import team_pod as pod
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.gating import GateController
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import (
     ANNO_USER_INFO,
@@ -94,6 +96,50 @@ async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_r
     )
     assert cluster.named("evict") == ["low-a", "low-b"]
     assert list(gate.preempted) == ["ns/low-a"]
+
+
+async def test_a_refused_preemption_eviction_is_told_on_the_victim_and_logged_at_each_round(
+    world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server refuses ``low``'s eviction (403, not a budget) at two rounds: each logs
+    the victim and the pod it was making room for, counts it ``failed``, and posts the same
+    Warning on ``low`` (one Event whose count grows, ``kube.events``); ``new`` keeps waiting."""
+    cluster.fail("evict", *(ApiException(status=403, reason="Forbidden") for _ in range(2)))
+    metrics = Metrics()
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event(), metrics))
+    world.on_pod(pod("low", "4", 0, node="n1"))
+    world.on_pod(pod("new", "2", 5, gated=True))
+    with caplog.at_level(logging.WARNING, logger=gate.__module__):
+        await gate.step()
+        await gate.step()
+    line = "in-quota preemption's evictions failed for ns/low (making room for ns/new)"
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{line}: HTTP 403: Forbidden"
+    ] * 2
+    failed = [event for event in cluster.events if event["reason"] == "PreemptionFailed"]
+    message = "the eviction to make room in its quota for ns/new failed: HTTP 403: Forbidden"
+    assert [(event["type"], event["message"]) for event in failed] == [("Warning", message)] * 2
+    assert failed[0]["involvedObject"] == failed[1]["involvedObject"]
+    evictions = {"quota": "team", "reason": "preemption", "result": "failed"}
+    assert metrics.registry.get_sample_value("elastic_quota_evictions_total", evictions) == 2
+    assert list(gate.preempted) == [] and list(gate.released) == []
+
+
+async def test_a_preemption_eviction_the_fence_refuses_ends_the_round_and_tells_nothing(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Nothing was sent: no ``PreemptionFailed`` (it would be refused too), no ``failed`` count,
+    and the round's end (the gated-pods gauge) is not reached."""
+    cluster.fail("evict", NotLeadingError("not sent"))
+    metrics = Metrics()
+    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event(), metrics))
+    world.on_pod(pod("low", "4", 0, node="n1"))
+    world.on_pod(pod("new", "2", 5, gated=True))
+    await gate.step()
+    assert cluster.verbs()[-1] == "evict" and cluster.events[-1]["reason"] == "WaitingForQuota"
+    evictions = {"quota": "team", "reason": "preemption", "result": "failed"}
+    assert metrics.registry.get_sample_value("elastic_quota_evictions_total", evictions) is None
+    assert world.gated == {}
 
 
 async def test_a_round_releases_before_its_preemption_evictions(

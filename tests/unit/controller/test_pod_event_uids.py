@@ -1,7 +1,7 @@
 """The Events about a pod name its uid when the operator has read it, as the eviction does
 before evicting: ``kubectl describe pod`` lists only the Events whose involvedObject has the
 pod's uid (its field selector names it), so a pod a PodDisruptionBudget kept (RevocationBlocked)
-or an eviction that failed after the read (RevocationFailed) shows why there.
+or an eviction that failed after the read (RevocationFailed, PreemptionFailed) shows why there.
 """
 
 from __future__ import annotations
@@ -103,3 +103,16 @@ async def test_the_preempted_event_names_the_uid_of_the_pod_evicted(
         "name": "low",
         "uid": "uid-low",
     }
+
+
+async def test_the_preemption_failed_event_names_the_uid_of_the_pod_kept(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """The API server refused the eviction of ``new``'s victim: ``low`` stays, and its user
+    reads on it the error and the pod it was to make room for."""
+    known(world, cluster, team_pod("low", "4", 0, node="n1"))
+    known(world, cluster, team_pod("new", "2", 5, gated=True))
+    cluster.fail("evict", ApiException(status=403, reason="Forbidden"))
+    await GateController(LoopContext(world, cluster, Settings(), asyncio.Event())).step()
+    assert cluster.named("evict") == ["low"]
+    assert about(cluster, "PreemptionFailed")["uid"] == "uid-low"

@@ -8,7 +8,11 @@ resource and the numbers (written again only when the reason changes). A waiting
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
 preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation; at
 most one preemption per quota per round, one an eviction error cut short included), unless a user
-or group limit holds it too (evictions would not lift the limit). A pod held by a user limit is
+or group limit holds it too (evictions would not lift the limit). Each victim gets an Event: one
+evicted ``PreemptedInQuota``; one whose eviction request failed (an API error, not a budget's
+refusal nor a pod gone) a Warning ``PreemptionFailed`` naming the error and the pod it was making
+room for, and the failure is logged so too; a failure repeated every round is one Event whose
+count grows (``kube.events``). A pod held by a user limit is
 checked again every round, so it is released once pods of its user finish or are deleted.
 On older API servers, which drop the field, this is detected once, logged, and the operator runs
 revocation only.
@@ -49,7 +53,8 @@ from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_vi
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.kube.evictions import EvictionOutcome
+from elasticquota.kube.errors import describe
+from elasticquota.kube.evictions import EvictionOutcome, uid_of_failure
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
@@ -110,6 +115,7 @@ class GateController(WritingLoop):
         self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "gate updates")
+        self._evictions = OutageLog(logger, "in-quota preemption's evictions")
         #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
         self.released: collections.deque[str] = collections.deque(maxlen=RECENT)
         self.preempted: collections.deque[str] = collections.deque(maxlen=RECENT)
@@ -227,7 +233,9 @@ class GateController(WritingLoop):
         under the limit (YuniKorn's user-limit refusals never preempt either). The quota goes
         into ``preempting`` before the first eviction: a round makes one preemption per quota,
         even one an eviction error cut short (the round's snapshot does not know its victims
-        are going; another pod of the quota would choose them again)."""
+        are going; another pod of the quota would choose them again). A failed eviction ends the
+        preemption: the victims are the fewest that make room together, so without that one the
+        others' evictions would make none; the next round decides again."""
         quota = snapshot.pod_quota[decision.pod.key]
         if quota in preempting or decision.verdict.limit_refusals:
             return
@@ -239,14 +247,30 @@ class GateController(WritingLoop):
         logger.info("preempting %s for %s", names, decision.pod.key)
         for victim in victims:
             await self._limiter.acquire()
-            eviction = await counted_eviction(
-                self._cluster, self._metrics, quota, victim, PREEMPTION
-            )
+            try:
+                eviction = await counted_eviction(
+                    self._cluster, self._metrics, quota, victim, PREEMPTION
+                )
+            except NotLeadingError:
+                raise  # the round ends: no write of it can be sent any more
+            except Exception as error:
+                await self._preemption_failed(victim, decision.pod, error)
+                return
+            self._evictions.succeeded()
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 message = f"evicted to make room in its quota for {decision.pod.key}"
                 involved = pod_involved(victim, eviction.uid)
                 await self._cluster.post_event(involved, "PreemptedInQuota", message)
+
+    async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
+        """Say why ``victim`` stays, in the log and on the pod (naming its uid when the eviction
+        read it, so that ``kubectl describe pod`` lists it); the Event's own failure is the
+        round's, as ``PreemptedInQuota``'s is."""
+        self._evictions.failed(f"{victim.key} (making room for {waiting.key})", error)
+        message = f"the eviction to make room in its quota for {waiting.key} failed: "
+        involved = pod_involved(victim, uid_of_failure(error))
+        await self._cluster.post_event(involved, "PreemptionFailed", message + describe(error))
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
