@@ -26,6 +26,7 @@ from elasticquota.core.keys import (
     LABEL_ALLOW_LENT,
 )
 from elasticquota.core.solve.engine import EngineSettings
+from elasticquota.kube.evictions import EvictionOutcome
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 
@@ -77,6 +78,16 @@ async def test_no_preemption_of_equal_or_higher_priority_pods(
     assert cluster.verbs().count("set_waiting_condition") == 1
 
 
+def new_needs_both_small_pods() -> list[dict[str, Any]]:
+    """``new`` (priority 5) waits; only ``low-a`` and ``low-b`` gone together make its room."""
+    return [
+        pod("low-a", "1", 0, node="n1"),
+        pod("low-b", "1", 0, node="n1"),
+        pod("mid", "2", 0, node="n1"),
+        pod("new", "2", 5, gated=True),
+    ]
+
+
 async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_round(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
@@ -86,16 +97,26 @@ async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_r
     on what the evictions left."""
     cluster.refused.add("low-b")
     gate = await stepped(
-        world,
-        cluster,
-        pod("low-a", "1", 0, node="n1"),
-        pod("low-b", "1", 0, node="n1"),
-        pod("mid", "2", 0, node="n1"),
-        pod("new", "2", 5, gated=True),
-        pod("next", "2", 5, gated=True),
+        world, cluster, *new_needs_both_small_pods(), pod("next", "2", 5, gated=True)
     )
     assert cluster.named("evict") == ["low-a", "low-b"]
     assert list(gate.preempted) == ["ns/low-a"]
+
+
+async def test_a_victim_a_budget_keeps_ends_the_preemption_and_is_told(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """``new`` needs both small pods gone; a PodDisruptionBudget refuses ``low-a``'s eviction
+    (429): evicting ``low-b`` alone would make no room, so it stays, and ``low-a`` is told why."""
+    cluster.evictions_end(EvictionOutcome.BLOCKED)
+    gate = await stepped(world, cluster, *new_needs_both_small_pods())
+    assert cluster.named("evict") == ["low-a"]
+    assert list(gate.preempted) == []
+    (blocked,) = [event for event in cluster.events if event["reason"] == "PreemptionBlocked"]
+    assert blocked["involvedObject"]["name"] == "low-a"
+    assert blocked["message"] == (
+        "a PodDisruptionBudget refused the eviction to make room for ns/new"
+    )
 
 
 async def test_a_refused_preemption_eviction_is_told_on_the_victim_and_logged_at_each_round(

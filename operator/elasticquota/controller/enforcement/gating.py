@@ -9,7 +9,8 @@ if strictly lower-priority pods of its own quota were gone has the fewest of the
 preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation; at
 most one preemption per quota per round, one an eviction error cut short included), unless a user
 or group limit holds it too (evictions would not lift the limit). Each victim gets an Event: one
-evicted ``PreemptedInQuota``; one whose eviction request failed (an API error, not a budget's
+evicted ``PreemptedInQuota``; one a PodDisruptionBudget kept a Warning ``PreemptionBlocked``
+(the preemption stops there); one whose eviction request failed (an API error, not a budget's
 refusal nor a pod gone) a Warning ``PreemptionFailed`` naming the error and the pod it was making
 room for, and the failure is logged so too; a failure repeated every round is one Event whose
 count grows (``kube.events``). A pod held by a user limit is
@@ -233,9 +234,10 @@ class GateController(WritingLoop):
         under the limit (YuniKorn's user-limit refusals never preempt either). The quota goes
         into ``preempting`` before the first eviction: a round makes one preemption per quota,
         even one an eviction error cut short (the round's snapshot does not know its victims
-        are going; another pod of the quota would choose them again). A failed eviction ends the
-        preemption: the victims are the fewest that make room together, so without that one the
-        others' evictions would make none; the next round decides again."""
+        are going; another pod of the quota would choose them again). A failed eviction, or one a
+        PodDisruptionBudget refused, ends the preemption: the victims are the fewest that make
+        room together, so without that one the others' evictions would make none; the next round
+        decides again."""
         quota = snapshot.pod_quota[decision.pod.key]
         if quota in preempting or decision.verdict.limit_refusals:
             return
@@ -243,8 +245,8 @@ class GateController(WritingLoop):
         if not victims:
             return
         preempting.add(quota)
-        names = ", ".join(victim.key for victim in victims)
-        logger.info("preempting %s for %s", names, decision.pod.key)
+        names, waiting = ", ".join(victim.key for victim in victims), decision.pod.key
+        logger.info("preempting %s for %s", names, waiting)
         for victim in victims:
             await self._limiter.acquire()
             try:
@@ -257,10 +259,14 @@ class GateController(WritingLoop):
                 await self._preemption_failed(victim, decision.pod, error)
                 return
             self._evictions.succeeded()
+            involved = pod_involved(victim, eviction.uid)
+            if eviction.outcome is EvictionOutcome.BLOCKED:
+                message = f"a PodDisruptionBudget refused the eviction to make room for {waiting}"
+                await self._cluster.post_event(involved, "PreemptionBlocked", message)
+                return  # without this victim the others make no room: the next round decides
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
-                message = f"evicted to make room in its quota for {decision.pod.key}"
-                involved = pod_involved(victim, eviction.uid)
+                message = f"evicted to make room in its quota for {waiting}"
                 await self._cluster.post_event(involved, "PreemptedInQuota", message)
 
     async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
