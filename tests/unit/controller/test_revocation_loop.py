@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from kubernetes_asyncio.client.exceptions import ApiException
 from revocation_rounds import delayed_round
 
 from elasticquota.controller.context import LoopContext
@@ -163,6 +165,25 @@ async def test_a_round_ends_at_the_first_eviction_the_fence_refuses(
     assert [
         e for e in cluster.events if e["involvedObject"]["kind"] == "Pod"
     ] == []  # no RevocationFailed Event (it would be refused too)
+
+
+async def test_an_eviction_outage_is_not_ended_in_the_log_by_the_event_that_tells_of_it(
+    world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 503 (after the adapter's retries) is an outage of evictions: one WARNING; the
+    RevocationFailed Event posted right after it goes through, and is no eviction that does."""
+    cluster.fail("evict", ApiException(status=503, reason="Service Unavailable"))
+    with caplog.at_level(logging.INFO, logger=RevocationController.__module__):
+        await delayed_round(world, cluster, DELAY)
+    said = [record.getMessage() for record in caplog.records]
+    outage = [line for line in said if "failing" in line or "succeed again" in line]
+    assert outage == [
+        "revocation's evictions failing (the eviction of ns/extra: HTTP 503: Service "
+        "Unavailable); retrying"
+    ]
+    assert [e["reason"] for e in cluster.events if e["involvedObject"]["kind"] == "Pod"] == [
+        "RevocationFailed"
+    ]
 
 
 @pytest.mark.looptime

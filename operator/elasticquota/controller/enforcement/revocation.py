@@ -171,6 +171,9 @@ class RevocationController(WritingLoop):
         self._timer = OverUseTimer(context.settings.revocation_delay)
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "revocation's API requests")
+        #: The evictions' own: an Event that tells of a failed eviction is sent all the same, and
+        #: would otherwise end the outage it is about in the log ("succeed again after 0.0 s").
+        self._evictions = OutageLog(logger, "revocation's evictions")
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
         self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
         self._solved_at: float | None = None
@@ -323,11 +326,11 @@ class RevocationController(WritingLoop):
         except NotLeadingError:
             raise  # the round ends: no write of it can be sent any more
         except Exception as error:
-            self._outage.failed(f"the eviction of {pod.key}", error)
+            self._evictions.failed(f"the eviction of {pod.key}", error)
             uid = uid_of_failure(error)  # when the pod was read before the request failed
             await self._event_on_pod(pod, uid, "RevocationFailed", describe(error))
             return
-        self._outage.succeeded()
+        self._evictions.succeeded()
         if eviction.outcome is EvictionOutcome.EVICTED:
             self.evicted.append(pod.key)
             message = f"evicted: quota {result.name} is over its runtime ({summary})"
