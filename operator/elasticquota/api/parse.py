@@ -40,7 +40,7 @@ from elasticquota.core.model.models import (
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import mapping_or_empty, read_quota, string_list
 from elasticquota.core.quantities.podrequest import InitContainer, effective_request
-from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_quantity
+from elasticquota.core.quantities.quantity import QuantityError, format_quantity, parse_quantity
 from elasticquota.core.quantities.resources import (
     ResourceList,
     parse_resource_list,
@@ -169,8 +169,8 @@ def _spec_is_usable(
         problems.append(
             Problem(
                 ref,
-                f"spec.min.{name} ({format_units(name, minimum[name])}) is greater than "
-                f"spec.max.{name} ({format_units(name, maximum[name])})",
+                f"spec.min.{name} ({format_quantity(name, minimum[name])}) is greater than "
+                f"spec.max.{name} ({format_quantity(name, maximum[name])})",
             )
         )
         usable = False

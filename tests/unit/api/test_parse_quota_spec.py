@@ -96,6 +96,20 @@ def test_min_above_max_names_the_quantities_as_kubernetes_writes_them() -> None:
     ]
 
 
+def test_min_above_max_writes_amounts_of_bytes_with_their_suffix_not_as_a_count_of_bytes() -> None:
+    """ephemeral-storage's canonical form is a count of bytes (32212254720 for 30Gi), and memory
+    written in decimal suffixes has no exact binary one (30G is 29296875Ki): the message says
+    what was written."""
+    raw = quota_raw(
+        min={"ephemeral-storage": "30Gi", "memory": "30G"},
+        max={"ephemeral-storage": "20Gi", "memory": "25G"},
+    )
+    assert messages(left_out(raw)).splitlines()[:2] == [
+        "spec.min.ephemeral-storage (30Gi) is greater than spec.max.ephemeral-storage (20Gi)",
+        "spec.min.memory (30G) is greater than spec.max.memory (25G)",
+    ]
+
+
 def test_min_keys_outside_max_are_only_noted() -> None:
     spec, problems = quota_of(quota_raw(min={"cpu": "1", "nvidia.com/gpu": "1"}, max={"cpu": "4"}))
     assert spec.min == {"cpu": 1000, "nvidia.com/gpu": 1}

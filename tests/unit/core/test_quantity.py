@@ -1,5 +1,5 @@
 """Kubernetes quantities: exact parsing, engine units (cpu millicores, others whole units, rounded
-up) and the canonical formatting Kubernetes writes."""
+up), the canonical formatting Kubernetes writes and the quantities messages quote."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from elasticquota.core.quantities.quantity import (
     QuantityError,
+    format_quantity,
     format_units,
     parse_quantity,
     parse_units,
@@ -266,11 +267,13 @@ def test_format_is_the_kubernetes_canonical_form(resource: str, units: int, text
 
 
 @given(
-    resource=st.sampled_from(["cpu", "memory", GPU, "pods", "ephemeral-storage"]),
+    resource=st.sampled_from(["cpu", "memory", GPU, "pods", "ephemeral-storage", "hugepages-1Gi"]),
     units=st.integers(min_value=-MAX_INT64, max_value=MAX_INT64),
 )
 def test_parse_of_format_gives_back_the_same_units(resource: str, units: int) -> None:
+    """The canonical form, and the form messages quote."""
     assert parse_units(resource, format_units(resource, units)) == units
+    assert parse_units(resource, format_quantity(resource, units)) == units
 
 
 @given(units=st.integers(min_value=0, max_value=MAX_INT64).map(lambda value: value * 1000))
@@ -278,3 +281,26 @@ def test_whole_cores_round_trip_through_their_canonical_form(units: int) -> None
     text = format_units("cpu", units)
     assert not text.endswith("m")
     assert parse_units("cpu", text) == units
+
+
+@pytest.mark.parametrize(
+    ("resource", "units", "text"),
+    [
+        ("ephemeral-storage", 30 * 1024**3, "30Gi"),  # canonical: 32212254720
+        ("memory", 30 * 10**9, "30G"),  # canonical: 29296875Ki
+        ("memory", 1500 * 10**6, "1500M"),  # canonical: 1500000000
+        ("memory", 1536 * 1024**2, "1536Mi"),
+        ("hugepages-2Mi", 4 * 1024**2, "4Mi"),
+        ("storage", -(1024**3), "-1Gi"),
+        ("memory", 1024, "1Ki"),  # a tie with 1024 goes to the binary suffix
+        ("memory", 1000, "1k"),
+        ("memory", 20827352832, "20827352832"),  # no suffix writes it exactly
+        ("memory", 0, "0"),
+        ("cpu", 1500, "1500m"),  # other resources: the canonical form
+        (GPU, 1000, "1k"),
+    ],
+)
+def test_messages_quote_amounts_of_bytes_with_the_suffix_that_writes_them_exactly(
+    resource: str, units: int, text: str
+) -> None:
+    assert format_quantity(resource, units) == text

@@ -130,6 +130,28 @@ def test_lending_limit_is_a_non_negative_resource_list_at_most_min() -> None:
     assert validate_quota_create(with_limit('{"cpu":"500m"}'), view()) == []
 
 
+def test_limits_and_weights_write_amounts_of_bytes_with_their_suffix() -> None:
+    """Not ephemeral-storage's canonical form, a count of bytes (2147483648 for 2Gi)."""
+    lending = quota(
+        "q",
+        min={"ephemeral-storage": "1Gi"},
+        max={"ephemeral-storage": "10Gi"},
+        annotations={keys.ANNO_LENDING_LIMIT: '{"ephemeral-storage":"2Gi"}'},
+    )
+    assert messages(validate_quota_create(lending, view())) == [
+        "q lending limit ephemeral-storage 2Gi > min 1Gi: a quota can lend at most its min"
+    ]
+    borrowing = quota("q", annotations={keys.ANNO_BORROWING_LIMIT: '{"ephemeral-storage":"-1G"}'})
+    assert messages(validate_quota_create(borrowing, view())) == [
+        f"q annotation {keys.ANNO_BORROWING_LIMIT} has negative values: ephemeral-storage -1G"
+    ]
+    weight = quota("q", annotations={keys.ANNO_SHARED_WEIGHT: '{"ephemeral-storage":"-1Gi"}'})
+    assert messages(validate_quota_create(weight, view())) == [
+        f"q quota.Annotation[{keys.ANNO_SHARED_WEIGHT}]'s value < 0, in dimension "
+        ":[ephemeral-storage] (ephemeral-storage -1Gi)"
+    ]
+
+
 def test_borrowing_limit_is_a_non_negative_resource_list() -> None:
     def with_limit(text: str) -> Raw:
         return quota("q", annotations={keys.ANNO_BORROWING_LIMIT: text})

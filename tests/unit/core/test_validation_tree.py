@@ -120,6 +120,21 @@ def test_the_min_sum_adds_the_quantities_as_written() -> None:
     ]
 
 
+def test_the_min_sum_writes_amounts_of_bytes_with_their_suffix() -> None:
+    """Sums no one wrote: in Kubernetes quantities, bytes with the suffix that writes them exactly
+    (ephemeral-storage's canonical form would be a count of bytes)."""
+    disk = {"cpu": "10", "ephemeral-storage": "100Gi", "memory": "64Gi"}
+    parent_min = {"ephemeral-storage": "20Gi", "memory": "25G"}
+    parent = quota("p", is_parent=True, min=parent_min, max=disk)
+    first = quota("a", parent="p", min={"ephemeral-storage": "15Gi", "memory": "20G"}, max=disk)
+    second = quota("b", parent="p", min={"ephemeral-storage": "10Gi", "memory": "10G"}, max=disk)
+    assert messages(validate_quota_create(second, view(parent, first))) == [
+        "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: p (sum of its "
+        "children's min with b: ephemeral-storage 25Gi, memory 30G; p's min: "
+        "ephemeral-storage 20Gi, memory 25G)"
+    ]
+
+
 def test_a_parent_cannot_shrink_its_min_below_its_childrens() -> None:
     smaller = with_spec(DEPT, min={"cpu": "5"})
     assert messages(validate_quota_update(DEPT, smaller, view(DEPT, TEAM_A))) == [

@@ -4,7 +4,9 @@ The reference implementation keeps cpu in millicores and every other resource as
 (Kubernetes ``Value()``, rounded up to a whole unit); we do the same, with exact rational arithmetic
 so that no quantity is ever rounded twice. Formatting follows the Kubernetes canonical form: cpu as
 a decimal (milli) quantity, memory in binary suffixes when exact, everything else in decimal
-suffixes.
+suffixes. Messages for people quote amounts with ``format_quantity``: the same, but an amount of
+bytes always with the suffix that writes it exactly (``30Gi`` of ephemeral-storage, ``30G`` of
+memory), never as a count of bytes such as ``32212254720``.
 
 As Kubernetes does when it parses a quantity, a magnitude above MaxInt64 is capped at MaxInt64 and a
 non-zero magnitude below one nano is raised to one nano (Kubernetes caps only the suffixed forms; we
@@ -164,3 +166,20 @@ def format_binary(units: int) -> str:
     if power == 0:
         return str(units)
     return f"{units}{_BINARY_BY_POWER[power]}"
+
+
+def format_bytes(units: int) -> str:
+    """An amount of bytes as people write it: of its binary-suffixed (``30Gi``), decimal-suffixed
+    (``30G``) and plain forms, the exact one with the fewest characters, the binary one on a tie.
+    Never a bare count of bytes where a suffix writes it exactly: ``format_units`` gives
+    ``32212254720`` for 30Gi of ephemeral-storage (its canonical form is DecimalSI) and
+    ``29296875Ki`` for 30G of memory."""
+    binary, decimal = format_binary(units), _format_decimal(units, exponent=0)
+    return decimal if len(decimal) < len(binary) else binary
+
+
+def format_quantity(resource: str, units: int) -> str:
+    """Engine units as a message quotes them: the Kubernetes quantity (``format_units``: ``1500m``
+    of cpu, ``4`` GPUs), an amount of bytes (``counts_bytes``) as ``format_bytes`` writes it.
+    ``format_units`` stays for what is written to the API (annotations, ``status``, JSON)."""
+    return format_bytes(units) if counts_bytes(resource) else format_units(resource, units)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 
 from elasticquota.core.model.quota import Quota
-from elasticquota.core.quantities.quantity import format_units, to_units
+from elasticquota.core.quantities.quantity import format_quantity, to_units
 from elasticquota.core.validation.facts import NANOS
 
 
@@ -16,7 +16,8 @@ def go_list(items: Iterable[str]) -> str:
 
 
 def amounts_text(resources: Mapping[str, int], names: Iterable[str]) -> str:
-    return ", ".join(f"{name} {format_units(name, resources.get(name, 0))}" for name in names)
+    """``cpu 2, ephemeral-storage 30Gi``: each name with its amount as messages quote it."""
+    return ", ".join(f"{name} {format_quantity(name, resources.get(name, 0))}" for name in names)
 
 
 def exact_text(nanos: Mapping[str, int], names: Iterable[str]) -> str:
@@ -28,7 +29,7 @@ def exact_text(nanos: Mapping[str, int], names: Iterable[str]) -> str:
 def written_text(quota: Quota, where: str, name: str) -> str:
     value = quota.written(where).get(name)
     if value is None:
-        return format_units(name, getattr(quota, where).get(name, 0))
+        return format_quantity(name, getattr(quota, where).get(name, 0))
     return str(value)
 
 

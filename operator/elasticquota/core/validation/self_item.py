@@ -7,7 +7,7 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.model.quota import Quota
-from elasticquota.core.quantities.quantity import QuantityError, format_units, parse_units
+from elasticquota.core.quantities.quantity import QuantityError, format_quantity, parse_units
 from elasticquota.core.quantities.resources import (
     ResourceList,
     negative_keys,
@@ -192,8 +192,9 @@ def _limits(quota: Quota) -> list[Violation]:
                 found.append(
                     Violation(
                         rule,
-                        f"{quota.name} lending limit {name} {format_units(name, values[name])} > "
-                        f"min {format_units(name, quota.min.get(name, 0))}: a quota can lend at "
+                        f"{quota.name} lending limit {name} "
+                        f"{format_quantity(name, values[name])} > min "
+                        f"{format_quantity(name, quota.min.get(name, 0))}: a quota can lend at "
                         "most its min",
                     )
                 )
