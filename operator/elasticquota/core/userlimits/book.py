@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.config import parse_quota_limits
 from elasticquota.core.userlimits.limits import WILDCARD, LimitEntry, LimitProblem, QuotaLimits
@@ -208,8 +208,9 @@ def _entry_problems(quota: str, entry: LimitEntry, above: _Carried) -> list[Limi
                         "exceeds-ancestor-wildcard" if through else "exceeds-ancestor-limit",
                         f"{kind} {name} maxresources "
                         + ", ".join(
-                            f"{resource} {format_units(resource, entry.max_resources[resource])}"
-                            f" > {format_units(resource, ceiling[resource])}"
+                            f"{resource} "
+                            f"{format_quantity(resource, entry.max_resources[resource])}"
+                            f" > {format_quantity(resource, ceiling[resource])}"
                             for resource in over
                         )
                         + (

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.quantities.resources import ResourceList, format_resource_list
 from elasticquota.core.userlimits.book import QuotaPath
 from elasticquota.core.userlimits.limits import PODS, LimitEntry
@@ -74,8 +74,9 @@ class LimitRefusal:
             )
         unit = self.resource
         return (
-            f"{who} at quota {self.quota}: {unit}: requested {format_units(unit, self.requested)}, "
-            f"used {format_units(unit, self.used)} of limit {format_units(unit, self.limit)} "
+            f"{who} at quota {self.quota}: {unit}: requested "
+            f"{format_quantity(unit, self.requested)}, used {format_quantity(unit, self.used)} "
+            f"of limit {format_quantity(unit, self.limit)} "
             f"(user limit {self.limit_name})"
         )
 
@@ -116,8 +117,8 @@ class OverUse:
             held = "pods of new applications are held back"
         else:
             amounts = (
-                f"used {format_units(self.resource, self.used)}, "
-                f"limit {format_units(self.resource, self.limit)}"
+                f"used {format_quantity(self.resource, self.used)}, "
+                f"limit {format_quantity(self.resource, self.limit)}"
             )
             held = f"new pods requesting {self.resource} are held back"
         return (

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from elasticquota.core.quantities.quantity import CPU, QuantityError, format_units, parse_units
+from elasticquota.core.quantities.quantity import CPU, QuantityError, format_quantity, parse_units
 from elasticquota.core.quantities.resources import ResourceList
 from elasticquota.core.userlimits.limits import VCORE, WILDCARD, LimitEntry, LimitProblem
 
@@ -120,8 +120,8 @@ def check_object(
                 "exceeds-quota-max",
                 "maxresources exceed the quota's max: "
                 + ", ".join(
-                    f"{name} {format_units(name, max_resources[name])} > "
-                    f"{format_units(name, quota_max[name])}"
+                    f"{name} {format_quantity(name, max_resources[name])} > "
+                    f"{format_quantity(name, quota_max[name])}"
                     for name in above
                 ),
             )

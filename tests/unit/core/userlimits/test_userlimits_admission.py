@@ -24,7 +24,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.core.userlimits.records import OverUse
+from elasticquota.core.userlimits.records import LimitRefusal, OverUse
 
 
 def quota(
@@ -98,6 +98,23 @@ def test_quota_shortfalls_and_limit_refusals_are_both_named() -> None:
     assert verdict.reason.startswith("quota leaf: cpu used 1 + request 2 > runtime 2")
     assert verdict.reason.endswith(
         "user sue at quota leaf: cpu: requested 2, used 1 of limit 1 (user limit #1)"
+    )
+
+
+def test_refusals_and_over_use_quote_amounts_of_bytes_with_their_suffix() -> None:
+    """The pod condition, the WaitingForQuota Event and the pod webhook's refusal say 40Gi of
+    ephemeral-storage and a limit of 25G of memory, not 42949672960 and 25000000000."""
+    gib = 1024**3
+    refusal = LimitRefusal(
+        "user", "sue", "team", "ephemeral-storage", 40 * gib, 15 * gib, 20 * gib, "disk"
+    )
+    assert refusal.message == (
+        "user sue at quota team: ephemeral-storage: requested 40Gi, used 15Gi of limit 20Gi "
+        "(user limit disk)"
+    )
+    over = OverUse("group", "dev", "team", "memory", 26 * 10**9, 25 * 10**9, "#1")
+    assert over.message.startswith(
+        "group dev at quota team is over its memory limit: used 26G, limit 25G (user limit #1)"
     )
 
 

@@ -189,7 +189,7 @@ def test_seed_example_sue_development_test_and_the_catch_alls() -> None:
     assert verdict.group == WILDCARD
     assert [(r.name, r.resource) for r in verdict.refusals] == [("*", "memory")]
     assert verdict.reason == (
-        "group * at quota team: memory: requested 1, used 48828125Ki of limit 48828125Ki "
+        "group * at quota team: memory: requested 1, used 50G of limit 50G "
         "(user limit group catch all)"
     )
     # A user without groups has no group: only the user catch-all applies.

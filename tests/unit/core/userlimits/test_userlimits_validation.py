@@ -34,6 +34,10 @@ def quota(
     }
 
 
+def messages(violations: list[Any]) -> list[str]:
+    return [violation.message for violation in violations]
+
+
 def rules(violations: list[Any]) -> list[str]:
     return [violation.rule for violation in violations if violation.rule.startswith("user-")]
 
@@ -74,6 +78,26 @@ def test_lowering_a_parent_limit_below_a_childs_is_refused_on_the_child() -> Non
     assert violation.message.startswith(
         "quota child: user limit #1: user sue maxresources cpu 3 > 2"
     )
+
+
+def test_limits_in_bytes_are_quoted_with_their_suffix_not_as_counts_of_bytes() -> None:
+    """30G of memory is not 29296875Ki, 30Gi of ephemeral-storage not 32212254720."""
+    in_bytes = "- users: [sue]\n  maxresources: {ephemeral-storage: 30Gi, memory: 26G}"
+    small = quota("small", in_bytes)
+    small["spec"] = {"max": {"ephemeral-storage": "20Gi", "memory": "16Gi"}}
+    assert messages(validate_quota_create(small, ClusterView([]))) == [
+        "quota small: user limit #1: maxresources exceed the quota's max: ephemeral-storage 30Gi "
+        "> 20Gi, memory 26G > 16Gi (rule exceeds-quota-max)",
+    ]
+    limits = "- users: [sue]\n  maxresources: {ephemeral-storage: 20Gi, memory: 25G}"
+    parent = quota("parent", limits, is_parent=True)
+    child = quota("child", in_bytes, parent="parent")
+    for raw in (parent, child):
+        raw["spec"] = {"max": {"ephemeral-storage": "100Gi", "memory": "64Gi"}}
+    assert messages(validate_quota_create(child, ClusterView([parent]))) == [
+        "quota child: user limit #1: user sue maxresources ephemeral-storage 30Gi > 20Gi, memory "
+        "26G > 25G of the user limit of a parent or ancestor quota (rule exceeds-ancestor-limit)",
+    ]
 
 
 def test_a_problem_the_tree_already_had_does_not_refuse_an_unrelated_change() -> None:
