@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,11 +16,16 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from revocation_rounds import delayed_round
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.enforcement.revocation import RECHECK_INTERVAL, RevocationController
+from elasticquota.controller.enforcement.revocation import (
+    RECHECK_INTERVAL,
+    RevocationController,
+    over_use_summary,
+)
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_since
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
-from elasticquota.core.solve.engine import EngineSettings
+from elasticquota.core.model.quota import Quota
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.settings import Settings
 
@@ -276,3 +282,19 @@ async def test_an_over_use_record_refused_is_written_at_the_next_check(
     now[0] += 1
     await controller.check_once()
     assert len(cluster.named("patch_quota")) == 2  # refused, then written once
+
+
+def test_the_over_use_summary_quotes_amounts_of_bytes_with_their_suffix() -> None:
+    """The QuotaOverUsed and Revoked Events say 30Gi of ephemeral-storage and 26G of memory, not
+    32212254720 and 25390625Ki (the API's canonical forms); a resource within its runtime is not
+    named."""
+    gib = 1024**3
+    solved = QuotaEngine().load([Quota("team", "team")]).solve().quotas["team"]
+    result = dataclasses.replace(
+        solved,
+        used={"cpu": 1000, "ephemeral-storage": 30 * gib, "memory": 26 * 10**9},
+        runtime={"cpu": 2000, "ephemeral-storage": 20 * gib, "memory": 25 * 10**9},
+    )
+    assert over_use_summary(result) == (
+        "ephemeral-storage used 30Gi > runtime 20Gi, memory used 26G > runtime 25G"
+    )

@@ -121,3 +121,32 @@ def test_a_pod_of_an_orphaned_quota_is_told_why_it_counts_against_the_default_qu
         f"is left out of its tree and its pods count against {DEFAULT_QUOTA} until it is fixed"
     ]
     assert f"quota: {DEFAULT_QUOTA}\nnote: ElasticQuota ns/team: orphaned" in found.render()
+
+
+def test_amounts_of_bytes_are_quoted_with_their_suffix_not_as_counts_of_bytes() -> None:
+    """ephemeral-storage's canonical form is a count of bytes (53687091200 for 50Gi), and memory
+    in decimal suffixes has none or an odd binary one (21000000000 for 21G, 19531250Ki for 20G):
+    the verdict, the path and the advice say 50Gi, 21G and 20G."""
+    from elasticquota.core.model.models import NodeInfo, PodInfo
+    from elasticquota.core.model.quota import Quota
+    from elasticquota.core.solve.engine import QuotaEngine
+
+    gib = 1024**3
+    team = Quota("team", "team", max={"ephemeral-storage": 50 * gib, "memory": 25 * 10**9})
+    node = NodeInfo("n1", allocatable={"ephemeral-storage": 100 * gib, "memory": 64 * gib})
+    running = PodInfo(
+        namespace="team", name="a", requests={"ephemeral-storage": 15 * gib, "memory": 20 * 10**9},
+        node_name="n1", phase="Running",
+    )  # fmt: skip
+    waiting = PodInfo(
+        namespace="team", name="b", requests={"ephemeral-storage": 40 * gib, "memory": 1 * 10**9}
+    )
+    found = explain(QuotaEngine().load([team], [running, waiting], [node]).solve(), "team/b")
+    assert found.verdict == (
+        "waits: quota team: ephemeral-storage used 15Gi + request 40Gi > runtime 50Gi"
+    )
+    assert "  team: ephemeral-storage 50Gi / 15Gi / 55Gi, memory 21G / 20G / 21G" in found.render()
+    assert found.advice == [
+        "quota team needs 5Gi more ephemeral-storage: pods of the quota releasing that much, or "
+        "its runtime growing by it (siblings lending more, a higher min or weight)"
+    ]

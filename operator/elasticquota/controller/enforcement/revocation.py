@@ -52,7 +52,7 @@ from elasticquota.core.decisions.overuse import (
 )
 from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.model.models import PodInfo
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, uid_of_failure
@@ -80,7 +80,8 @@ NEVER_REVOKED = (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA)
 def over_use_summary(result: QuotaResult) -> str:
     """``cpu used 40 > runtime 28571m`` for every over-used resource."""
     return ", ".join(
-        f"{key} used {format_units(key, used)} > runtime {format_units(key, result.runtime[key])}"
+        f"{key} used {format_quantity(key, used)} > runtime "
+        f"{format_quantity(key, result.runtime[key])}"
         for key, used in sorted(result.used.items())
         if key in result.runtime and used > result.runtime[key]
     )

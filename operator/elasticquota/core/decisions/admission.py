@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from elasticquota.core.model.models import PodInfo
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.quantities.resources import ResourceList, add, mask
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.core.userlimits.records import LimitRefusal
@@ -36,9 +36,10 @@ class Shortfall:
     request: int
     limit: int
 
-    def describe(self, fmt: Callable[[str, int], str] = format_units) -> str:
+    def describe(self, fmt: Callable[[str, int], str] = format_quantity) -> str:
         """``quota q: cpu used 8 + request 16 > runtime 19429m``; ``fmt`` formats the figures
-        (Kubernetes quantities by default, as in the pod condition and ``plan -o json``)."""
+        (the quantities messages quote by default, as in the pod condition and ``plan -o
+        json``)."""
         r = self.resource
         return (
             f"quota {self.quota}: {r} used {fmt(r, self.used)} + request "

@@ -28,7 +28,7 @@ from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pendi
 from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
-from elasticquota.core.quantities.quantity import format_units
+from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.quantities.resources import mask
 from elasticquota.core.solve.results import Snapshot, is_over_used
 from elasticquota.core.userlimits import APPLICATIONS, LimitRefusal
@@ -84,7 +84,7 @@ AT_THE_SCHEDULER = " (no node fits it yet, or it is being scheduled: its Events 
 
 
 def _fmt(resource: str, units: int | None) -> str:
-    return "-" if units is None else format_units(resource, units)
+    return "-" if units is None else format_quantity(resource, units)
 
 
 def _levels(snapshot: Snapshot, quota: str, pod: PodInfo) -> list[Level]:
@@ -108,11 +108,11 @@ def _advice(shortfall: Shortfall) -> str:
     r = shortfall.resource
     if shortfall.limit_name.startswith("min"):
         return (
-            f"quota {shortfall.quota} needs {format_units(r, missing)} more {r} of min for "
+            f"quota {shortfall.quota} needs {format_quantity(r, missing)} more {r} of min for "
             f"non-preemptible pods (raise its min, or free non-preemptible usage)"
         )
     return (
-        f"quota {shortfall.quota} needs {format_units(r, missing)} more {r}: pods of the quota "
+        f"quota {shortfall.quota} needs {format_quantity(r, missing)} more {r}: pods of the quota "
         f"releasing that much, or its runtime growing by it (siblings lending more, a higher "
         f"min or weight)"
     )
@@ -151,7 +151,7 @@ def _limit_advice(refusal: LimitRefusal, user: str) -> str:
     r = refusal.resource
 
     def fmt(units: int) -> str:
-        return format_units(r, units)
+        return format_quantity(r, units)
 
     has = f"{_subject(refusal, user)} has {fmt(refusal.used)} of {fmt(refusal.limit)} {r} {at}"
     room = refusal.limit - refusal.requested
