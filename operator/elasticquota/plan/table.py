@@ -4,7 +4,9 @@ Fits a 100-column terminal: the quota column is 30 wide (names indented two spac
 with "…" when too long), numbers 10 wide each. The cells are for people, not for the API: cpu is in
 cores with up to three decimals (``28.571``, ``40``, ``0.5``; never ``28571m``), amounts of bytes
 (memory, ephemeral-storage, storage, huge pages) in binary suffixes (``4Gi``, where the API's
-canonical form of ephemeral-storage is ``4294967296``), other resources as Kubernetes writes them.
+canonical form of ephemeral-storage is ``4294967296``), other resources as Kubernetes writes them;
+the lines of text under the trees (pending pods, usage) give bytes exactly, with the suffix that
+writes them so (``25G`` where a cell shows ``~23.3Gi``).
 A value at or above the operator's "no limit" ceiling (an unset max, a profile root's huge max)
 shows as ``-``, as an absent one does. Quantities are printed exactly when they fit and rounded
 with a "~" otherwise. A used figure above the runtime is flagged with "!". A profile's tree is
@@ -27,6 +29,7 @@ from elasticquota.core.quantities.quantity import (
     CPU,
     counts_bytes,
     format_binary,
+    format_quantity,
     format_units,
     is_unlimited,
 )
@@ -58,19 +61,21 @@ def cores(millicores: int) -> str:
 
 
 def readable(resource: str, units: int) -> str:
-    """A quantity exactly, as people read it: cpu in cores, bytes in binary suffixes, the rest
-    in Kubernetes' form."""
-    if resource == CPU:
-        return cores(units)
-    return format_binary(units) if counts_bytes(resource) else format_units(resource, units)
+    """A quantity exactly, in the lines of text (pending pods, usage): cpu in cores, the rest as
+    messages quote it (``format_quantity``: bytes with the suffix that writes them exactly,
+    ``4Gi``, ``25G``; never a count of bytes such as ``25000000000``)."""
+    return cores(units) if resource == CPU else format_quantity(resource, units)
 
 
 def cell(resource: str, units: int | None) -> str:
-    """A quantity that fits a cell: "-" when absent or unlimited, exact when short enough, else
-    approximated with "~"."""
+    """A quantity that fits a cell: "-" when absent or unlimited, exact when short enough (cpu in
+    cores, bytes in binary suffixes, the rest in Kubernetes' form), else approximated with "~"."""
     if units is None or is_unlimited(resource, units):
         return "-"
-    exact = readable(resource, units)
+    if resource == CPU:
+        exact = cores(units)
+    else:
+        exact = format_binary(units) if counts_bytes(resource) else format_units(resource, units)
     if len(exact) <= CELL_WIDTH:
         return exact
     value = units / 1000 if resource == CPU else float(units)

@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from elasticquota.core import keys
+from elasticquota.core.decisions.admission import Shortfall
+from elasticquota.core.userlimits.limits import LimitEntry
+from elasticquota.core.userlimits.records import SubjectUsage
 from elasticquota.plan.compute import Plan, compute_plan
 from elasticquota.plan.loader import load_paths
-from elasticquota.plan.table import cell, header, render_plan
+from elasticquota.plan.table import cell, header, readable, render_plan, usage_row
 
 if TYPE_CHECKING:
     from conftest import K8s, Writer
@@ -227,6 +230,29 @@ def test_a_blocked_pod_is_explained_in_the_table_units_and_in_kubernetes_units_i
     waiting = next(verdict for verdict in plan.admission if not verdict.admitted)
     assert waiting.reason.endswith("> runtime 19429m")  # pod condition and -o json: quantities
     assert waiting.reason.replace("19429m", "19.429") in render_plan(plan)
+
+
+def test_lines_of_text_give_bytes_exactly_with_their_suffix_not_as_counts_of_bytes() -> None:
+    """A cell approximates 25G of memory in binary suffixes; the pending pods' lines and the
+    usage rows, which have the room, say it as written, not 25000000000 (nor 19531250Ki for
+    20G)."""
+    assert cell("memory", 25 * 10**9) == "~23.3Gi"
+    blocked = Shortfall("team", "memory", "runtime", 20 * 10**9, 10**9, 25 * 10**9)
+    assert blocked.describe(readable) == "quota team: memory used 20G + request 1G > runtime 25G"
+    limit = LimitEntry(
+        0, users=("sue",), max_resources={"ephemeral-storage": 20 * GI, "memory": 25 * 10**9}
+    )
+    usage = SubjectUsage(
+        "user",
+        "sue",
+        "team",
+        {"ephemeral-storage": 15 * GI, "memory": 12 * GI},
+        frozenset({"a"}),
+        limit,
+        "#1",
+    )
+    row = " ".join(line.strip() for line in usage_row(usage, None))  # wrapped at 100 columns
+    assert row.endswith("ephemeral-storage 15Gi/20Gi, memory 12Gi/25G")
 
 
 def test_every_cell_fits_nine_characters() -> None:
