@@ -31,6 +31,26 @@ def test_an_invalid_quantity_is_refused_naming_the_field() -> None:
     assert "'lots' is not a valid Kubernetes quantity" in found[0].message
 
 
+def test_a_value_that_is_not_a_quantity_is_refused_once_not_again_by_the_rules_comparing_it() -> (
+    None
+):
+    """It counts as 0: min 1Gi was "greater" than a max of '1.5.5Gi', a used 3 above it, a lending
+    limit of 1 above a min of 'x'; the quantity rule alone names it."""
+    strict = {ANNO_MAX_STRICT_CHECK_KEYS: '["cpu"]', keys.ANNO_LENDING_LIMIT: '{"memory":"1"}'}
+    broken = quota(
+        "q",
+        min={"memory": "x"},
+        max={"cpu": "2..", "memory": "1.5.5Gi"},
+        used={"cpu": "3"},
+        annotations=strict,
+    )
+    assert rules(validate_quota_create(broken, view())) == ["quantity", "quantity", "quantity"]
+    min_only = quota("q", min={"memory": "1Gi"}, max={"memory": "1.5.5Gi"})
+    assert messages(validate_quota_create(min_only, view())) == [
+        "q spec.max.memory: quantity '1.5.5Gi' is not a valid Kubernetes quantity"
+    ]
+
+
 def test_min_must_not_exceed_max_and_the_message_has_both_numbers() -> None:
     found = validate_quota_create(quota("q", min={"cpu": "5"}, max={"cpu": "4"}), view())
     assert messages(found) == ["resourceKey cpu of quota q min 5 > max 4"]

@@ -143,6 +143,18 @@ def test_a_parent_cannot_shrink_its_min_below_its_childrens() -> None:
     ]
 
 
+def test_a_min_that_is_not_a_quantity_is_not_compared_with_the_childrens() -> None:
+    """Refused for itself (rule quantity), it counts as 0: "its min: cpu 0" on the parent, and
+    "dept's min: cpu 0" on a child, blamed it again."""
+    broken = with_spec(DEPT, min={"cpu": "abc"})
+    found = validate_quota_update(DEPT, broken, view(DEPT, TEAM_A))
+    assert messages(found) == [
+        "dept spec.min.cpu: quantity 'abc' is not a valid Kubernetes quantity"
+    ]
+    team_b = quota("team-b", parent="dept", min={"cpu": "1"}, max={"cpu": "20"})
+    assert validate_quota_create(team_b, view(broken, TEAM_A)) == []
+
+
 def test_the_min_sum_is_skipped_with_allow_force_update_or_is_root() -> None:
     greedy = quota("team-b", parent="dept", min={"cpu": "5"}, max={"cpu": "20"})
     forced = with_labels(greedy, allow_force_update="true")

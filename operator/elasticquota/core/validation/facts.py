@@ -65,6 +65,20 @@ def exact_amounts(quota: Quota, where: str) -> ResourceList:
     return found
 
 
+def unreadable(quota: Quota, where: str, name: str) -> bool:
+    """Whether ``min`` or ``max`` of this resource is not a quantity: refused for itself (rule
+    ``quantity``), it counts as 0 in ``exact_amounts``, and a rule that compared that 0 would
+    blame the same value a second time ("min 1Gi > max 1.5.5Gi", "its min: cpu 0")."""
+    written = quota.written(where)
+    if name not in written:
+        return False
+    try:
+        parse_quantity(written[name])
+    except QuantityError:
+        return True
+    return False
+
+
 def read_quota(raw: Mapping[str, Any]) -> tuple[Quota, list[Violation]]:
     """A raw ElasticQuota read by the one reader (``core.model.quotaread``), and the webhooks'
     reading of what does not read: a bad quantity of min or max (counted as 0) and a
@@ -109,4 +123,5 @@ __all__ = [
     "object_name",
     "read_quota",
     "string_map",
+    "unreadable",
 ]

@@ -17,6 +17,7 @@ from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     Violation,
     exact_amounts,
+    unreadable,
 )
 from elasticquota.core.validation.messages import amounts_text, go_list, written_text
 
@@ -61,10 +62,7 @@ def _refused_max(quota: Quota, name: str) -> bool:
     written = quota.written("max").get(name)
     if written is None:
         return False
-    try:
-        return parse_units(name, written) < 0
-    except QuantityError:
-        return True
+    return unreadable(quota, "max", name) or parse_units(name, written) < 0
 
 
 def _copies_a_refused_max(quota: Quota, name: str, value: Any) -> bool:
@@ -117,7 +115,9 @@ def _min_within_max(quota: Quota) -> list[Violation]:
                     "included in max",
                 )
             )
-        elif minimum[name] > maximum[name]:
+        elif minimum[name] > maximum[name] and not (
+            unreadable(quota, "min", name) or unreadable(quota, "max", name)
+        ):
             found.append(
                 Violation(
                     "min-le-max",
@@ -156,7 +156,7 @@ def _max_strict_keys(quota: Quota) -> list[Violation]:
                 "included in max but should check max >= used"
             )
             found.append(Violation("max-strict-keys", message))
-        elif maximum[name] < used[name]:
+        elif maximum[name] < used[name] and not unreadable(quota, "max", name):
             found.append(
                 Violation(
                     "max-strict-keys",
@@ -187,7 +187,11 @@ def _limits(quota: Quota) -> list[Violation]:
                 )
             )
         if rule == "lending-limit":
-            above = sorted(n for n, v in values.items() if v > max(quota.min.get(n, 0), 0))
+            above = sorted(
+                name
+                for name, value in values.items()
+                if value > max(quota.min.get(name, 0), 0) and not unreadable(quota, "min", name)
+            )
             for name in above:
                 found.append(
                     Violation(

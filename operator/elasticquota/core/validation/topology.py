@@ -12,6 +12,7 @@ from elasticquota.core.validation.facts import (
     Violation,
     exact_amounts,
     force_update,
+    unreadable,
 )
 from elasticquota.core.validation.messages import exact_text, go_list, some_names
 from elasticquota.core.validation.view import ClusterView
@@ -165,8 +166,14 @@ def _resource_keys(quota: Quota, parent: Quota | None, view: ClusterView) -> lis
     return found
 
 
-def _over(total: ResourceList, limit: ResourceList) -> list[str]:
-    return sorted(name for name, value in total.items() if value > limit.get(name, 0))
+def _over(total: ResourceList, limit: ResourceList, holder: Quota) -> list[str]:
+    """The resources of ``total`` above ``limit``, the min of ``holder``; a min of it that is not
+    a quantity (refused for itself, counted as 0) is not compared."""
+    return sorted(
+        name
+        for name, value in total.items()
+        if value > limit.get(name, 0) and not unreadable(holder, "min", name)
+    )
 
 
 def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Violation]:
@@ -179,7 +186,7 @@ def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Vio
     if parent is not None:
         total = add(view.children_min(parent.name, but=quota.name), own)
         limit = exact_amounts(parent, "min")
-        over = _over(total, limit)
+        over = _over(total, limit, parent)
         if over:
             found.append(
                 Violation(
@@ -192,7 +199,7 @@ def _min_sums(quota: Quota, parent: Quota | None, view: ClusterView) -> list[Vio
             )
     children = _children(quota, view)
     total = view.children_min(quota.name, but="")
-    over = _over(total, own)
+    over = _over(total, own, quota)
     if children and over:
         found.append(
             Violation(
