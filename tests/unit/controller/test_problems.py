@@ -183,7 +183,7 @@ async def test_a_descendant_of_a_quota_left_out_is_marked_too(
 
     leaf = cluster.quotas[("team", "leaf")]["metadata"]["annotations"]
     assert leaf == {
-        keys.ANNO_INVALID: "orphaned: parent quota 'dept' does not exist; the quota is left out "
+        keys.ANNO_INVALID: "orphaned: parent quota 'dept' is left out; the quota is left out "
         "of its tree and its pods count against koordinator-default-quota until it is fixed"
     }
 

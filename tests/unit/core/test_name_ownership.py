@@ -177,6 +177,22 @@ def test_deleting_a_parent_with_children_leaves_them_as_orphans_that_say_so() ->
     assert "team" not in snapshot.quotas  # not re-homed under the root
 
 
+def test_the_children_of_a_parent_left_out_for_its_spec_are_told_it_is_left_out() -> None:
+    """The parent exists (min above max, say): "does not exist" sent the reader looking for an
+    object that is there; its own problems say why it is left out."""
+    eq = engine().load(family())
+    eq.solve()
+
+    eq.hold_name(replace(family()[0], max={}))  # the parser left it out: only its name counts
+    snapshot = eq.solve()
+
+    [problem] = problems_of(snapshot, "ElasticQuota team/team")
+    assert problem.message == f"orphaned: parent quota 'dept' is left out; {ORPHAN_TAIL}"
+    eq.delete_quota("team", "dept")
+    [problem] = problems_of(eq.solve(), "ElasticQuota team/team")
+    assert problem.message == f"orphaned: parent quota 'dept' does not exist; {ORPHAN_TAIL}"
+
+
 def test_clearing_is_parent_on_a_parent_with_children_leaves_them_as_orphans() -> None:
     eq = engine().load(family())
     eq.solve()

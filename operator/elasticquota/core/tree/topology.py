@@ -8,7 +8,8 @@ quota never stops the rest from being computed.
 A quota whose parent is gone (deleted while it had children, or no longer marked ``is-parent``) is
 an *orphan*: it is not re-homed under the root, it is left out, says so ("orphaned: ..."), and its
 pods count against the default quota until its parent is back or its parent label changes. Its
-descendants are orphans too.
+descendants are orphans too. A parent that exists but is left out for its own problems (a bad
+spec: the parser's) is named as such ("orphaned: parent quota 'dept' is left out"), not as absent.
 
 Quota names are global. Of the quotas sharing a name, one owns it (``name_order``): the one the
 operator recorded as the owner, else the one that owned it in the previous topology, else the
@@ -18,7 +19,7 @@ against the owner. A newcomer never takes a name (nor the pods) of a quota that 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
@@ -99,9 +100,12 @@ def build_topology(
     """
     topology = Topology()
     candidates = _unique_candidates(specs, topology, previous_owners or {}, holders)
+    # Names whose quota exists but is left out for its own problems (a bad spec): its children
+    # are told so, not that it does not exist.
+    held = set(topology.owners) - set(candidates) - set(topology.reserved)
     verdicts: dict[str, str | None] = {}
     for name in sorted(candidates):
-        _judge(name, candidates, verdicts)
+        _judge(name, candidates, verdicts, held)
     for name in sorted(candidates):
         reason = verdicts[name]
         if reason is None:
@@ -212,8 +216,14 @@ def _report_duplicate(owner: Quota, duplicate: Quota, topology: Topology) -> Non
         )
 
 
-def _judge(name: str, candidates: Mapping[str, Quota], verdicts: dict[str, str | None]) -> None:
-    """Decide whether ``name`` and its ancestors are valid (None) or why not (a message)."""
+def _judge(
+    name: str,
+    candidates: Mapping[str, Quota],
+    verdicts: dict[str, str | None],
+    held: Collection[str],
+) -> None:
+    """Decide whether ``name`` and its ancestors are valid (None) or why not (a message);
+    ``held``: names of quotas that exist but are left out (their own problems say why)."""
     path: list[str] = []
     current = name
     while current not in verdicts:
@@ -228,7 +238,8 @@ def _judge(name: str, candidates: Mapping[str, Quota], verdicts: dict[str, str |
             verdicts[current] = None
             break
         if parent not in candidates:
-            verdicts[current] = f"orphaned: parent quota {parent!r} does not exist"
+            missing = "is left out" if parent in held else "does not exist"
+            verdicts[current] = f"orphaned: parent quota {parent!r} {missing}"
             break
         if not candidates[parent].is_parent:
             verdicts[current] = (
