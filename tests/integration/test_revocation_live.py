@@ -309,5 +309,5 @@ async def test_a_failed_eviction_is_listed_where_kubectl_describe_pod_looks(
         )
         (event,) = await described()
         assert "more than one PodDisruptionBudget" in event.message, event.message
-        assert event.message.startswith("HTTP 500: "), event.message
+        assert "over-use failed: HTTP 500: " in event.message, event.message
         assert await terminating(api, namespace) == set()  # the pod stays

@@ -75,6 +75,11 @@ async def test_the_blocked_event_names_the_uid_of_the_pod_kept(
     cluster.evictions_end(EvictionOutcome.BLOCKED)
     await revocation_round(world, cluster)
     assert about(cluster, "RevocationBlocked")["uid"] == "uid-extra"
+    (told,) = [event["message"] for event in cluster.events if event["reason"] != "QuotaOverUsed"]
+    assert told == (  # which quota's over-use it was to go for, as well as why it stays
+        "a PodDisruptionBudget refused the eviction for quota team's over-use; "
+        "the next round tries again"
+    )
 
 
 async def test_the_failed_event_names_the_uid_of_the_pod_kept(
@@ -86,7 +91,7 @@ async def test_the_failed_event_names_the_uid_of_the_pod_kept(
     await revocation_round(world, cluster)
     (event,) = [event for event in cluster.events if event["reason"] == "RevocationFailed"]
     assert event["involvedObject"]["uid"] == "uid-extra"
-    assert event["message"] == "HTTP 403: Forbidden"
+    assert event["message"] == "the eviction for quota team's over-use failed: HTTP 403: Forbidden"
 
 
 async def test_the_preempted_event_names_the_uid_of_the_pod_evicted(

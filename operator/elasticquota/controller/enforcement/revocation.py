@@ -329,7 +329,8 @@ class RevocationController(WritingLoop):
         except Exception as error:
             self._evictions.failed(f"the eviction of {pod.key}", error)
             uid = uid_of_failure(error)  # when the pod was read before the request failed
-            await self._event_on_pod(pod, uid, "RevocationFailed", describe(error))
+            message = f"the eviction for quota {result.name}'s over-use failed: {describe(error)}"
+            await self._event_on_pod(pod, uid, "RevocationFailed", message)
             return
         self._evictions.succeeded()
         if eviction.outcome is EvictionOutcome.EVICTED:
@@ -337,7 +338,10 @@ class RevocationController(WritingLoop):
             message = f"evicted: quota {result.name} is over its runtime ({summary})"
             await self._event_on_pod(pod, eviction.uid, "Revoked", message)
         elif eviction.outcome is EvictionOutcome.BLOCKED:
-            message = "a PodDisruptionBudget refused the eviction; the next round tries again"
+            message = (
+                f"a PodDisruptionBudget refused the eviction for quota {result.name}'s over-use; "
+                "the next round tries again"
+            )
             await self._event_on_pod(pod, eviction.uid, "RevocationBlocked", message)
 
     async def _event_on_pod(self, pod: PodInfo, uid: str, reason: str, message: str) -> None:
