@@ -275,3 +275,20 @@ async def test_held_pods_are_counted_per_quota_and_reason(cluster: FakeCluster) 
         ("team", "group-limit"): 1,
         ("team", "quota"): 1,
     }
+
+
+async def test_a_gate_update_outage_is_not_ended_in_the_log_by_a_round_that_sent_nothing(
+    world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``new`` waits; telling it why fails (a 503). Its preemption check finds no victim and
+    sends nothing: that is no request going through, so the log keeps the outage open until the
+    next round's condition goes through."""
+    cluster.fail("set_waiting_condition", ApiException(status=503, reason="Service Unavailable"))
+    with caplog.at_level(logging.INFO, logger=GateController.__module__):
+        gate = await stepped(
+            world, cluster, pod("peer", "4", 5, node="n1"), pod("new", "2", 5, gated=True)
+        )
+        logged = [record.getMessage() for record in caplog.records]
+        await gate.step()
+    assert logged == ["gate updates failing (ns/new: HTTP 503: Service Unavailable); retrying"]
+    assert caplog.records[-1].getMessage().startswith("gate updates succeed again after ")

@@ -162,7 +162,9 @@ class GateController(WritingLoop):
         self, decisions: list[GateDecision], act: Callable[[GateDecision], Awaitable[None]]
     ) -> bool:
         """``act`` on each decision in turn; one that fails is logged and tried again at the next
-        round. False when the Lease was lost (the rest of the round is not sent)."""
+        round. False when the Lease was lost (the rest of the round is not sent). The outage ends
+        in the log where a request goes through (``_answered``), not with every decision: most
+        send nothing (a pod already told, a quota with no victims)."""
         for decision in decisions:
             try:
                 await act(decision)
@@ -170,9 +172,11 @@ class GateController(WritingLoop):
                 return False
             except Exception as error:  # tried again at the next round
                 self._outage.failed(decision.pod.key, error)
-            else:
-                self._outage.succeeded()
         return True
+
+    def _answered(self) -> None:
+        """A gate update went through: the outage, if any, is over."""
+        self._outage.succeeded()
 
     async def _release_or_hold(self, snapshot: Snapshot, decision: GateDecision) -> None:
         """Release a pod that fits; tell one that waits why (once per reason)."""
@@ -193,6 +197,7 @@ class GateController(WritingLoop):
             pod.namespace, pod.name, remaining, created=pod.created
         ):
             return  # not sent (a dry run), or another pod has the name: nothing released
+        self._answered()
         self.released.append(pod.key)
         self._unseen[pod.key] = pod.created
         self._metrics.admitted(quota)
@@ -207,6 +212,7 @@ class GateController(WritingLoop):
         await self._cluster.set_waiting_condition(
             pod.namespace, pod.name, False, reason, created=pod.created
         )
+        self._answered()
         self._owed.pop(pod.key, None)  # written, or another pod has the name: nothing owed
 
     async def _write_owed_conditions(self, snapshot: Snapshot) -> bool:
@@ -263,11 +269,13 @@ class GateController(WritingLoop):
             if eviction.outcome is EvictionOutcome.BLOCKED:
                 message = f"a PodDisruptionBudget refused the eviction to make room for {waiting}"
                 await self._cluster.post_event(involved, "PreemptionBlocked", message)
+                self._answered()
                 return  # without this victim the others make no room: the next round decides
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 message = f"evicted to make room in its quota for {waiting}"
                 await self._cluster.post_event(involved, "PreemptedInQuota", message)
+                self._answered()
 
     async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
         """Say why ``victim`` stays, in the log and on the pod (naming its uid when the eviction
@@ -277,6 +285,7 @@ class GateController(WritingLoop):
         message = f"the eviction to make room in its quota for {waiting.key} failed: "
         involved = pod_involved(victim, uid_of_failure(error))
         await self._cluster.post_event(involved, "PreemptionFailed", message + describe(error))
+        self._answered()
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
@@ -285,7 +294,9 @@ class GateController(WritingLoop):
         uid = await self._cluster.set_waiting_condition(
             pod.namespace, pod.name, True, reason, created=pod.created
         )
+        self._answered()
         if uid is None:
             return  # another pod has the name now: the round that sees it decides about it
         await self._cluster.post_event(pod_involved(pod, uid), "WaitingForQuota", reason, "Normal")
+        self._answered()
         self._told[pod.key] = reason
