@@ -292,3 +292,37 @@ async def test_a_gate_update_outage_is_not_ended_in_the_log_by_a_round_that_sent
         await gate.step()
     assert logged == ["gate updates failing (ns/new: HTTP 503: Service Unavailable); retrying"]
     assert caplog.records[-1].getMessage().startswith("gate updates succeed again after ")
+
+
+@pytest.mark.parametrize("outcome", [EvictionOutcome.EVICTED, EvictionOutcome.BLOCKED, None])
+async def test_a_victims_event_that_fails_is_logged_with_the_victim(
+    world: ControllerState,
+    cluster: FakeCluster,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    outcome: EvictionOutcome | None,
+) -> None:
+    """The Event on ``low`` (PreemptedInQuota, PreemptionBlocked, or PreemptionFailed after a
+    403) cannot be posted: the log names ``low`` and the Event, not ``new``, the pod waiting."""
+    if outcome is None:
+        cluster.fail("evict", ApiException(status=403, reason="Forbidden"))
+    else:
+        cluster.evictions_end(outcome)
+    post_event = cluster.post_event
+
+    async def refused_on_low(involved: dict[str, str], *args: Any) -> None:
+        if involved["name"] == "low":
+            raise ApiException(status=403, reason="Forbidden")
+        await post_event(involved, *args)
+
+    monkeypatch.setattr(cluster, "post_event", refused_on_low)
+    with caplog.at_level(logging.WARNING, logger=GateController.__module__):
+        await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True))
+    reason = {
+        EvictionOutcome.EVICTED: "PreemptedInQuota",
+        EvictionOutcome.BLOCKED: "PreemptionBlocked",
+        None: "PreemptionFailed",
+    }[outcome]
+    assert [record.getMessage() for record in caplog.records][-1] == (
+        f"gate updates failed for the {reason} Event on ns/low: HTTP 403: Forbidden"
+    )

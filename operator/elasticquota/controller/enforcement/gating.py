@@ -268,24 +268,37 @@ class GateController(WritingLoop):
             involved = pod_involved(victim, eviction.uid)
             if eviction.outcome is EvictionOutcome.BLOCKED:
                 message = f"a PodDisruptionBudget refused the eviction to make room for {waiting}"
-                await self._cluster.post_event(involved, "PreemptionBlocked", message)
-                self._answered()
+                await self._tell_victim(victim, involved, "PreemptionBlocked", message)
                 return  # without this victim the others make no room: the next round decides
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 message = f"evicted to make room in its quota for {waiting}"
-                await self._cluster.post_event(involved, "PreemptedInQuota", message)
-                self._answered()
+                if not await self._tell_victim(victim, involved, "PreemptedInQuota", message):
+                    return  # as when the Event's failure ended the round's preemption of the quota
 
     async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
         """Say why ``victim`` stays, in the log and on the pod (naming its uid when the eviction
-        read it, so that ``kubectl describe pod`` lists it); the Event's own failure is the
-        round's, as ``PreemptedInQuota``'s is."""
+        read it, so that ``kubectl describe pod`` lists it)."""
         self._evictions.failed(f"{victim.key} (making room for {waiting.key})", error)
         message = f"the eviction to make room in its quota for {waiting.key} failed: "
         involved = pod_involved(victim, uid_of_failure(error))
-        await self._cluster.post_event(involved, "PreemptionFailed", message + describe(error))
+        await self._tell_victim(victim, involved, "PreemptionFailed", message + describe(error))
+
+    async def _tell_victim(
+        self, victim: PodInfo, involved: dict[str, str], reason: str, message: str
+    ) -> bool:
+        """Post an Event on a preemption's victim; False when it failed, which is logged naming
+        the victim and the Event (not the waiting pod the round was deciding about) and not tried
+        again: the next round decides afresh, with Events of its own."""
+        try:
+            await self._cluster.post_event(involved, reason, message)
+        except NotLeadingError:
+            raise
+        except Exception as error:
+            self._outage.failed(f"the {reason} Event on {victim.key}", error)
+            return False
         self._answered()
+        return True
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
