@@ -192,6 +192,22 @@ async def test_an_eviction_outage_is_not_ended_in_the_log_by_the_event_that_tell
     ]
 
 
+async def test_an_event_that_cannot_be_posted_is_logged_with_the_object_it_is_about(
+    world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events are refused (403): the QuotaOverUsed Event on the quota and the Revoked Event on
+    the evicted pod each log which object it was about, not only the Event's reason."""
+    cluster.fail("post_event", *(ApiException(status=403, reason="Forbidden") for _ in range(2)))
+    with caplog.at_level(logging.WARNING, logger=RevocationController.__module__):
+        await delayed_round(world, cluster, DELAY)
+    said = [record.getMessage() for record in caplog.records]
+    assert [line for line in said if "Event" in line] == [
+        "revocation's API requests failed for the QuotaOverUsed Event on ns/team: HTTP 403: "
+        "Forbidden",
+        "revocation's API requests failed for the Revoked Event on ns/extra: HTTP 403: Forbidden",
+    ]
+
+
 @pytest.mark.looptime
 async def test_a_round_evicts_no_victim_its_quota_stopped_needing_gone_meanwhile(
     world: ControllerState, cluster: FakeCluster

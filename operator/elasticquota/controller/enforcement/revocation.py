@@ -357,6 +357,7 @@ class RevocationController(WritingLoop):
         try:
             await self._cluster.post_event(involved, reason, message)
         except Exception as error:
-            self._outage.failed(f"an Event ({reason})", error)
+            about = f"{involved['namespace']}/{involved['name']}"
+            self._outage.failed(f"the {reason} Event on {about}", error)
             return
         self._outage.succeeded()
