@@ -10,6 +10,7 @@ that still has pods is not deleted; the operator's own writes (reserved quotas) 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,30 @@ def test_before_the_initial_listing_fail_refuses_and_ignore_abstains(
         make_settings(webhook_port=1, webhook_failure_policy="Ignore"),
     )
     opened.validate_quota("CREATE", broken, None)  # no error: let through, as if unreachable
+
+
+def test_a_request_refused_before_the_initial_listing_is_logged_with_its_object(
+    state: ControllerState,
+    make_settings: Callable[..., Settings],
+    k8s: Bodies,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """At a restart every quota write and (Fail) pod request is refused until the listing is in:
+    each WARNING says which request and object it refused."""
+    quota, pod = k8s.quota("q"), k8s.pod("p", quota="q")
+    settings = make_settings(webhook_port=1, pod_webhook_failure_policy="Fail")
+    closed = register_webhooks(kopf.OperatorRegistry(), state, settings)
+    with caplog.at_level(logging.WARNING, logger="elasticquota.controller.webhooks.admission"):
+        refusal(lambda: closed.validate_quota("UPDATE", quota, quota))
+        refusal(lambda: closed.mutate_quota(quota, kopf.Patch()))
+        refusal(lambda: closed.validate_pod("CREATE", pod, None))
+    quota_ns = quota["metadata"]["namespace"]
+    assert [record.getMessage() for record in caplog.records] == [
+        f"refused UPDATE ElasticQuota {quota_ns}/q: the initial listing is not in memory yet",
+        f"refused CREATE ElasticQuota {quota_ns}/q (defaults): the initial listing is not in "
+        "memory yet",
+        "refused CREATE Pod team/p: the initial listing is not in memory yet",
+    ]
 
 
 def test_before_the_initial_listing_pods_follow_their_own_policy(

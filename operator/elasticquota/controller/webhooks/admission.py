@@ -149,15 +149,16 @@ class Admission:
     def view(self) -> ClusterView:
         return cluster_view(self.quotas, self.state)
 
-    def ready(self, fail_closed: bool | None = None) -> bool:
+    def ready(self, what: str, fail_closed: bool | None = None) -> bool:
         """Whether to judge now. Before the initial listing is in memory the operator cannot
         tell; it refuses (failure policy Fail: nothing unchecked gets in) or lets the request
         through (Ignore), as the API server would do if the webhook were unreachable.
-        ``fail_closed``: the webhook's policy (default: the quota webhooks')."""
+        ``what``: the request and its object, named in the log when refused; ``fail_closed``: the
+        webhook's policy (default: the quota webhooks')."""
         if self.state.synced.is_set():
             return True
         if self.fail_closed if fail_closed is None else fail_closed:
-            logger.warning("refused a request: the initial listing is not in memory yet")
+            logger.warning("refused %s: the initial listing is not in memory yet", what)
             raise kopf.AdmissionError(
                 "the elastic quota operator is still loading the cluster's quotas and pods; "
                 "retry in a few seconds",
@@ -172,7 +173,8 @@ class Admission:
         old: Mapping[str, Any] | None,
         dryrun: bool = False,
     ) -> None:
-        if not self.ready():
+        namespace, name = object_key(body)
+        if not self.ready(f"{operation} ElasticQuota {namespace}/{name}"):
             return
         view = self.view()
         if operation == "CREATE":
@@ -183,18 +185,18 @@ class Admission:
             violations = validate_quota_delete(old or body, view)
         else:
             return
-        namespace, name = object_key(body)
         deny(violations, f"{operation} ElasticQuota {namespace}/{name}")
         if not dryrun:
             remembered = None if operation == "DELETE" else dict(body)
             self.recent.remember(self.state, object_key(body), remembered)
 
     def mutate_quota(self, body: Mapping[str, Any], patch: kopf.Patch) -> None:
-        if not self.ready():
+        namespace, name = object_key(body)
+        what = f"CREATE ElasticQuota {namespace}/{name} (defaults)"
+        if not self.ready(what):
             return
         defaults = quota_defaults(body, self.view())
-        namespace, name = object_key(body)
-        deny(defaults.violations, f"CREATE ElasticQuota {namespace}/{name} (defaults)")
+        deny(defaults.violations, what)
         for key, value in defaults.labels.items():
             patch.metadata.labels[key] = value
         for key, value in defaults.annotations.items():
@@ -244,7 +246,8 @@ class Admission:
         dryrun: bool = False,
     ) -> None:
         namespace, name = object_key(body)
-        if namespace in self.unjudged_pod_namespaces or not self.ready(self.pods_fail_closed):
+        what = f"{operation} Pod {namespace}/{name}"
+        if namespace in self.unjudged_pod_namespaces or not self.ready(what, self.pods_fail_closed):
             return
         view = self.view()
         violations = validate_pod(body, old if operation == "UPDATE" else None, view)
@@ -253,7 +256,7 @@ class Admission:
         )
         if violations and not dryrun:  # a dry run creates no pod: no pod refused either
             self.metrics.denied(pod_quota(body, view))
-        deny(violations, f"{operation} Pod {namespace}/{name}")
+        deny(violations, what)
 
     def answer(
         self,
