@@ -14,6 +14,7 @@ the next report and does not stop the other quotas from being marked.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -109,6 +110,27 @@ async def test_a_failed_post_is_retried_at_the_next_report(
     assert cluster.events == []
     await reporter.report()
     assert sorted(messages(cluster)) == sorted(p.message for p in problems)
+
+
+async def test_a_problem_whose_event_keeps_failing_is_logged_once_while_it_stands(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Events refused at three reports (a 403: no right to post them): each problem is one
+    WARNING, each refusal one more (it needs a person), not the problems again at every report."""
+    state.on_quota(cluster.store(k8s.quota("bad", max={"cpu": "lots"})))
+    problems = sorted(p.message for p in state.problems() if p.object == "ElasticQuota team/bad")
+    reporter = reporter_of(state, cluster)
+    cluster.fail("post_event", *[ApiException(status=403, reason="Forbidden")] * 3 * len(problems))
+    with caplog.at_level(logging.WARNING, logger=ProblemReporter.__module__):
+        for _ in range(3):
+            await reporter.report()
+    refused = "problem Events failed for ElasticQuota team/bad: HTTP 403: Forbidden"
+    logged = [r.getMessage() for r in caplog.records if r.name == ProblemReporter.__module__]
+    first = [
+        line for message in problems for line in (f"ElasticQuota team/bad: {message}", refused)
+    ]
+    assert len(problems) == 2  # the invalid max, and the quota left out for it
+    assert logged == first + [refused] * 2 * len(problems)
 
 
 async def test_problems_of_other_kinds_post_no_event(

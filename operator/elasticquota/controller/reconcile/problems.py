@@ -9,7 +9,8 @@ A problem is reported (logged, posted, marked) once it has stood for ``grace`` s
 applied together are seen one by one, and a state that heals itself a moment later is no problem
 to warn about. The case that made it needed: a profile and its child quotas applied at once (the
 children name the profile's root quota, which the operator writes ``profile_debounce`` seconds
-later) gave each child an "orphaned" Warning Event, a marker written and removed again.
+later) gave each child an "orphaned" Warning Event, a marker written and removed again. A problem
+is logged once while it stands, even while its Event cannot be posted (tried again each report).
 
 A quota left out of its tree has no result, so the tree loops no longer write it; what they wrote
 while it was valid would stay on it, and consumers would trust figures nothing maintains. Each
@@ -80,6 +81,9 @@ class ProblemReporter:
         self._cluster = cluster
         self._writer = writer
         self._posted: set[tuple[str, str]] = set()
+        #: The standing problems already logged: one whose Event is still to be posted (a post that
+        #: failed is tried again at each report) is logged once, not at every report.
+        self._logged: set[tuple[str, str]] = set()
         self._outage = OutageLog(logger, "problem Events")
 
     async def report(self) -> None:
@@ -88,9 +92,13 @@ class ProblemReporter:
         await self._mark_invalid(problems)
         current = {(problem.object, problem.message) for problem in problems}
         for ref, message in sorted(current - self._posted):
+            if (ref, message) not in self._logged:
+                logger.warning("%s: %s", ref, message)
+                self._logged.add((ref, message))
             if await self._post(ref, message):
                 self._posted.add((ref, message))
         self._posted &= current
+        self._logged &= current
 
     def invalid_writes(self, problems: Iterable[Problem]) -> list[QuotaWrite]:
         """The writes that bring every quota object left out in line with its marker."""
@@ -126,7 +134,6 @@ class ProblemReporter:
         kind, _, path = ref.partition(" ")
         namespace, _, name = path.partition("/")
         quota = self._state.quotas.get((namespace, name))
-        logger.warning("%s: %s", ref, message)
         if kind != "ElasticQuota" or quota is None:
             return True
         try:
