@@ -88,6 +88,27 @@ async def test_a_refused_record_is_tried_again(
     assert await recorder.record() == 1
 
 
+async def test_an_outage_is_logged_once_not_at_every_round(
+    state: ControllerState, cluster: FakeCluster, k8s: Bodies, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server unavailable for three rounds: one WARNING when the record first fails, one
+    INFO when it goes through; the rounds between say nothing above DEBUG."""
+    shared_name(state, cluster, k8s)
+    cluster.fail("patch_quota", *[ApiException(status=503, reason="Service Unavailable")] * 3)
+    recorder = NameRecorder(state, cluster)
+    with caplog.at_level(logging.INFO, logger=NameRecorder.__module__):
+        assert [await recorder.record() for _ in range(4)] == [0, 0, 0, 1]
+    said = [record.getMessage() for record in caplog.records]
+    assert said[0] == (
+        "name owner records failing (ElasticQuota base/l2: HTTP 503: Service Unavailable); retrying"
+    )
+    assert said[1].startswith("name owner records succeed again after ")
+    assert said[2:] == [
+        f"ElasticQuota base/l2 owns the quota name 'l2' that other quotas share: "
+        f"recorded ({ANNO_NAME_OWNER})"
+    ]
+
+
 async def test_an_owner_whose_spec_breaks_still_owns_its_name(
     state: ControllerState, cluster: FakeCluster, k8s: Bodies
 ) -> None:

@@ -8,7 +8,8 @@ with it across restarts and on every replica, whatever the creation times and ui
 is written once per owner (the object the write returns is kept for the next round, and the engine
 sees the record once the watch brings the object to the reader), only
 for names that are actually shared, and never by a standby (nor in a dry run, whose ``Cluster``
-sends nothing).
+sends nothing). A record that fails for a transient reason (the API server unreachable) is tried
+again at the next round and logged once per outage (``kube.outages``), not once per owner and round.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import logging
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
-from elasticquota.kube.errors import describe
 from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ class NameRecorder:
     def __init__(self, state: ControllerState, cluster: Cluster) -> None:
         self._state = state
         self._cluster = cluster
+        self._outage = OutageLog(logger, "name owner records")
 
     async def record(self) -> int:
         """One round; the number of records written."""
@@ -46,10 +48,9 @@ class NameRecorder:
             except NotLeadingError:
                 return written  # the Lease was lost: every other record would be refused too
             except Exception as error:  # retried at the next round
-                logger.warning(
-                    "recording %s as its name's owner failed: %s", owner.ref, describe(error)
-                )
+                self._outage.failed(owner.ref, error)
                 continue
+            self._outage.succeeded()
             if body is None:  # not sent (a dry run)
                 continue
             self._state.keep_written(body, inputs=True)  # the record is an input
