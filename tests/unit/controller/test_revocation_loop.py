@@ -192,6 +192,22 @@ async def test_an_eviction_outage_is_not_ended_in_the_log_by_the_event_that_tell
     ]
 
 
+async def test_an_over_use_record_outage_is_not_ended_in_the_log_by_the_rounds_event(
+    world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The over-use record cannot be written at either check (a 503: the quota webhook down);
+    the QuotaOverUsed Event of the round goes through, and is no record that does."""
+    cluster.fail("patch_quota", *[ApiException(status=503, reason="Service Unavailable")] * 2)
+    with caplog.at_level(logging.INFO, logger=RevocationController.__module__):
+        await delayed_round(world, cluster, DELAY)
+    said = [record.getMessage() for record in caplog.records]
+    assert [line for line in said if "failing" in line or "succeed again" in line] == [
+        "revocation's over-use records failing (the over-use record of team: HTTP 503: Service "
+        "Unavailable); retrying"
+    ]
+    assert [e["reason"] for e in cluster.events] == ["QuotaOverUsed", "Revoked"]
+
+
 async def test_an_event_that_cannot_be_posted_is_logged_with_the_object_it_is_about(
     world: ControllerState, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -202,9 +218,8 @@ async def test_an_event_that_cannot_be_posted_is_logged_with_the_object_it_is_ab
         await delayed_round(world, cluster, DELAY)
     said = [record.getMessage() for record in caplog.records]
     assert [line for line in said if "Event" in line] == [
-        "revocation's API requests failed for the QuotaOverUsed Event on ns/team: HTTP 403: "
-        "Forbidden",
-        "revocation's API requests failed for the Revoked Event on ns/extra: HTTP 403: Forbidden",
+        "revocation's Events failed for the QuotaOverUsed Event on ns/team: HTTP 403: Forbidden",
+        "revocation's Events failed for the Revoked Event on ns/extra: HTTP 403: Forbidden",
     ]
 
 

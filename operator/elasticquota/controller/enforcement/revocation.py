@@ -171,9 +171,12 @@ class RevocationController(WritingLoop):
         self._rechecked_at: float | None = None
         self._timer = OverUseTimer(context.settings.revocation_delay)
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
-        self._outage = OutageLog(logger, "revocation's API requests")
-        #: The evictions' own: an Event that tells of a failed eviction is sent all the same, and
-        #: would otherwise end the outage it is about in the log ("succeed again after 0.0 s").
+        #: One outage log per kind of request: an Event that tells of a failed eviction is sent
+        #: all the same, and Events go through while quota writes fail (the quota webhook down);
+        #: one log for all would end in the log an outage that goes on ("succeed again after
+        #: 0.0 s").
+        self._outage = OutageLog(logger, "revocation's Events")
+        self._records = OutageLog(logger, "revocation's over-use records")
         self._evictions = OutageLog(logger, "revocation's evictions")
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
         self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
@@ -273,10 +276,10 @@ class RevocationController(WritingLoop):
         try:
             body = await self._cluster.patch_quota(result.namespace, result.name, patch)
         except Exception as error:
-            self._outage.failed(f"the over-use record of {result.name}", error)
+            self._records.failed(f"the over-use record of {result.name}", error)
             self._unrecorded.add(result.name)
             return
-        self._outage.succeeded()
+        self._records.succeeded()
         self._unrecorded.discard(result.name)
         self._state.keep_written(body)  # None: not sent (a dry run)
 
