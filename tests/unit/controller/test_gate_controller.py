@@ -299,7 +299,6 @@ async def test_a_victims_event_that_fails_is_logged_with_the_victim(
     world: ControllerState,
     cluster: FakeCluster,
     caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
     outcome: EvictionOutcome | None,
 ) -> None:
     """The Event on ``low`` (PreemptedInQuota, PreemptionBlocked, or PreemptionFailed after a
@@ -315,7 +314,7 @@ async def test_a_victims_event_that_fails_is_logged_with_the_victim(
             raise ApiException(status=403, reason="Forbidden")
         await post_event(involved, *args)
 
-    monkeypatch.setattr(cluster, "post_event", refused_on_low)
+    cluster.post_event = refused_on_low  # type: ignore[method-assign]  # this test's own fake
     with caplog.at_level(logging.WARNING, logger=GateController.__module__):
         await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True))
     reason = {
