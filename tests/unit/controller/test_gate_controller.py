@@ -103,20 +103,60 @@ async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_r
     assert list(gate.preempted) == ["ns/low-a"]
 
 
-async def test_a_victim_a_budget_keeps_ends_the_preemption_and_is_told(
+def blocked_events(cluster: FakeCluster) -> list[tuple[str, str]]:
+    """The ``PreemptionBlocked`` Events posted: the victim named and the message."""
+    return [
+        (event["involvedObject"]["name"], event["message"])
+        for event in cluster.events
+        if event["reason"] == "PreemptionBlocked"
+    ]
+
+
+BLOCKED_FOR_NEW = "a PodDisruptionBudget refused the eviction to make room for ns/new"
+
+
+async def test_a_victim_a_budget_keeps_is_told_and_spared_and_others_make_the_room(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
     """``new`` needs both small pods gone; a PodDisruptionBudget refuses ``low-a``'s eviction
-    (429): evicting ``low-b`` alone would make no room, so it stays, and ``low-a`` is told why."""
+    (429): ``low-a`` is told why and spared, and ``mid`` makes the room instead, in the same
+    round (as Kubernetes' preemption reprieves the victims a budget protects)."""
     cluster.evictions_end(EvictionOutcome.BLOCKED)
     gate = await stepped(world, cluster, *new_needs_both_small_pods())
+    assert cluster.named("evict") == ["low-a", "mid"]
+    assert list(gate.preempted) == ["ns/mid"]
+    assert blocked_events(cluster) == [("low-a", BLOCKED_FOR_NEW)]
+
+
+async def test_a_victim_evicted_before_one_a_budget_keeps_is_not_evicted_twice(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """``low-a`` is evicted, ``low-b`` kept: the choice made again without ``low-b`` walks
+    ``low-a`` (going already) then ``mid``, which alone makes the room: only ``mid`` is sent."""
+    cluster.evictions_end(EvictionOutcome.EVICTED, EvictionOutcome.BLOCKED)
+    gate = await stepped(world, cluster, *new_needs_both_small_pods())
+    assert cluster.named("evict") == ["low-a", "low-b", "mid"]
+    assert list(gate.preempted) == ["ns/low-a", "ns/mid"]
+    assert blocked_events(cluster) == [("low-b", BLOCKED_FOR_NEW)]
+
+
+async def test_a_victim_a_budget_keeps_ends_the_preemption_where_no_other_set_makes_room(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Without ``low-a`` (kept), ``low-b`` alone makes no room (``peer`` is of ``new``'s
+    priority): ``low-b`` is left running, and ``low-a`` is told why."""
+    cluster.evictions_end(EvictionOutcome.BLOCKED)
+    gate = await stepped(
+        world,
+        cluster,
+        pod("low-a", "1", 0, node="n1"),
+        pod("low-b", "1", 0, node="n1"),
+        pod("peer", "2", 5, node="n1"),
+        pod("new", "2", 5, gated=True),
+    )
     assert cluster.named("evict") == ["low-a"]
     assert list(gate.preempted) == []
-    (blocked,) = [event for event in cluster.events if event["reason"] == "PreemptionBlocked"]
-    assert blocked["involvedObject"]["name"] == "low-a"
-    assert blocked["message"] == (
-        "a PodDisruptionBudget refused the eviction to make room for ns/new"
-    )
+    assert blocked_events(cluster) == [("low-a", BLOCKED_FOR_NEW)]
 
 
 async def test_a_refused_preemption_eviction_is_told_on_the_victim_and_logged_at_each_round(
@@ -325,3 +365,4 @@ async def test_a_victims_event_that_fails_is_logged_with_the_victim(
     assert [record.getMessage() for record in caplog.records][-1] == (
         f"gate updates failed for the {reason} Event on ns/low: HTTP 403: Forbidden"
     )
+

@@ -63,6 +63,19 @@ def test_the_fewest_lowest_priority_pods_make_room() -> None:
     assert names(preemption_victims(snapshot, snapshot.pods["ns/new"])) == ["mid"]
 
 
+def test_spared_pods_are_never_chosen_and_others_make_the_room_if_they_can() -> None:
+    """A pod a PodDisruptionBudget keeps (its eviction refused) is spared: the room comes from the
+    next candidates, or from nobody when they cannot make it."""
+    snapshot = solve(
+        running("low", 2000, 0), running("mid", 1000, 1), running("next", 1000, 2),
+        pending("new", 2000, 5),
+    )  # fmt: skip
+    new = snapshot.pods["ns/new"]
+    assert names(preemption_victims(snapshot, new)) == ["low"]
+    assert names(preemption_victims(snapshot, new, spared={"ns/low"})) == ["mid", "next"]
+    assert preemption_victims(snapshot, new, spared={"ns/low", "ns/next"}) is None
+
+
 def test_only_strictly_lower_priority_preemptible_running_pods_of_the_same_quota() -> None:
     snapshot = solve(
         running("same", 2000, 5),

@@ -240,19 +240,34 @@ class GateController(WritingLoop):
         under the limit (YuniKorn's user-limit refusals never preempt either). The quota goes
         into ``preempting`` before the first eviction: a round makes one preemption per quota,
         even one an eviction error cut short (the round's snapshot does not know its victims
-        are going; another pod of the quota would choose them again). A failed eviction, or one a
-        PodDisruptionBudget refused, ends the preemption: the victims are the fewest that make
-        room together, so without that one the others' evictions would make none; the next round
-        decides again."""
+        are going; another pod of the quota would choose them again). A victim a
+        PodDisruptionBudget keeps (429) is reprieved: the victims are chosen again without it
+        (those already evicted are chosen again first, being less important, and not evicted
+        twice), so the preemption stops only where no other set makes room. A failed eviction
+        ends the preemption: the victims are the fewest that make room together, so without
+        that one the others' evictions would make none; the next round decides again."""
         quota = snapshot.pod_quota[decision.pod.key]
         if quota in preempting or decision.verdict.limit_refusals:
             return
-        victims = preemption_victims(decision.seen, decision.pod, self._candidates)
-        if not victims:
-            return
-        preempting.add(quota)
-        names, waiting = ", ".join(victim.key for victim in victims), decision.pod.key
-        logger.info("preempting %s for %s", names, waiting)
+        kept: set[str] = set()  # victims a budget kept this round
+        done: set[str] = set()  # victims evicted (or gone already)
+        while victims := preemption_victims(decision.seen, decision.pod, self._candidates, kept):
+            going = [victim for victim in victims if victim.key not in done]
+            if not going:
+                return
+            preempting.add(quota)
+            blocked = await self._evict_victims(quota, going, decision.pod, done)
+            if blocked is None:
+                return
+            kept.add(blocked)
+
+    async def _evict_victims(
+        self, quota: str, victims: list[PodInfo], waiting: PodInfo, done: set[str]
+    ) -> str | None:
+        """Evict ``victims`` in turn to make room for ``waiting``, adding each that went to
+        ``done``. The key of the first a PodDisruptionBudget keeps (told so; the rest are left);
+        None when all went, or when a failure ended the preemption."""
+        logger.info("preempting %s for %s", ", ".join(v.key for v in victims), waiting.key)
         for victim in victims:
             await self._limiter.acquire()
             try:
@@ -262,19 +277,23 @@ class GateController(WritingLoop):
             except NotLeadingError:
                 raise  # the round ends: no write of it can be sent any more
             except Exception as error:
-                await self._preemption_failed(victim, decision.pod, error)
-                return
+                await self._preemption_failed(victim, waiting, error)
+                return None
             self._evictions.succeeded()
             involved = pod_involved(victim, eviction.uid)
             if eviction.outcome is EvictionOutcome.BLOCKED:
-                message = f"a PodDisruptionBudget refused the eviction to make room for {waiting}"
+                message = (
+                    f"a PodDisruptionBudget refused the eviction to make room for {waiting.key}"
+                )
                 await self._tell_victim(victim, involved, "PreemptionBlocked", message)
-                return  # without this victim the others make no room: the next round decides
+                return victim.key
+            done.add(victim.key)
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
-                message = f"evicted to make room in its quota for {waiting}"
+                message = f"evicted to make room in its quota for {waiting.key}"
                 if not await self._tell_victim(victim, involved, "PreemptedInQuota", message):
-                    return  # as when the Event's failure ended the round's preemption of the quota
+                    return None  # as when the Event's failure ended the round's preemption
+        return None
 
     async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
         """Say why ``victim`` stays, in the log and on the pod (naming its uid when the eviction

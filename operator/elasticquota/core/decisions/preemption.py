@@ -14,6 +14,11 @@ either: the candidates are preemptible, and evicting them frees nothing of that.
 The snapshot is the one the gate's check read (``GateDecision.seen``), where pods released but not
 bound yet count as used: the room is made against the figures that hold the pod back.
 
+``spared``: pods not to choose. The operator does not watch PodDisruptionBudgets; it learns that a
+budget keeps a pod when the pod's eviction is refused (429), and chooses again without it, as
+Kubernetes' preemption reprieves the victims whose eviction would violate a budget: the other
+lower-priority pods of the quota make the room if they can (Koordinator #2651 asks for this).
+
 A quota's candidates, least important first, are a prefix of the order of all its preemptible
 assigned pods (the order starts with the priority): ``QuotaCandidates`` sorts them once, and a
 waiting pod takes the prefix below its priority. The gate keeps them across rounds
@@ -103,13 +108,16 @@ class PreemptionMemo:
 
 
 def preemption_victims(
-    snapshot: Snapshot, pod: PodInfo, memo: PreemptionMemo | None = None
+    snapshot: Snapshot,
+    pod: PodInfo,
+    memo: PreemptionMemo | None = None,
+    spared: Collection[str] = (),
 ) -> list[PodInfo] | None:
     """The pods to evict so that ``pod`` fits its quota (empty: it fits already).
 
     None when no set of allowed victims makes room (or the pod's quota is reserved). ``memo``:
     the quotas' candidates as sorted for earlier pods; without it, the quota's pods of lower
-    priority are sorted here (all that this pod needs).
+    priority are sorted here (all that this pod needs). ``spared``: keys of pods never chosen.
     """
     quota = snapshot.pod_quota[pod.key]
     result = snapshot.quotas[quota]
@@ -132,6 +140,8 @@ def preemption_victims(
         return None
     victims: list[PodInfo] = []
     for candidate in candidates.below(pod.priority):
+        if candidate.key in spared:
+            continue
         victims.append(candidate)
         used = subtract_clamped(used, mask(candidate.requests, result.max))
         if _fits(used, request, result.runtime):
