@@ -334,6 +334,18 @@ async def test_a_gate_update_outage_is_not_ended_in_the_log_by_a_round_that_sent
     assert caplog.records[-1].getMessage().startswith("gate updates succeed again after ")
 
 
+def refuse_events_on(cluster: FakeCluster, name: str, error: Exception) -> None:
+    """Every Event about the pod ``name`` fails with ``error``; the others are posted."""
+    post_event = cluster.post_event
+
+    async def refusing(involved: dict[str, str], *args: Any) -> None:
+        if involved["name"] == name:
+            raise error
+        await post_event(involved, *args)
+
+    cluster.post_event = refusing  # type: ignore[method-assign]  # this test's own fake
+
+
 @pytest.mark.parametrize("outcome", [EvictionOutcome.EVICTED, EvictionOutcome.BLOCKED, None])
 async def test_a_victims_event_that_fails_is_logged_with_the_victim(
     world: ControllerState,
@@ -347,14 +359,7 @@ async def test_a_victims_event_that_fails_is_logged_with_the_victim(
         cluster.fail("evict", ApiException(status=403, reason="Forbidden"))
     else:
         cluster.evictions_end(outcome)
-    post_event = cluster.post_event
-
-    async def refused_on_low(involved: dict[str, str], *args: Any) -> None:
-        if involved["name"] == "low":
-            raise ApiException(status=403, reason="Forbidden")
-        await post_event(involved, *args)
-
-    cluster.post_event = refused_on_low  # type: ignore[method-assign]  # this test's own fake
+    refuse_events_on(cluster, "low", ApiException(status=403, reason="Forbidden"))
     with caplog.at_level(logging.WARNING, logger=GateController.__module__):
         await stepped(world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True))
     reason = {
@@ -366,3 +371,14 @@ async def test_a_victims_event_that_fails_is_logged_with_the_victim(
         f"gate updates failed for the {reason} Event on ns/low: HTTP 403: Forbidden"
     )
 
+
+async def test_a_victims_event_that_fails_does_not_stop_the_preemption(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """``new`` needs both small pods gone; the ``PreemptedInQuota`` Event on ``low-a`` cannot be
+    posted: ``low-b`` is evicted all the same (stopping there would leave ``low-a`` evicted for
+    no room)."""
+    refuse_events_on(cluster, "low-a", ApiException(status=429, reason="Too Many Requests"))
+    gate = await stepped(world, cluster, *new_needs_both_small_pods())
+    assert cluster.named("evict") == ["low-a", "low-b"]
+    assert list(gate.preempted) == ["ns/low-a", "ns/low-b"]

@@ -291,8 +291,7 @@ class GateController(WritingLoop):
             if eviction.outcome is EvictionOutcome.EVICTED:
                 self.preempted.append(victim.key)
                 message = f"evicted to make room in its quota for {waiting.key}"
-                if not await self._tell_victim(victim, involved, "PreemptedInQuota", message):
-                    return None  # as when the Event's failure ended the round's preemption
+                await self._tell_victim(victim, involved, "PreemptedInQuota", message)
         return None
 
     async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
@@ -305,19 +304,19 @@ class GateController(WritingLoop):
 
     async def _tell_victim(
         self, victim: PodInfo, involved: dict[str, str], reason: str, message: str
-    ) -> bool:
-        """Post an Event on a preemption's victim; False when it failed, which is logged naming
-        the victim and the Event (not the waiting pod the round was deciding about) and not tried
-        again: the next round decides afresh, with Events of its own."""
+    ) -> None:
+        """Post an Event on a preemption's victim. One that fails is logged naming the victim
+        and the Event (not the waiting pod the round was deciding about) and not tried again;
+        the preemption goes on (as revocation does): stopping after a victim's eviction would
+        leave its room unmade, the other victims being needed with it."""
         try:
             await self._cluster.post_event(involved, reason, message)
         except NotLeadingError:
             raise
         except Exception as error:
             self._outage.failed(f"the {reason} Event on {victim.key}", error)
-            return False
+            return
         self._answered()
-        return True
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
