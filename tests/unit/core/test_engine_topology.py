@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine_factories import BIG, EngineFactory, SolveFunction, node, pod, quota, runtimes
 
-from elasticquota.core.keys import DEFAULT_QUOTA
+from elasticquota.core.keys import DEFAULT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo, Problem
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.results import Snapshot
@@ -51,6 +51,21 @@ def test_missing_parent(solve: SolveFunction) -> None:
     assert snapshot.pod_quota["team/o"] == DEFAULT_QUOTA
     assert snapshot.pod_quota["team/g"] == DEFAULT_QUOTA
     assert snapshot.quotas[DEFAULT_QUOTA].request["cpu"] == 12
+    assert_rest_is_computed(snapshot)
+
+
+def test_a_reserved_parent_is_named_as_reserved_not_as_missing(solve: SolveFunction) -> None:
+    """The default and system quotas exist (the operator creates them) but cannot have
+    children: "does not exist" sent the reader looking for an object that is there."""
+    quotas, pods = healthy()
+    for reserved in (DEFAULT_QUOTA, SYSTEM_QUOTA):
+        quotas.append(quota(f"under-{reserved}", max={"cpu": BIG}, parent=reserved))
+
+    snapshot = solve(quotas, pods, NODES)
+
+    for reserved in (DEFAULT_QUOTA, SYSTEM_QUOTA):
+        rule = f"parent quota {reserved!r} is a reserved quota, which cannot have children"
+        assert_left_out(snapshot, f"under-{reserved}", rule)
     assert_rest_is_computed(snapshot)
 
 

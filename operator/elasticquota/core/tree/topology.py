@@ -9,7 +9,9 @@ A quota whose parent is gone (deleted while it had children, or no longer marked
 an *orphan*: it is not re-homed under the root, it is left out, says so ("orphaned: ..."), and its
 pods count against the default quota until its parent is back or its parent label changes. Its
 descendants are orphans too. A parent that exists but is left out for its own problems (a bad
-spec: the parser's) is named as such ("orphaned: parent quota 'dept' is left out"), not as absent.
+spec: the parser's) is named as such ("orphaned: parent quota 'dept' is left out"), not as absent;
+so is the default or system quota named as a parent ("is a reserved quota, which cannot have
+children").
 
 Quota names are global. Of the quotas sharing a name, one owns it (``name_order``): the one the
 operator recorded as the owner, else the one that owned it in the previous topology, else the
@@ -216,6 +218,14 @@ def _report_duplicate(owner: Quota, duplicate: Quota, topology: Topology) -> Non
         )
 
 
+def _absent(parent: str, held: Collection[str]) -> str:
+    """Why ``parent`` is no candidate, as its children are told: a reserved quota other than the
+    root (it exists, but has no children), one left out for its own problems, or none."""
+    if parent in (SYSTEM_QUOTA, DEFAULT_QUOTA):
+        return "is a reserved quota, which cannot have children"
+    return "is left out" if parent in held else "does not exist"
+
+
 def _judge(
     name: str,
     candidates: Mapping[str, Quota],
@@ -238,8 +248,7 @@ def _judge(
             verdicts[current] = None
             break
         if parent not in candidates:
-            missing = "is left out" if parent in held else "does not exist"
-            verdicts[current] = f"orphaned: parent quota {parent!r} {missing}"
+            verdicts[current] = f"orphaned: parent quota {parent!r} {_absent(parent, held)}"
             break
         if not candidates[parent].is_parent:
             verdicts[current] = (
