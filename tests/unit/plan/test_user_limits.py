@@ -57,14 +57,15 @@ def test_a_broken_limit_object_is_a_problem_and_the_rest_is_computed(
 ) -> None:
     broken = SEED + '- limit: "late"\n  users: ["amy"]\n  maxapplications: 1\n'
     document = plan_json(seed_cluster(k8s, write, broken))
-    message = (
+    statement = (
         'quota team: user limit #5 "late": should not set no wildcard user '
-        "'amy' after wildcard user limit (rule user-after-wildcard)"
+        "'amy' after wildcard user limit"
     )
+    told = f"{statement} (rule user-after-wildcard)"  # the Event's words: it has no rule field
     assert [(p["object"], p["source"], p["rule"], p["message"]) for p in document["problems"]] == [
-        ("ElasticQuota team/team", "operator", "operator", message),
-        # and the webhook would refuse it, with the same words
-        ("ElasticQuota team/team", "webhook", "user-limits:user-after-wildcard", message),
+        ("ElasticQuota team/team", "operator", "operator", told),
+        # and the webhook would refuse it, with the same words (its rule in a field of its own)
+        ("ElasticQuota team/team", "webhook", "user-limits:user-after-wildcard", statement),
     ]
     assert document["users"]["sue"]["team"]["limit"] == "specific user"  # the others hold
     assert "amy" not in document["users"]

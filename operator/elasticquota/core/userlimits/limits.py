@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from elasticquota.core.quantities.quantity import format_units
 from elasticquota.core.quantities.resources import ResourceList
 
 WILDCARD: Final = "*"
@@ -50,12 +49,6 @@ class LimitEntry:
             return self.description
         return WILDCARD if through_wildcard else f"#{self.index + 1}"
 
-    def describe_resources(self) -> str:
-        return ", ".join(
-            f"{name} {format_units(name, self.max_resources[name])}"
-            for name in sorted(self.max_resources)
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class LimitProblem:
@@ -67,9 +60,16 @@ class LimitProblem:
     detail: str
 
     @property
-    def message(self) -> str:
+    def statement(self) -> str:
+        """What is wrong, naming the quota and the limit object, without the rule: for a
+        refusal or finding that carries the rule in a field of its own."""
         where = f"user limit {self.limit}" if self.limit else "user limits"
-        return f"quota {self.quota}: {where}: {self.detail} (rule {self.rule})"
+        return f"quota {self.quota}: {where}: {self.detail}"
+
+    @property
+    def message(self) -> str:
+        """The statement with its rule, for a problem that has no rule field (an Event)."""
+        return f"{self.statement} (rule {self.rule})"
 
 
 @dataclass(frozen=True, slots=True)

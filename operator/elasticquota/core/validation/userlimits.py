@@ -33,7 +33,7 @@ def user_limit_violations(quota: Quota, stored: Quota | None, view: ClusterView)
     after = [*around, _source(quota)]
     before = [*around, _source(stored)] if stored is not None else around
     return [
-        Violation(f"user-limits:{problem.rule}", problem.message)
+        Violation(f"user-limits:{problem.rule}", problem.statement)
         for problem in change_problems(before, after)
     ]
 
