@@ -229,13 +229,23 @@ def _entry_problems(quota: str, entry: LimitEntry, above: _Carried) -> list[Limi
                         quota,
                         entry.label,
                         "exceeds-ancestor-applications",
-                        f"{kind} {name} maxapplications {entry.max_applications or 'unlimited'}"
-                        f" > {ceiling_apps} of the "
+                        _applications_above(kind, name, entry.max_applications, ceiling_apps)
                         + ("wildcard" if through else kind)
-                        + " limit of a parent or ancestor quota (set maxapplications here too)",
+                        + " limit of a parent or ancestor quota",
                     )
                 )
     return problems
+
+
+def _applications_above(kind: str, name: str, applications: int, ceiling: int) -> str:
+    """The head of an exceeds-ancestor-applications message: an entry without maxapplications
+    (unlimited) is told to set one, rather than shown as "unlimited > 2"."""
+    if applications == 0:
+        return (
+            f"{kind} {name} sets no maxapplications (unlimited); set one, at most {ceiling}, "
+            "as the "
+        )
+    return f"{kind} {name} maxapplications {applications} > {ceiling} of the "
 
 
 def _ancestor_key(

@@ -67,6 +67,16 @@ def test_an_annotation_only_update_is_checked_and_its_ancestors_limits_apply() -
     assert validate_quota_update(old, fits, view) == []
 
 
+def test_an_entry_without_maxapplications_under_an_ancestor_that_sets_it_is_told_to() -> None:
+    """Unset is unlimited, above the parent's 2: the message says to set it, not "unlimited > 2"."""
+    parent = quota("parent", "- users: [sue]\n  maxapplications: 2", is_parent=True)
+    child = quota("child", "- users: [sue]\n  maxresources: {cpu: 1}", parent="parent")
+    assert messages(validate_quota_create(child, ClusterView([parent]))) == [
+        "quota child: user limit #1: user sue sets no maxapplications (unlimited); set one, at "
+        "most 2, as the user limit of a parent or ancestor quota",
+    ]
+
+
 def test_lowering_a_parent_limit_below_a_childs_is_refused_on_the_child() -> None:
     parent = quota("parent", "- users: [sue]\n  maxresources: {cpu: 4}", is_parent=True)
     child = quota("child", "- users: [sue]\n  maxresources: {cpu: 3}", parent="parent")
