@@ -45,6 +45,7 @@ from elasticquota.core.quantities.resources import (
     ResourceList,
     parse_resource_list,
 )
+from elasticquota.core.validation.messages import written_text
 
 ViewT = TypeVar("ViewT", bound=BaseModel)
 Parsed = tuple[Any, list[Problem]]
@@ -137,7 +138,7 @@ def parse_quota_object(raw: Mapping[str, Any]) -> QuotaParse:
     if quantities:
         problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))
         return QuotaParse(quota, problems, usable=False)
-    if not _spec_is_usable(ref, quota.min, quota.max, problems):
+    if not _spec_is_usable(ref, quota, problems):
         return QuotaParse(quota, problems, usable=False)
     problems += [
         Problem(ref, f"annotation {item.key}: {item.error}; {item.consequence}")
@@ -154,15 +155,15 @@ def parse_quota(raw: Mapping[str, Any]) -> Parsed:
     return (parse.quota if parse.usable else None), parse.problems
 
 
-def _spec_is_usable(
-    ref: str, minimum: ResourceList, maximum: ResourceList, problems: list[Problem]
-) -> bool:
+def _spec_is_usable(ref: str, quota: Quota, problems: list[Problem]) -> bool:
     """Negative values and min > max leave the quota out; min keys outside max are only noted."""
     usable = True
-    for field, values in (("spec.min", minimum), ("spec.max", maximum)):
+    minimum, maximum = quota.min, quota.max
+    for where, values in (("min", minimum), ("max", maximum)):
         negative = sorted(name for name, value in values.items() if value < 0)
         if negative:
-            problems.append(Problem(ref, f"{field} has negative values in {negative}"))
+            amounts = ", ".join(f"{key} {written_text(quota, where, key)}" for key in negative)
+            problems.append(Problem(ref, f"spec.{where} has negative values: {amounts}"))
             usable = False
     above = sorted(name for name in minimum if name in maximum and minimum[name] > maximum[name])
     for name in above:
@@ -177,7 +178,11 @@ def _spec_is_usable(
     outside = sorted(set(minimum) - set(maximum))
     if outside:
         problems.append(
-            Problem(ref, f"spec.min has keys {outside} that spec.max lacks; they are not tracked")
+            Problem(
+                ref,
+                f"spec.min has keys that spec.max lacks ({', '.join(outside)}); "
+                "they are not tracked",
+            )
         )
     if not usable:
         problems.append(Problem(ref, "the quota is left out of its tree", left_out=True))

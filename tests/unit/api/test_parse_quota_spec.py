@@ -69,17 +69,17 @@ def test_the_quota_keeps_its_sections_as_written() -> None:
 
 def test_a_negative_min_leaves_the_quota_out() -> None:
     problems = left_out(quota_raw(min={"cpu": "-1"}))
-    assert "spec.min has negative values in ['cpu']" in messages(problems)
+    assert "spec.min has negative values: cpu -1" in messages(problems)
 
 
 def test_a_negative_max_leaves_the_quota_out() -> None:
     problems = left_out(quota_raw(max={"cpu": "4", "memory": "-1Gi"}))
-    assert "spec.max has negative values in ['memory']" in messages(problems)
+    assert "spec.max has negative values: memory -1Gi" in messages(problems)
 
 
 def test_a_negative_fraction_below_one_unit_is_still_negative() -> None:
     problems = left_out(quota_raw(min={"memory": "-0.5"}))
-    assert "spec.min has negative values in ['memory']" in messages(problems)
+    assert "spec.min has negative values: memory -0.5" in messages(problems)
 
 
 def test_min_above_max_leaves_the_quota_out_naming_both_fields() -> None:
@@ -114,7 +114,7 @@ def test_min_keys_outside_max_are_only_noted() -> None:
     spec, problems = quota_of(quota_raw(min={"cpu": "1", "nvidia.com/gpu": "1"}, max={"cpu": "4"}))
     assert spec.min == {"cpu": 1000, "nvidia.com/gpu": 1}
     assert [p.message for p in problems] == [
-        "spec.min has keys ['nvidia.com/gpu'] that spec.max lacks; they are not tracked"
+        "spec.min has keys that spec.max lacks (nvidia.com/gpu); they are not tracked"
     ]
     assert problems[0].object == REF
 

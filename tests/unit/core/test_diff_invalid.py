@@ -90,7 +90,7 @@ def test_a_quota_that_becomes_invalid_loses_its_figures_and_gets_the_marker() ->
 
 def test_a_new_reason_replaces_the_old_one_only() -> None:
     annotations = {keys.ANNO_INVALID: MIN_ABOVE_MAX}
-    reason = "spec.max has negative values in ['cpu']"
+    reason = "spec.max has negative values: cpu -1"
     change = invalid_write("team", "bad", reason, annotations, {})
     assert change.annotations == {keys.ANNO_INVALID: reason}
     assert change.used is None
