@@ -175,7 +175,7 @@ class RevocationController(WritingLoop):
         #: all the same, and Events go through while quota writes fail (the quota webhook down);
         #: one log for all would end in the log an outage that goes on ("succeed again after
         #: 0.0 s").
-        self._outage = OutageLog(logger, "revocation's Events")
+        self._events = OutageLog(logger, "revocation's Events")
         self._records = OutageLog(logger, "revocation's over-use records")
         self._evictions = OutageLog(logger, "revocation's evictions")
         #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
@@ -361,6 +361,6 @@ class RevocationController(WritingLoop):
             await self._cluster.post_event(involved, reason, message)
         except Exception as error:
             about = f"{involved['namespace']}/{involved['name']}"
-            self._outage.failed(f"the {reason} Event on {about}", error)
+            self._events.failed(f"the {reason} Event on {about}", error)
             return
-        self._outage.succeeded()
+        self._events.succeeded()
