@@ -7,6 +7,9 @@ and after the delay its least important pods are evicted (a PodDisruptionBudget 
 them). The operator is restarted during the delay: the over-use start survives it. Its evictions
 are counted with reason ``over-use``, by outcome (evicted, and blocked by the budget).
 
+With ``REVOCATION_AROUND_BUDGETS`` the round chooses around the pod the budget keeps: the next
+least important pod goes instead, in the same round.
+
 A quota over-used with nothing evictable (its pods are non-preemptible) gets a round every delay,
 forever: one Event object whose count grows, and an over-use start that never moves.
 
@@ -223,6 +226,39 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
         first.stop()
         if second is not None:
             second.stop()
+
+
+async def test_around_budgets_the_next_pod_goes_instead_of_the_one_a_budget_keeps(
+    api: client.ApiClient,
+) -> None:
+    """``REVOCATION_AROUND_BUDGETS``: the borrower (three 2-cpu pods) drops to a runtime of 5;
+    its least important pod, b-low-b, is the one victim, a PodDisruptionBudget keeps it, and
+    b-low-a goes in the same round instead."""
+    pool, namespace, node = await pool_tree(api, "around")
+    await priority_classes(api, pool)
+    borrower, lender = f"borrower-{pool}", f"lender-{pool}"
+    for name, priority in (("b-mid", "mid"), ("b-low-a", "low"), ("b-low-b", "low")):
+        await running_pod(api, namespace, name, borrower, node, f"{priority}-{pool}")
+    await create_pdb(api, namespace, "b-low-b")
+    env = {"ELASTIC_QUOTA_REVOCATION_AROUND_BUDGETS": "true"}
+    async with harness.active_operator(
+        f"ar-{pool}", "--revocation-delay", "2", env=env
+    ) as operator:
+        await apply_manifest(
+            api, harness.pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
+        )
+
+        async def low_a_evicted() -> bool:
+            return "b-low-a" in await terminating(api, namespace)
+
+        await harness.eventually(low_a_evicted, 60, operator, "b-low-a goes instead of b-low-b")
+        await asyncio.sleep(2)
+        assert await terminating(api, namespace) == {"b-low-a"}  # b-mid stays: 4 cpu fit 5
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+        told = {(event.involved_object.name, event.reason) for event in events.items}
+        assert {("b-low-b", "RevocationBlocked"), ("b-low-a", "Revoked")} <= told
+        counts = eviction_counts(operator)
+        assert counts[(borrower, "over-use", "evicted")] == 1, counts
 
 
 async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(

@@ -27,8 +27,9 @@ from kubernetes_asyncio import client
 
 from elasticquota.controller.cluster import Cluster, DryRunCluster
 from elasticquota.controller.context import LoopContext
+from elasticquota.controller.enforcement.evictions import RateLimiter
 from elasticquota.controller.enforcement.gating import GateController
-from elasticquota.controller.enforcement.revocation import RateLimiter, RevocationController
+from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.ingest import Ingest
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.observability import heap

@@ -22,6 +22,12 @@ class RevocationSettings(BaseModel):
     revocation_delay: float = Field(default=120.0, ge=0, le=WEEK)
     """Seconds a quota may stay above its runtime before its pods are revoked."""
 
+    revocation_around_budgets: bool = False
+    """When a PodDisruptionBudget keeps a victim (its eviction answers 429), choose other pods of
+    the quota in the same round instead, as Kubernetes' preemption reprieves such pods
+    (Koordinator #2651). Off: the reference's rule, the kept pod is skipped and the quota stays
+    above its runtime until a later round's eviction of it goes through."""
+
     revoke_default_quota: bool = False
     """Also revoke pods of koordinator-default-quota (never those of the system quota)."""
 

@@ -8,6 +8,7 @@ import live in uniquely named modules).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.context import LoopContext
@@ -16,11 +17,14 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.settings import Settings
 
 
-async def delayed_round(world: ControllerState, cluster: Cluster, delay: float) -> None:
-    """Two checks of a revocation controller (``revocation_delay`` ``delay``) over ``world``:
-    the first sees the over-use start, the second, ``delay`` and a second later, the round."""
+async def delayed_round(
+    world: ControllerState, cluster: Cluster, delay: float, **overrides: Any
+) -> None:
+    """Two checks of a revocation controller (``revocation_delay`` ``delay``, other settings
+    ``overrides``) over ``world``: the first sees the over-use start, the second, ``delay`` and a
+    second later, the round."""
     now = [100.0]
-    settings = Settings(revocation_delay=delay, revocation_interval=1.0)
+    settings = Settings(revocation_delay=delay, revocation_interval=1.0, **overrides)
     context = LoopContext(world, cluster, settings, asyncio.Event())
     controller = RevocationController(context, clock=lambda: now[0])
     await controller.check_once()  # the over-use starts

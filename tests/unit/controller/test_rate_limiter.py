@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from elasticquota.controller.enforcement.revocation import RateLimiter
+from elasticquota.controller.enforcement.evictions import RateLimiter
 
 
 @pytest.mark.looptime

@@ -109,6 +109,16 @@ def test_non_preemptible_pods_are_never_victims() -> None:
     assert names(victims) == ["mid"]
 
 
+def test_spared_pods_are_never_victims_and_the_next_ones_give_back_instead() -> None:
+    """What ``revocation_around_budgets`` asks when a budget kept ``low`` (its key spared)."""
+    pods = [pod("high", 3, cpu=2), pod("mid", 2, cpu=2), pod("low", 1, cpu=2)]
+    assert names(select_victims(pods, {"cpu": 6}, {"cpu": 4}, TRACKED)) == ["low"]
+    victims = select_victims(pods, {"cpu": 6}, {"cpu": 4}, TRACKED, spared={"ns/low"})
+    assert names(victims) == ["mid"]
+    everyone = {"ns/low", "ns/mid", "ns/high"}
+    assert select_victims(pods, {"cpu": 6}, {"cpu": 4}, TRACKED, spared=everyone) == []
+
+
 def test_pods_not_assigned_to_a_node_are_not_candidates() -> None:
     pods = [pod("high", 3, cpu=2), pod("pending", 0, node="", cpu=2), pod("low", 1, cpu=2)]
     victims = select_victims(pods, {"cpu": 4}, {"cpu": 3}, TRACKED)

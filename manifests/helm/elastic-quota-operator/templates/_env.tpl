@@ -96,6 +96,8 @@ passed: the operator's own default), the pod's identity, numba's cache, Python's
   value: {{ $op.revocationDelay | quote }}
 - name: ELASTIC_QUOTA_REVOCATION_INTERVAL
   value: {{ $op.revocationInterval | quote }}
+- name: ELASTIC_QUOTA_REVOCATION_AROUND_BUDGETS
+  value: {{ $op.revocationAroundBudgets | quote }}
 - name: ELASTIC_QUOTA_REVOKE_DEFAULT_QUOTA
   value: {{ $op.revokeDefaultQuota | quote }}
 - name: ELASTIC_QUOTA_EVICTION_RATE

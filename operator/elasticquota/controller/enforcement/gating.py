@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.enforcement.revocation import (
+from elasticquota.controller.enforcement.evictions import (
     RateLimiter,
     counted_eviction,
     pod_involved,

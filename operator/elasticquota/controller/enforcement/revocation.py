@@ -7,7 +7,8 @@ whose used exceeds their runtime only. A quota whose used exceeds its runtime fo
 ``core.decisions.revocation.victims_of``, the function ``plan`` uses too (least important first to
 try: lower priority, then the later start time; non-preemptible and terminating pods never) are
 evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
-on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again. The start of
+on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again (with
+``revocation_around_budgets`` the round chooses its other victims around it). The start of
 each over-use is kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and
 removed when it ends, never rewritten by a round; a refused write is sent again at the next check),
 so a restart during the delay neither forgets it nor evicts twice, and a replica that becomes the
@@ -38,10 +39,13 @@ import logging
 import time
 from collections.abc import Callable
 
-from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.metrics import Metrics
-from elasticquota.controller.metrics.names import FAILED, OVER_USE
+from elasticquota.controller.enforcement.evictions import (
+    RateLimiter,
+    counted_eviction,
+    pod_involved,
+)
+from elasticquota.controller.metrics.names import OVER_USE
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
 from elasticquota.core.decisions.overuse import (
@@ -55,7 +59,7 @@ from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import EvictionOutcome, EvictionResult, uid_of_failure
+from elasticquota.kube.evictions import EvictionOutcome, uid_of_failure
 from elasticquota.kube.lease import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
@@ -85,70 +89,6 @@ def over_use_summary(result: QuotaResult) -> str:
         for key, used in sorted(result.used.items())
         if key in result.runtime and used > result.runtime[key]
     )
-
-
-async def counted_eviction(
-    cluster: Cluster, metrics: Metrics, quota: str, pod: PodInfo, reason: str
-) -> EvictionResult:
-    """Evict one pod of ``quota``, counting the outcome under ``reason`` (what decided it:
-    ``over-use`` or ``preemption``); ``failed`` when it raises; an eviction not sent, in a dry
-    run, is not counted. The outcome comes with the uid of the pod read (for its Events), and so
-    does a failure of the request after the read (``EvictionError``)."""
-    try:
-        result = await cluster.evict(pod.namespace, pod.name, created=pod.created)
-    except NotLeadingError:
-        raise  # not sent: nothing to count
-    except Exception:
-        metrics.eviction(quota, reason, FAILED)
-        raise
-    if result.outcome is not EvictionOutcome.NOT_SENT:
-        metrics.eviction(quota, reason, result.outcome.value)
-    return result
-
-
-def pod_involved(pod: PodInfo, uid: str) -> dict[str, str]:
-    """The ``involvedObject`` of an Event about ``pod``, with its uid when known (``""``: not
-    read): ``kubectl describe pod`` lists only the Events that name the pod's uid."""
-    involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
-    if uid:
-        involved["uid"] = uid
-    return involved
-
-
-#: How far below a whole token a refill may fall by float error alone (0.2 s at 5 a second can
-#: read as 0.99999999999994 tokens): within it the token counts as whole. Else the wait for the
-#: rest (1e-14 s) is shorter than a clock shows: on a clock that moves only as far as a sleep
-#: asks (a test's fake loop time) the bucket waited for ever, on a coarse one it spins to the
-#: next tick.
-TOKEN_TOLERANCE = 1e-9
-
-
-class RateLimiter:
-    """A token bucket: ``rate`` acquisitions per second, bursts of up to ``rate`` (at least one).
-
-    A fractional rate is one acquisition every ``1 / rate`` seconds (0.2: one every 5 s): the
-    bucket holds at least one token, else a rate below 1 could never fill it and every
-    acquisition would wait forever.
-    """
-
-    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if not rate > 0:
-            raise ValueError(f"a rate limiter needs a positive rate, got {rate!r}")
-        self._rate = rate
-        self._capacity = max(1.0, rate)
-        self._tokens = self._capacity
-        self._clock = clock
-        self._stamp = clock()
-
-    async def acquire(self) -> None:
-        while True:
-            now = self._clock()
-            self._tokens = min(self._capacity, self._tokens + (now - self._stamp) * self._rate)
-            self._stamp = now
-            if self._tokens >= 1 - TOKEN_TOLERANCE:
-                self._tokens = max(0.0, self._tokens - 1)
-                return
-            await asyncio.sleep((1 - self._tokens) / self._rate)
 
 
 class RevocationController(WritingLoop):
@@ -293,23 +233,49 @@ class RevocationController(WritingLoop):
         logger.warning("quota %s: %s", result.name, message)
         await self._event_on_quota(result, "QuotaOverUsed", message)
         try:
-            for pod in victims:
-                await self._limiter.acquire()
-                if await self._still_a_victim(result.name, pod):
-                    await self._evict(pod, result, summary)
+            await self._evict_in_turn(result, victims, summary)
         except NotLeadingError:
             logger.info("quota %s: revocation round stopped: the Lease was lost", result.name)
 
-    async def _still_a_victim(self, quota: str, pod: PodInfo) -> bool:
+    async def _evict_in_turn(
+        self, result: QuotaResult, victims: list[PodInfo], summary: str
+    ) -> None:
+        """Evict ``victims`` in turn, each only while the quota still needs it gone, none twice.
+        With ``revocation_around_budgets`` a victim a PodDisruptionBudget keeps is reprieved:
+        the rest are chosen again around it (``_chosen_again``)."""
+        kept: set[str] = set()
+        sent: set[str] = set()
+        pending = list(victims)
+        while pending:
+            pod = pending.pop(0)
+            await self._limiter.acquire()
+            if not await self._still_a_victim(result.name, pod, kept):
+                continue
+            sent.add(pod.key)
+            outcome = await self._evict(pod, result, summary)
+            if outcome is EvictionOutcome.BLOCKED and self._settings.revocation_around_budgets:
+                kept.add(pod.key)
+                pending = await self._chosen_again(result.name, kept, sent)
+
+    async def _chosen_again(self, quota: str, kept: set[str], sent: set[str]) -> list[PodInfo]:
+        """The victims without those of ``kept``, the ones already ``sent`` left out: those
+        evicted are chosen again first while they run (less important than the rest), and make
+        the room they are making."""
+        fresh = await self._recheck_snapshot()
+        if quota not in fresh.quotas:
+            return []
+        return [pod for pod in victims_of(fresh, quota, kept) if pod.key not in sent]
+
+    async def _still_a_victim(self, quota: str, pod: PodInfo, kept: set[str]) -> bool:
         """Whether the quota still needs ``pod`` gone, on a fresh solve: the evictions of a round
         are paced (``eviction_rate``), and meanwhile pods finish, runtimes grow, the round's
-        earlier victims are known to be going."""
+        earlier victims are known to be going. Chosen around those a budget ``kept`` (keys)."""
         fresh = await self._recheck_snapshot()
         if quota not in fresh.quotas or not self._judge(fresh, quota):
             return False
         return any(
             (victim.key, victim.created) == (pod.key, pod.created)
-            for victim in victims_of(fresh, quota)
+            for victim in victims_of(fresh, quota, kept)
         )
 
     async def _recheck_snapshot(self) -> Snapshot:
@@ -322,7 +288,10 @@ class RevocationController(WritingLoop):
         self._rechecked_at = now
         return await solved_snapshot(self._state.engine, self._metrics)
 
-    async def _evict(self, pod: PodInfo, result: QuotaResult, summary: str) -> None:
+    async def _evict(
+        self, pod: PodInfo, result: QuotaResult, summary: str
+    ) -> EvictionOutcome | None:
+        """Evict ``pod`` and tell it so; its outcome (None: the request failed)."""
         try:
             eviction = await counted_eviction(
                 self._cluster, self._metrics, result.name, pod, OVER_USE
@@ -334,18 +303,24 @@ class RevocationController(WritingLoop):
             uid = uid_of_failure(error)  # when the pod was read before the request failed
             message = f"the eviction for quota {result.name}'s over-use failed: {describe(error)}"
             await self._event_on_pod(pod, uid, "RevocationFailed", message)
-            return
+            return None
         self._evictions.succeeded()
         if eviction.outcome is EvictionOutcome.EVICTED:
             self.evicted.append(pod.key)
             message = f"evicted: quota {result.name} is over its runtime ({summary})"
             await self._event_on_pod(pod, eviction.uid, "Revoked", message)
         elif eviction.outcome is EvictionOutcome.BLOCKED:
+            instead = (
+                "other pods of the quota are chosen instead"
+                if self._settings.revocation_around_budgets
+                else "the next round tries again"
+            )
             message = (
                 f"a PodDisruptionBudget refused the eviction for quota {result.name}'s over-use; "
-                "the next round tries again"
+                f"{instead}"
             )
             await self._event_on_pod(pod, eviction.uid, "RevocationBlocked", message)
+        return eviction.outcome
 
     async def _event_on_pod(self, pod: PodInfo, uid: str, reason: str, message: str) -> None:
         """An Event about ``pod``, naming its ``uid`` when the eviction read it."""

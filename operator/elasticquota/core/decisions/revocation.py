@@ -13,6 +13,11 @@ that has one. ``metadata.creationTimestamp`` plays no part, as in the reference.
 leaves the order open (equal priority and equal start time, or both without one: its sort is not
 stable), the pod whose ``namespace/name`` sorts first goes first, so that a round is reproducible.
 
+``spared``: pods not to choose, as non-preemptible ones. With ``revocation_around_budgets`` the
+operator passes the pods a PodDisruptionBudget kept in the round (their eviction answered 429) and
+chooses again: the quota's other pods give the resources back (Koordinator #2651 asks for this; the
+reference skips the kept pod and the quota stays over-used until the next round).
+
 ``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
 (``controller.enforcement.revocation``) both call it on their snapshot, so they cannot choose
 differently from the same pods (both parse pods with ``api.parse.parse_pod``).
@@ -21,7 +26,7 @@ differently from the same pods (both parse pods with ``api.parse.parse_pod``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -47,14 +52,18 @@ def select_victims(
     used: Mapping[str, int],
     runtime: Mapping[str, int],
     tracked: Mapping[str, int],
+    spared: Collection[str] = (),
 ) -> list[PodInfo]:
-    """The pods to evict so that ``used <= runtime``; requests masked to the ``tracked`` keys."""
+    """The pods to evict so that ``used <= runtime``; requests masked to the ``tracked`` keys;
+    ``spared``: keys of pods never chosen."""
     current: ResourceList = dict(used)
     removed: list[tuple[PodInfo, ResourceList]] = []
     for pod in least_important_first([pod for pod in pods if pod.is_assigned]):
         if not is_over_used(current, runtime):
             break
         if not pod.preemptible or pod.terminating:  # never these; terminating ones already go
+            continue
+        if pod.key in spared:
             continue
         request = mask(pod.requests, tracked)
         current = {key: current.get(key, 0) - value for key, value in request.items()}
@@ -105,11 +114,12 @@ def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
     return is_over_used(revocable_used(snapshot, quota), result.runtime)
 
 
-def victims_of(snapshot: Snapshot, quota: str) -> list[PodInfo]:
-    """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits)."""
+def victims_of(snapshot: Snapshot, quota: str, spared: Collection[str] = ()) -> list[PodInfo]:
+    """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits);
+    never those of ``spared`` (keys)."""
     result = snapshot.quotas[quota]
     used = revocable_used(snapshot, quota)
-    return select_victims(snapshot.pods_of(quota), used, result.runtime, result.max)
+    return select_victims(snapshot.pods_of(quota), used, result.runtime, result.max, spared)
 
 
 def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
