@@ -17,7 +17,7 @@ from team_pods import team_of_four
 from team_pods import team_pod as pod
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.enforcement.gating import GateController
+from elasticquota.controller.enforcement.gating import BUDGET_RETRY, GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import (
@@ -157,6 +157,27 @@ async def test_a_victim_a_budget_keeps_ends_the_preemption_where_no_other_set_ma
     assert cluster.named("evict") == ["low-a"]
     assert list(gate.preempted) == []
     assert blocked_events(cluster) == [("low-a", BLOCKED_FOR_NEW)]
+
+
+@pytest.mark.looptime
+async def test_a_victim_a_budget_kept_is_not_asked_again_before_the_retry_time(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    """Where nothing else makes room, the kept ``low`` is spared for ``BUDGET_RETRY`` seconds:
+    the rounds of every second meanwhile send nothing (they asked again each second, a refusal
+    a second taken from the eviction rate); after it, it is asked again, and goes."""
+    cluster.evictions_end(EvictionOutcome.BLOCKED)
+    gate = await stepped(
+        world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True)
+    )
+    for _ in range(int(BUDGET_RETRY) - 1):
+        await asyncio.sleep(1)
+        await gate.step()
+    assert cluster.named("evict") == ["low"]
+    await asyncio.sleep(1.5)
+    await gate.step()
+    assert cluster.named("evict") == ["low", "low"]
+    assert list(gate.preempted) == ["ns/low"]
 
 
 async def test_a_refused_preemption_eviction_is_told_on_the_victim_and_logged_at_each_round(

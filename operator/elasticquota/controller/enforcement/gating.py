@@ -10,11 +10,12 @@ preemption, ``core.decisions.preemption``; one quota at a time, rate-limited lik
 most one preemption per quota per round, one an eviction error cut short included), unless a user
 or group limit holds it too (evictions would not lift the limit). Each victim gets an Event: one
 evicted ``PreemptedInQuota``; one a PodDisruptionBudget kept a Warning ``PreemptionBlocked``
-(the preemption stops there); one whose eviction request failed (an API error, not a budget's
-refusal nor a pod gone) a Warning ``PreemptionFailed`` naming the error and the pod it was making
-room for, and the failure is logged so too; a failure repeated every round is one Event whose
-count grows (``kube.events``). A pod held by a user limit is
-checked again every round, so it is released once pods of its user finish or are deleted.
+(spared for ``BUDGET_RETRY`` seconds, others chosen instead where they make room); one whose
+eviction request failed (an API error, not a budget's refusal nor a pod gone) a Warning
+``PreemptionFailed`` naming the error and the pod it was making room for, and the failure is
+logged so too; a failure repeated every round is one Event whose count grows (``kube.events``).
+A pod held by a user limit is checked again every round, so it is released once pods of its user
+finish or are deleted.
 On older API servers, which drop the field, this is detected once, logged, and the operator runs
 revocation only.
 
@@ -63,6 +64,13 @@ logger = logging.getLogger(__name__)
 
 #: How many recent pod keys a controller keeps of what it did (for tests and debugging).
 RECENT = 1000
+
+#: Seconds a victim a PodDisruptionBudget kept is spared before its eviction is asked again (the
+#: operator does not watch budgets: it learns from the 429). Every round (a second) asked it
+#: again where no other set made room: a request refused each second for as long as the pod
+#: waited, taken from the eviction rate revocation shares. Kubernetes' scheduler retries a pod
+#: within its backoff, at most 10 s by default.
+BUDGET_RETRY = 10.0
 
 
 def held_reason(verdict: Verdict) -> str:
@@ -129,6 +137,8 @@ class GateController(WritingLoop):
         #: The preemption candidates of the quotas with waiting pods, sorted once per change of
         #: their pods rather than once per waiting pod and round.
         self._candidates = PreemptionMemo()
+        #: Victims a PodDisruptionBudget kept: key -> the loop time they may be asked again.
+        self._kept: dict[str, float] = {}
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -243,13 +253,14 @@ class GateController(WritingLoop):
         are going; another pod of the quota would choose them again). A victim a
         PodDisruptionBudget keeps (429) is reprieved: the victims are chosen again without it
         (those already evicted are chosen again first, being less important, and not evicted
-        twice), so the preemption stops only where no other set makes room. A failed eviction
+        twice), so the preemption stops only where no other set makes room; it stays spared for
+        ``BUDGET_RETRY`` seconds, not asked again every round. A failed eviction
         ends the preemption: the victims are the fewest that make room together, so without
         that one the others' evictions would make none; the next round decides again."""
         quota = snapshot.pod_quota[decision.pod.key]
         if quota in preempting or decision.verdict.limit_refusals:
             return
-        kept: set[str] = set()  # victims a budget kept this round
+        kept = self._recently_kept()  # victims a budget kept, not to be asked again yet
         done: set[str] = set()  # victims evicted (or gone already)
         while victims := preemption_victims(decision.seen, decision.pod, self._candidates, kept):
             going = [victim for victim in victims if victim.key not in done]
@@ -260,6 +271,14 @@ class GateController(WritingLoop):
             if blocked is None:
                 return
             kept.add(blocked)
+            self._kept[blocked] = asyncio.get_running_loop().time() + BUDGET_RETRY
+
+    def _recently_kept(self) -> set[str]:
+        """The victims a budget kept less than ``BUDGET_RETRY`` seconds ago (the others are
+        forgotten: the memory holds what the last seconds' 429s named, no more)."""
+        now = asyncio.get_running_loop().time()
+        self._kept = {key: until for key, until in self._kept.items() if until > now}
+        return set(self._kept)
 
     async def _evict_victims(
         self, quota: str, victims: list[PodInfo], waiting: PodInfo, done: set[str]
