@@ -58,7 +58,7 @@ RUN NUMBA_CACHE_DIR=/opt/elastic-quota/share/numba-cache-seed \
 
 # -- runtime: the venv on a slim Python, no build tools, non-root --------------------------------
 FROM ${PYTHON_IMAGE}
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 LABEL org.opencontainers.image.title="elastic-quota-operator" \
       org.opencontainers.image.description="Hierarchical elastic quota for Kubernetes" \
       org.opencontainers.image.version="${VERSION}" \

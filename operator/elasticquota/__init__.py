@@ -1,3 +1,3 @@
 """Hierarchical elastic quota for Kubernetes, compatible with Koordinator's ElasticQuota."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
