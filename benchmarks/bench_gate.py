@@ -13,33 +13,43 @@ waiting in a quota of a tenth of the cluster (full, nobody of lower priority), s
 quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod. Where
 the API server has no gates, the pod webhook checks a new pod's user limits with the pods it
 admitted a moment ago counted: side by side, with N/10 of them, their figures kept as they come
-(``PendingPods``) and each added to an overlay of the ledger for the request. Prints one line per
-size and path:
+(``PendingPods``) and each added to an overlay of the ledger for the request. Last, the
+revocation check (once a second) in a mass over-use, every quota over its runtime (a node pool
+lost), whose pods it looks at, quota by quota: no side by side (nothing else to compare with),
+a figure to hold under the event loop's 100 ms. Prints one line per size and path:
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
     preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X
     admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
+    revoke quotas=Q pods=N over_used=O check_ms=C
 
 with medians of several rounds (milliseconds of the event loop per round or request).
 """
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import time
 from dataclasses import replace
+from typing import Any
 
+from elasticquota.controller.cluster import DryRunCluster
+from elasticquota.controller.context import LoopContext
+from elasticquota.controller.enforcement.revocation import RevocationController
+from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.gating import gate_decisions
 from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
-from elasticquota.core.keys import ADMISSION_GATE
+from elasticquota.core.keys import ADMISSION_GATE, POD_LABEL_QUOTA
 from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
-from elasticquota.core.solve.engine import QuotaEngine
+from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.userlimits.pending import PendingPods
 from elasticquota.core.validation import validate_quota_delete
 from elasticquota.core.validation.view import ClusterView
+from elasticquota.settings import Settings
 
 SIZES = (10_000, 50_000, 100_000)
 GATED = 100
@@ -49,6 +59,10 @@ QUOTAS = 100
 PREEMPT_QUOTAS = 10
 #: The user limit of the admission figures (quota q1): one that counts every application.
 USER_LIMITS = "- users: [sue]\n  maxapplications: 1000000\n"
+#: The revocation figure: this many quotas of ``REVOKE_PODS`` 1-cpu pods each, on a node of half
+#: what they use.
+REVOKE_QUOTAS = 10_000
+REVOKE_PODS = 10
 
 
 def cluster(pods: int, quotas: int = QUOTAS, full: bool = False) -> QuotaEngine:
@@ -147,6 +161,53 @@ def admitted_ms(engine: QuotaEngine, admitted: int, kept: bool) -> float:
     return statistics.median(times)
 
 
+def over_used_world() -> ControllerState:
+    """``REVOKE_QUOTAS`` quotas under the root, each running ``REVOKE_PODS`` pods of 1 cpu, on a
+    node of half the cpu they use: every quota is over its runtime."""
+    state = ControllerState.create(EngineSettings())
+    state.on_node(
+        {
+            "metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": str(REVOKE_QUOTAS * REVOKE_PODS // 2)}},
+        }
+    )
+    for index in range(REVOKE_QUOTAS):
+        spec = {"min": {"cpu": "0"}, "max": {"cpu": str(REVOKE_PODS * 10)}}
+        state.on_quota({"metadata": {"name": f"q{index}", "namespace": "team"}, "spec": spec})
+        for number in range(REVOKE_PODS):
+            state.on_pod(running_pod(f"p{index}-{number}", f"q{index}"))
+    state.mark_synced()
+    return state
+
+
+def running_pod(name: str, quota: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "team", "labels": {POD_LABEL_QUOTA: quota}},
+        "spec": {
+            "nodeName": "n",
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+async def revocation_check_ms(state: ControllerState) -> tuple[int, float]:
+    """How many quotas are over-used, and the median of the checks after the first (which
+    starts their timers). A dry run, with a delay no check reaches: nothing is evicted."""
+    now = [100.0]
+    settings = Settings(revocation_delay=86400.0)
+    context = LoopContext(state, DryRunCluster(), settings, asyncio.Event())
+    controller = RevocationController(context, clock=lambda: now[0])
+    await controller.check_once()
+    times = []
+    for _ in range(ROUNDS):
+        now[0] += 1
+        started = time.perf_counter()
+        await controller.check_once()
+        times.append((time.perf_counter() - started) * 1000)
+    return len(controller._timer.since), statistics.median(times)
+
+
 def main() -> None:
     print("# per-pass paths: with the engine's indexes vs looking at every pod")
     for pods in SIZES:
@@ -180,6 +241,12 @@ def main() -> None:
             f"admit pods={pods} admitted={admitted} kept_ms={kept:.2f} "
             f"every_admitted_ms={every:.1f} ratio={every / kept:.0f}"
         )
+
+    over, checked = asyncio.run(revocation_check_ms(over_used_world()))
+    print(
+        f"revoke quotas={REVOKE_QUOTAS} pods={REVOKE_QUOTAS * REVOKE_PODS} over_used={over} "
+        f"check_ms={checked:.1f}"
+    )
 
 
 if __name__ == "__main__":
