@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
+from gate_rounds import new_needs_both_small_pods, stepped
 from kubernetes_asyncio.client.exceptions import ApiException
 from team_pods import team_of_four
 from team_pods import team_pod as pod
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.enforcement.gating import BUDGET_RETRY, GateController
+from elasticquota.controller.enforcement.gating import GateController
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import (
@@ -34,17 +35,6 @@ from elasticquota.settings import Settings
 @pytest.fixture
 def world() -> ControllerState:
     return team_of_four()
-
-
-async def stepped(
-    world: ControllerState, cluster: FakeCluster, *pods: dict[str, Any]
-) -> GateController:
-    """A gate controller after one round over ``world`` and these pods."""
-    for body in pods:
-        world.on_pod(body)
-    gate = GateController(LoopContext(world, cluster, Settings(), asyncio.Event()))
-    await gate.step()
-    return gate
 
 
 async def test_a_pod_that_fits_loses_the_gate(world: ControllerState, cluster: FakeCluster) -> None:
@@ -78,16 +68,6 @@ async def test_no_preemption_of_equal_or_higher_priority_pods(
     assert cluster.verbs().count("set_waiting_condition") == 1
 
 
-def new_needs_both_small_pods() -> list[dict[str, Any]]:
-    """``new`` (priority 5) waits; only ``low-a`` and ``low-b`` gone together make its room."""
-    return [
-        pod("low-a", "1", 0, node="n1"),
-        pod("low-b", "1", 0, node="n1"),
-        pod("mid", "2", 0, node="n1"),
-        pod("new", "2", 5, gated=True),
-    ]
-
-
 async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_round(
     world: ControllerState, cluster: FakeCluster
 ) -> None:
@@ -101,83 +81,6 @@ async def test_a_preemption_an_eviction_error_cut_short_is_the_quotas_one_this_r
     )
     assert cluster.named("evict") == ["low-a", "low-b"]
     assert list(gate.preempted) == ["ns/low-a"]
-
-
-def blocked_events(cluster: FakeCluster) -> list[tuple[str, str]]:
-    """The ``PreemptionBlocked`` Events posted: the victim named and the message."""
-    return [
-        (event["involvedObject"]["name"], event["message"])
-        for event in cluster.events
-        if event["reason"] == "PreemptionBlocked"
-    ]
-
-
-BLOCKED_FOR_NEW = "a PodDisruptionBudget refused the eviction to make room for ns/new"
-
-
-async def test_a_victim_a_budget_keeps_is_told_and_spared_and_others_make_the_room(
-    world: ControllerState, cluster: FakeCluster
-) -> None:
-    """``new`` needs both small pods gone; a PodDisruptionBudget refuses ``low-a``'s eviction
-    (429): ``low-a`` is told why and spared, and ``mid`` makes the room instead, in the same
-    round (as Kubernetes' preemption reprieves the victims a budget protects)."""
-    cluster.evictions_end(EvictionOutcome.BLOCKED)
-    gate = await stepped(world, cluster, *new_needs_both_small_pods())
-    assert cluster.named("evict") == ["low-a", "mid"]
-    assert list(gate.preempted) == ["ns/mid"]
-    assert blocked_events(cluster) == [("low-a", BLOCKED_FOR_NEW)]
-
-
-async def test_a_victim_evicted_before_one_a_budget_keeps_is_not_evicted_twice(
-    world: ControllerState, cluster: FakeCluster
-) -> None:
-    """``low-a`` is evicted, ``low-b`` kept: the choice made again without ``low-b`` walks
-    ``low-a`` (going already) then ``mid``, which alone makes the room: only ``mid`` is sent."""
-    cluster.evictions_end(EvictionOutcome.EVICTED, EvictionOutcome.BLOCKED)
-    gate = await stepped(world, cluster, *new_needs_both_small_pods())
-    assert cluster.named("evict") == ["low-a", "low-b", "mid"]
-    assert list(gate.preempted) == ["ns/low-a", "ns/mid"]
-    assert blocked_events(cluster) == [("low-b", BLOCKED_FOR_NEW)]
-
-
-async def test_a_victim_a_budget_keeps_ends_the_preemption_where_no_other_set_makes_room(
-    world: ControllerState, cluster: FakeCluster
-) -> None:
-    """Without ``low-a`` (kept), ``low-b`` alone makes no room (``peer`` is of ``new``'s
-    priority): ``low-b`` is left running, and ``low-a`` is told why."""
-    cluster.evictions_end(EvictionOutcome.BLOCKED)
-    gate = await stepped(
-        world,
-        cluster,
-        pod("low-a", "1", 0, node="n1"),
-        pod("low-b", "1", 0, node="n1"),
-        pod("peer", "2", 5, node="n1"),
-        pod("new", "2", 5, gated=True),
-    )
-    assert cluster.named("evict") == ["low-a"]
-    assert list(gate.preempted) == []
-    assert blocked_events(cluster) == [("low-a", BLOCKED_FOR_NEW)]
-
-
-@pytest.mark.looptime
-async def test_a_victim_a_budget_kept_is_not_asked_again_before_the_retry_time(
-    world: ControllerState, cluster: FakeCluster
-) -> None:
-    """Where nothing else makes room, the kept ``low`` is spared for ``BUDGET_RETRY`` seconds:
-    the rounds of every second meanwhile send nothing (they asked again each second, a refusal
-    a second taken from the eviction rate); after it, it is asked again, and goes."""
-    cluster.evictions_end(EvictionOutcome.BLOCKED)
-    gate = await stepped(
-        world, cluster, pod("low", "4", 0, node="n1"), pod("new", "2", 5, gated=True)
-    )
-    for _ in range(int(BUDGET_RETRY) - 1):
-        await asyncio.sleep(1)
-        await gate.step()
-    assert cluster.named("evict") == ["low"]
-    await asyncio.sleep(1.5)
-    await gate.step()
-    assert cluster.named("evict") == ["low", "low"]
-    assert list(gate.preempted) == ["ns/low"]
 
 
 async def test_a_refused_preemption_eviction_is_told_on_the_victim_and_logged_at_each_round(
