@@ -44,6 +44,7 @@ def documents() -> list[Path]:
     """The pages whose commands are checked."""
     return [
         ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
         *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "examples" / "README.md",
         ROOT / "manifests" / "README.md",
