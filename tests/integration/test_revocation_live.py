@@ -8,7 +8,8 @@ them). The operator is restarted during the delay: the over-use start survives i
 are counted with reason ``over-use``, by outcome (evicted, and blocked by the budget).
 
 With ``REVOCATION_AROUND_BUDGETS`` the round chooses around the pod the budget keeps: the next
-least important pod goes instead, in the same round.
+least important pod goes instead, in the same round. With ``REVOCATION_MIN_RUNTIME`` a pod that
+started seconds ago stays and an older one of its priority goes instead.
 
 A quota over-used with nothing evictable (its pods are non-preemptible) gets a round every delay,
 forever: one Event object whose count grows, and an over-use start that never moves.
@@ -21,10 +22,12 @@ its uid, so that ``kubectl describe pod`` (whose field selector names the uid) l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import urllib.request
 import uuid
+from collections.abc import AsyncIterator
 
 import harness
 import pytest
@@ -39,6 +42,7 @@ from elasticquota.kube.errors import raise_for_status
 from eqdev.kubelet import mark_running
 
 pytestmark = pytest.mark.timeout(300)
+MERGE_PATCH = "application/merge-patch+json"
 DELAY = 8.0
 
 
@@ -228,37 +232,79 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
             second.stop()
 
 
+async def borrower_of_three(
+    api: client.ApiClient, prefix: str, low: str, lower: str
+) -> tuple[str, str]:
+    """A pool tree whose borrower runs three 2-cpu pods (used 6 of the lender's idle 5): b-mid
+    (mid), then ``low`` and ``lower`` (low priority, ``lower`` started last). (pool, namespace)"""
+    pool, namespace, node = await pool_tree(api, prefix)
+    await priority_classes(api, pool)
+    for name, priority in (("b-mid", "mid"), (low, "low"), (lower, "low")):
+        await running_pod(api, namespace, name, f"borrower-{pool}", node, f"{priority}-{pool}")
+    return pool, namespace
+
+
+@contextlib.asynccontextmanager
+async def only_one_goes(
+    api: client.ApiClient,
+    pool: str,
+    namespace: str,
+    env: dict[str, str],
+    victim: str,
+    instead_of: str,
+) -> AsyncIterator[harness.OperatorProcess]:
+    """An operator with ``env`` (delay 2 s); the lender asks for its min (a 5-cpu pod): the
+    borrower's runtime drops to 5, and of its three 2-cpu pods ``victim`` goes, ``instead_of``
+    the reference's victim, and no other (4 cpu left fit 5). The operator, still running."""
+    async with harness.active_operator(
+        f"one-{pool}", "--revocation-delay", "2", env=env
+    ) as operator:
+        lender = {keys.POD_LABEL_QUOTA: f"lender-{pool}"}
+        await apply_manifest(api, harness.pod_manifest(namespace, "l-1", "5", labels=lender))
+
+        async def evicted() -> bool:
+            return victim in await terminating(api, namespace)
+
+        await harness.eventually(evicted, 60, operator, f"{victim} goes instead of {instead_of}")
+        await asyncio.sleep(2)
+        assert await terminating(api, namespace) == {victim}
+        yield operator
+
+
 async def test_around_budgets_the_next_pod_goes_instead_of_the_one_a_budget_keeps(
     api: client.ApiClient,
 ) -> None:
     """``REVOCATION_AROUND_BUDGETS``: the borrower (three 2-cpu pods) drops to a runtime of 5;
     its least important pod, b-low-b, is the one victim, a PodDisruptionBudget keeps it, and
     b-low-a goes in the same round instead."""
-    pool, namespace, node = await pool_tree(api, "around")
-    await priority_classes(api, pool)
-    borrower, lender = f"borrower-{pool}", f"lender-{pool}"
-    for name, priority in (("b-mid", "mid"), ("b-low-a", "low"), ("b-low-b", "low")):
-        await running_pod(api, namespace, name, borrower, node, f"{priority}-{pool}")
+    pool, namespace = await borrower_of_three(api, "around", "b-low-a", "b-low-b")
     await create_pdb(api, namespace, "b-low-b")
     env = {"ELASTIC_QUOTA_REVOCATION_AROUND_BUDGETS": "true"}
-    async with harness.active_operator(
-        f"ar-{pool}", "--revocation-delay", "2", env=env
-    ) as operator:
-        await apply_manifest(
-            api, harness.pod_manifest(namespace, "l-1", "5", labels={keys.POD_LABEL_QUOTA: lender})
-        )
-
-        async def low_a_evicted() -> bool:
-            return "b-low-a" in await terminating(api, namespace)
-
-        await harness.eventually(low_a_evicted, 60, operator, "b-low-a goes instead of b-low-b")
-        await asyncio.sleep(2)
-        assert await terminating(api, namespace) == {"b-low-a"}  # b-mid stays: 4 cpu fit 5
+    async with only_one_goes(api, pool, namespace, env, "b-low-a", "b-low-b") as operator:
         events = await client.CoreV1Api(api).list_namespaced_event(namespace)
         told = {(event.involved_object.name, event.reason) for event in events.items}
         assert {("b-low-b", "RevocationBlocked"), ("b-low-a", "Revoked")} <= told
         counts = eviction_counts(operator)
-        assert counts[(borrower, "over-use", "evicted")] == 1, counts
+        assert counts[(f"borrower-{pool}", "over-use", "evicted")] == 1, counts
+
+
+async def test_with_a_minimum_runtime_the_older_pod_goes_instead_of_the_young_one(
+    api: client.ApiClient,
+) -> None:
+    """``REVOCATION_MIN_RUNTIME`` 600: of the borrower's two low pods, b-young (started last,
+    the reference's victim) has run seconds only, b-old an hour; b-old goes, and the Event names
+    b-young."""
+    pool, namespace = await borrower_of_three(api, "young", "b-old", "b-young")
+    an_hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    await client.CoreV1Api(api).patch_namespaced_pod_status(
+        "b-old", namespace, {"status": {"startTime": an_hour_ago}}, _content_type=MERGE_PATCH
+    )  # it has run for an hour: no minimum protects it
+    env = {"ELASTIC_QUOTA_REVOCATION_MIN_RUNTIME": "600"}
+    async with only_one_goes(api, pool, namespace, env, "b-old", "b-young"):
+        events = await client.CoreV1Api(api).list_namespaced_event(namespace)
+        (told,) = [event.message for event in events.items if event.reason == "QuotaOverUsed"]
+        assert f"evicting: {namespace}/b-old; spared until they have run 600s: " in told
+        assert f"{namespace}/b-young (until " in told
 
 
 async def test_an_over_use_with_nothing_evictable_is_one_event_and_one_start(

@@ -43,6 +43,7 @@ WITHIN: dict[str, str] = {
     "operator.profileDebounce": "2.5",
     "operator.revocationDelay": "90.5",
     "operator.revocationInterval": "0.25",
+    "operator.revocationMinRuntime": "60.5",
     "operator.evictionRate": "0.2",
     "operator.leaseDuration": "7.5",
     "operator.leaseRenewDeadline": "9.5",
@@ -98,6 +99,18 @@ def test_a_decimal_set_times_its_alert(path: str) -> None:
     )
     rendered = {each["alert"]: each for group in rule["spec"]["groups"] for each in group["rules"]}
     assert rendered[alert]["for"] == waits
+
+
+def test_the_over_runtime_alert_waits_out_the_minimum_runtime_too() -> None:
+    """Young pods are spared that long: the over-use may last the delay plus it (rounded up)."""
+    (rule,) = helm_template(
+        "--show-only",
+        "templates/prometheusrule.yaml",
+        "--set",
+        "metrics.prometheusRule.enabled=true,operator.revocationMinRuntime=600.5",
+    )
+    rendered = {each["alert"]: each for group in rule["spec"]["groups"] for each in group["rules"]}
+    assert rendered["ElasticQuotaOverRuntime"]["for"] == "1021s"  # 120 + 601 + 300
 
 
 def bounds(path: str) -> list[float]:

@@ -12,6 +12,7 @@ from typing import Any
 from elasticquota.cli.cluster import add_cluster_options, target
 from elasticquota.cli.errors import NotFoundError
 from elasticquota.cli.inputs import add_files_option, read_files_or_cluster
+from elasticquota.cli.min_runtime import add_min_runtime_option, min_runtime_of
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.decisions.explain import Explanation, explain
 from elasticquota.core.quantities.resources import format_resource_list
@@ -31,6 +32,7 @@ def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     command.add_argument(
         "--check-parent-quota", action="store_true", help="also check every ancestor quota"
     )
+    add_min_runtime_option(command)
     add_cluster_options(command, lists=False)
     add_output_option(command)
     command.set_defaults(handler=run_explain)
@@ -92,11 +94,12 @@ def missing_pod(key: str, plan: Plan) -> NotFoundError:
 def run_explain(args: argparse.Namespace) -> int:
     key = _pod_key(args)
     manifests, _ = read_files_or_cluster(args)
-    plan = compute_plan(manifests, check_ancestors=args.check_parent_quota)
+    young = min_runtime_of(args)
+    plan = compute_plan(manifests, check_ancestors=args.check_parent_quota, min_runtime=young)
     snapshot = plan.snapshot
     if key not in snapshot.pods:
         raise missing_pod(key, plan)
-    found = explain(snapshot, key, args.check_parent_quota, plan.released)
+    found = explain(snapshot, key, args.check_parent_quota, plan.released, young)
     sys.stdout.write(
         render(args.output, doc=lambda: explanation_document(found), table=found.render)
     )

@@ -13,6 +13,7 @@ import sys
 
 from elasticquota.cli.errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
 from elasticquota.cli.inputs import read_files
+from elasticquota.cli.min_runtime import add_min_runtime_option, min_runtime_of
 from elasticquota.cli.output import add_output_option, document, render
 from elasticquota.core.model.models import Problem
 from elasticquota.core.solve.engine import EngineSettings
@@ -52,6 +53,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         action="store_true",
         help="admission also checks every ancestor quota (enableCheckParentQuota)",
     )
+    add_min_runtime_option(plan)
     plan.add_argument(
         "--resources",
         metavar="NAMES",
@@ -76,7 +78,13 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def run_plan(args: argparse.Namespace) -> int:
     manifests = read_files(args.paths)  # unreadable: one line, exit EXIT_UNREADABLE
     settings = EngineSettings(scale_min_quota=not args.no_min_quota_scale)
-    plan = compute_plan(manifests, settings, check_ancestors=args.check_parent_quota, judge=True)
+    plan = compute_plan(
+        manifests,
+        settings,
+        check_ancestors=args.check_parent_quota,
+        judge=True,
+        min_runtime=min_runtime_of(args),
+    )
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)
     resources = {name.strip() for name in args.resources.split(",")} if args.resources else None

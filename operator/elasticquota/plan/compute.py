@@ -28,7 +28,12 @@ from elasticquota.api.parse import (
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
-from elasticquota.core.decisions.revocation import revocation_plan
+from elasticquota.core.decisions.revocation import (
+    NO_MIN_RUNTIME,
+    MinRuntime,
+    protected_victims,
+    revocation_plan,
+)
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
@@ -53,6 +58,9 @@ class Plan:
     origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
     #: The pods the admission gate has released (condition ``ElasticQuotaAdmission`` True), by key.
     released: frozenset[str] = frozenset()
+    #: By over-used quota: the pods the next round spares for their minimum runtime, and when each
+    #: may go (``revocation_min_runtime``; empty without one).
+    spared: dict[str, list[tuple[PodInfo, float]]] = field(default_factory=dict)
 
 
 def compute_plan(
@@ -60,10 +68,12 @@ def compute_plan(
     settings: EngineSettings | None = None,
     check_ancestors: bool = False,
     judge: bool = False,
+    min_runtime: MinRuntime = NO_MIN_RUNTIME,
 ) -> Plan:
-    """Parse, apply profiles, solve, and derive admission and revocation; with ``judge`` (the
-    ``plan`` command), also the webhooks' refusals and the schema's warnings (``plan.lint``),
-    which cost about as much again as the rest on a large cluster's objects."""
+    """Parse, apply profiles, solve, and derive admission and revocation (pods younger than
+    ``min_runtime`` spared); with ``judge`` (the ``plan`` command), also the webhooks' refusals
+    and the schema's warnings (``plan.lint``), which cost about as much again as the rest on a
+    large cluster's objects."""
     problems = list(manifests.problems)
     for kind, raws in (
         ("ElasticQuota", manifests.quotas),
@@ -84,16 +94,30 @@ def compute_plan(
     _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     released = _released(manifests.pods)
+    revocations = revocation_plan(snapshot, min_runtime)
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors, released),
-        revocations=revocation_plan(snapshot),
+        revocations=revocations,
+        spared=_spared(snapshot, [quota for quota, _ in revocations], min_runtime),
         problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),
         origins=dict(manifests.origins),
         released=released,
     )
+
+
+def _spared(
+    snapshot: Snapshot, quotas: list[str], min_runtime: MinRuntime
+) -> dict[str, list[tuple[PodInfo, float]]]:
+    """Of each quota a round is due for, the pods spared for ``min_runtime``, when each may go."""
+    spared = {quota: protected_victims(snapshot, quota, min_runtime) for quota in quotas}
+    return {
+        quota: [(pod, min_runtime.ends(pod)) for pod in pods]
+        for quota, pods in spared.items()
+        if pods
+    }
 
 
 def _released(raw_pods: list[dict[str, Any]]) -> frozenset[str]:

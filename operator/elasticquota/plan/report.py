@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from elasticquota.core.decisions.revocation import moment_text
 from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan
@@ -55,6 +56,15 @@ def trees_section(snapshot: Snapshot) -> dict[str, Any]:
     }
 
 
+def _spared_entry(plan: Plan, quota: str) -> dict[str, Any]:
+    """``spared``: the pods the round spares for their minimum runtime, and until when (omitted
+    when there are none, as without ``--revocation-min-runtime``)."""
+    spared = plan.spared.get(quota)
+    if not spared:
+        return {}
+    return {"spared": [{"pod": pod.key, "until": moment_text(until)} for pod, until in spared]}
+
+
 def plan_report(plan: Plan) -> dict[str, Any]:
     """The whole JSON document."""
     snapshot = plan.snapshot
@@ -62,7 +72,7 @@ def plan_report(plan: Plan) -> dict[str, Any]:
         "quotas": quotas_section(snapshot),
         "trees": trees_section(snapshot),
         "revocations": [
-            {"quota": quota, "pods": [pod.key for pod in victims]}
+            {"quota": quota, "pods": [pod.key for pod in victims], **_spared_entry(plan, quota)}
             for quota, victims in plan.revocations
         ],
         "admission": [

@@ -24,7 +24,9 @@ import textwrap
 from collections.abc import Iterable, Iterator
 
 from elasticquota.core.decisions.admission import Verdict
+from elasticquota.core.decisions.revocation import moment_text
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import (
     CPU,
     counts_bytes,
@@ -281,16 +283,24 @@ def render_users(plan: Plan, resources: set[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _revocation_line(plan: Plan, quota: str, victims: list[PodInfo]) -> str:
+    """``quota: victims``, and the pods spared for their minimum runtime with when each may go."""
+    line = f"{quota}: {', '.join(p.key for p in victims) or 'no own pods to evict at this level'}"
+    spared = plan.spared.get(quota, [])
+    if spared:
+        line += "; spared for their minimum runtime: " + ", ".join(
+            f"{pod.key} (until {moment_text(until)})" for pod, until in spared
+        )
+    return line
+
+
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
     """The whole table output: trees, pending pods, revocations, problems."""
     lines = render_trees(plan.snapshot, resources)
     lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
     lines += _section(
         "Next revocation round (over-used quotas, eviction order)",
-        (
-            f"{quota}: {', '.join(p.key for p in pods) or 'no own pods to evict at this level'}"
-            for quota, pods in plan.revocations
-        ),
+        (_revocation_line(plan, quota, pods) for quota, pods in plan.revocations),
     )
     lines += _section("Problems", (problem_line(p) for p in plan.problems))
     return "\n".join(lines) + "\n"

@@ -28,6 +28,12 @@ class RevocationSettings(BaseModel):
     (Koordinator #2651). Off: the reference's rule, the kept pod is skipped and the quota stays
     above its runtime until a later round's eviction of it goes through."""
 
+    revocation_min_runtime: float = Field(default=0.0, ge=0, le=WEEK)
+    """Seconds a pod must have run (since its ``status.startTime``) before revocation may evict
+    it: a round chooses other pods of the quota, and the next round comes when the first pod it
+    spared may go (KAI's reclaim minimum runtime, Kueue KEP-9876). 0: every pod may go, as in
+    the reference. In-quota preemption is not affected."""
+
     revoke_default_quota: bool = False
     """Also revoke pods of koordinator-default-quota (never those of the system quota)."""
 

@@ -98,6 +98,8 @@ passed: the operator's own default), the pod's identity, numba's cache, Python's
   value: {{ $op.revocationInterval | quote }}
 - name: ELASTIC_QUOTA_REVOCATION_AROUND_BUDGETS
   value: {{ $op.revocationAroundBudgets | quote }}
+- name: ELASTIC_QUOTA_REVOCATION_MIN_RUNTIME
+  value: {{ $op.revocationMinRuntime | quote }}
 - name: ELASTIC_QUOTA_REVOKE_DEFAULT_QUOTA
   value: {{ $op.revokeDefaultQuota | quote }}
 - name: ELASTIC_QUOTA_EVICTION_RATE

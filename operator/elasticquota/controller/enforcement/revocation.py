@@ -8,7 +8,9 @@ whose used exceeds their runtime only. A quota whose used exceeds its runtime fo
 try: lower priority, then the later start time; non-preemptible and terminating pods never) are
 evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
 on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again (with
-``revocation_around_budgets`` the round chooses its other victims around it). The start of
+``revocation_around_budgets`` the round chooses its other victims around it). With
+``revocation_min_runtime`` pods that have run less than that are not chosen (the round names them
+in its Event) and the quota's next round is due when the first of them may go. The start of
 each over-use is kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and
 removed when it ends, never rewritten by a round; a refused write is sent again at the next check),
 so a restart during the delay neither forgets it nor evicts twice, and a replica that becomes the
@@ -54,7 +56,13 @@ from elasticquota.core.decisions.overuse import (
     format_since,
     parse_since,
 )
-from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
+from elasticquota.core.decisions.revocation import (
+    NO_MIN_RUNTIME,
+    MinRuntime,
+    protected_victims,
+    quota_is_over_used,
+    victims_of,
+)
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.solve.results import QuotaResult, Snapshot
@@ -170,10 +178,36 @@ class RevocationController(WritingLoop):
             if self._timer.since.get(name) != before or name in self._unrecorded:
                 await self._persist_since(result)
             if due:
-                # the victims: of now
-                fresh = await solved_snapshot(self._state.engine, self._metrics)
-                if name in fresh.quotas and self._judge(fresh, name):
-                    await self._revoke(fresh.quotas[name], victims_of(fresh, name))
+                await self._round(name, now)
+
+    async def _round(self, name: str, now: float) -> None:
+        """One revocation round of quota ``name``, on a fresh solve; with a minimum runtime, the
+        next round is due when the first pod it spared for it may go."""
+        fresh = await solved_snapshot(self._state.engine, self._metrics)
+        if name not in fresh.quotas or not self._judge(fresh, name):
+            return
+        young = self._min_runtime(now)
+        protected = protected_victims(fresh, name, young)
+        if protected:
+            self._timer.due_again_by(name, min(young.ends(pod) for pod in protected))
+        victims = victims_of(fresh, name, min_runtime=young)
+        await self._revoke(fresh.quotas[name], victims, self._spared_text(protected, young))
+
+    def _min_runtime(self, now: float | None = None) -> MinRuntime:
+        """The protection of pods younger than ``revocation_min_runtime``, as of ``now`` (None:
+        the clock's); none when the setting is 0."""
+        seconds = self._settings.revocation_min_runtime
+        if seconds <= 0:
+            return NO_MIN_RUNTIME
+        return MinRuntime(seconds, self._clock() if now is None else now)
+
+    @staticmethod
+    def _spared_text(protected: list[PodInfo], young: MinRuntime) -> str:
+        """``; spared until they have run 600s: ns/a (until 2026-...Z), ...`` ('' for none)."""
+        if not protected:
+            return ""
+        pods = ", ".join(f"{pod.key} (until {young.ends_text(pod)})" for pod in protected)
+        return f"; spared until they have run {young.seconds:g}s: {pods}"
 
     async def _snapshot(self, now: float) -> Snapshot:
         """A solve every ``SOLVE_EVERY`` seconds; what the tree loops last solved in between."""
@@ -223,12 +257,12 @@ class RevocationController(WritingLoop):
         self._unrecorded.discard(result.name)
         self._state.keep_written(body)  # None: not sent (a dry run)
 
-    async def _revoke(self, result: QuotaResult, victims: list[PodInfo]) -> None:
+    async def _revoke(self, result: QuotaResult, victims: list[PodInfo], spared: str) -> None:
         summary = over_use_summary(result)
         names = ", ".join(pod.key for pod in victims) or "none evictable"
         message = (
             f"over its runtime for more than {self._settings.revocation_delay:g}s ({summary}); "
-            f"evicting: {names}"
+            f"evicting: {names}{spared}"
         )
         logger.warning("quota %s: %s", result.name, message)
         await self._event_on_quota(result, "QuotaOverUsed", message)
@@ -264,7 +298,8 @@ class RevocationController(WritingLoop):
         fresh = await self._recheck_snapshot()
         if quota not in fresh.quotas:
             return []
-        return [pod for pod in victims_of(fresh, quota, kept) if pod.key not in sent]
+        chosen = victims_of(fresh, quota, kept, self._min_runtime())
+        return [pod for pod in chosen if pod.key not in sent]
 
     async def _still_a_victim(self, quota: str, pod: PodInfo, kept: set[str]) -> bool:
         """Whether the quota still needs ``pod`` gone, on a fresh solve: the evictions of a round
@@ -275,7 +310,7 @@ class RevocationController(WritingLoop):
             return False
         return any(
             (victim.key, victim.created) == (pod.key, pod.created)
-            for victim in victims_of(fresh, quota, kept)
+            for victim in victims_of(fresh, quota, kept, self._min_runtime())
         )
 
     async def _recheck_snapshot(self) -> Snapshot:

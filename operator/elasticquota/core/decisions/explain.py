@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, Verdict
 from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
-from elasticquota.core.decisions.revocation import quota_is_over_used, victims_of
+from elasticquota.core.decisions.revocation import (
+    NO_MIN_RUNTIME,
+    MinRuntime,
+    protected_victims,
+    quota_is_over_used,
+    victims_of,
+)
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_quantity
@@ -186,18 +192,27 @@ def _left_out_notes(snapshot: Snapshot, pod: PodInfo, quota: str) -> list[str]:
 
 
 def explain(
-    snapshot: Snapshot, pod_key: str, check_ancestors: bool = False, released: Collection[str] = ()
+    snapshot: Snapshot,
+    pod_key: str,
+    check_ancestors: bool = False,
+    released: Collection[str] = (),
+    min_runtime: MinRuntime = NO_MIN_RUNTIME,
 ) -> Explanation:
     """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown.
     ``released``: the keys of the pods whose ``ElasticQuotaAdmission`` condition is True (the gate
-    released them; ``PodInfo`` does not keep it)."""
-    found = _explain(snapshot, pod_key, check_ancestors, released)
+    released them; ``PodInfo`` does not keep it); ``min_runtime``: revocation's protection of
+    young pods (``revocation_min_runtime``)."""
+    found = _explain(snapshot, pod_key, check_ancestors, released, min_runtime)
     found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
     return found
 
 
 def _explain(
-    snapshot: Snapshot, pod_key: str, check_ancestors: bool, released: Collection[str]
+    snapshot: Snapshot,
+    pod_key: str,
+    check_ancestors: bool,
+    released: Collection[str],
+    min_runtime: MinRuntime,
 ) -> Explanation:
     pod = snapshot.pods[pod_key]
     quota = snapshot.pod_quota[pod_key]
@@ -211,7 +226,7 @@ def _explain(
         )
         return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
-        return _explain_running(snapshot, pod, quota, levels)
+        return _explain_running(snapshot, pod, quota, levels, min_runtime)
     verdict, seen = _pending_verdict(snapshot, pod, check_ancestors, released)
     if seen is not snapshot and levels:
         levels = _levels(seen, quota, pod)
@@ -242,7 +257,7 @@ def _pending_verdict(
 
 
 def _explain_running(
-    snapshot: Snapshot, pod: PodInfo, quota: str, levels: list[Level]
+    snapshot: Snapshot, pod: PodInfo, quota: str, levels: list[Level], min_runtime: MinRuntime
 ) -> Explanation:
     result = snapshot.quotas[quota]
     state = f"running on {pod.node_name}"
@@ -251,11 +266,19 @@ def _explain_running(
     if not quota_is_over_used(snapshot, quota):
         verdict = "its quota is over its runtime only until its terminating pods are gone"
         return Explanation(pod.key, quota, state, verdict, levels)
-    victims = victims_of(snapshot, quota)  # the live operator's round, terminating pods aside
+    # the live operator's round, terminating pods aside
+    victims = victims_of(snapshot, quota, min_runtime=min_runtime)
     if any(victim.key == pod.key for victim in victims):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round evicts it "
             f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
+        )
+    elif any(young.key == pod.key for young in protected_victims(snapshot, quota, min_runtime)):
+        verdict = (
+            f"its quota uses more than its runtime; the next revocation round would evict it but "
+            f"spares it until it has run {min_runtime.seconds:g}s (until "
+            f"{min_runtime.ends_text(pod)}), choosing others instead: "
+            f"{', '.join(v.key for v in victims) or 'none'}"
         )
     else:
         verdict = "its quota uses more than its runtime, but this pod is not among the victims"

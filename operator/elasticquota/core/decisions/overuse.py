@@ -60,6 +60,13 @@ class OverUseTimer:
         self.since.pop(quota, None)
         self.last_round.pop(quota, None)
 
+    def due_again_by(self, quota: str, when: float) -> None:
+        """The quota's next round comes at ``when`` at the latest (if its over-use lasts): a
+        round that spared pods for their minimum runtime is taken up when the first may go."""
+        if quota in self.since:
+            start = self.last_round.get(quota, self.since[quota])
+            self.last_round[quota] = min(start, when - self.delay)
+
     def observe(self, quota: str, over_used: bool, now: float) -> bool:
         """Record one check; True when the quota is due for a revocation round now."""
         if not over_used:

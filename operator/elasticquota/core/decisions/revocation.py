@@ -18,6 +18,15 @@ operator passes the pods a PodDisruptionBudget kept in the round (their eviction
 chooses again: the quota's other pods give the resources back (Koordinator #2651 asks for this; the
 reference skips the kept pod and the quota stays over-used until the next round).
 
+``MinRuntime``: a pod that started less than ``revocation_min_runtime`` seconds ago is not
+chosen either, so that a pod makes some progress before it gives the resources back (KAI's reclaim
+minimum runtime, Kueue KEP-9876's ``reclaimMinAdmitDuration``; off by default: the reference has
+no such rule). The round evicts what it would evict without the rule but the protected pods;
+in their place, pods of their priority that started earlier may go, never a pod of a higher
+priority: the rule delays a revocation, it does not turn the priority order over. A pod
+without a start time has not run yet and is not protected. ``protected_victims`` names the pods
+the rule keeps out of a round (the operator's next round comes when the first of them may go).
+
 ``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
 (``controller.enforcement.revocation``) both call it on their snapshot, so they cannot choose
 differently from the same pods (both parse pods with ``api.parse.parse_pod``).
@@ -27,6 +36,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -47,23 +58,64 @@ def least_important_first(pods: Iterable[PodInfo]) -> list[PodInfo]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class MinRuntime:
+    """Revocation's protection of young pods: one that started less than ``seconds`` before
+    ``now`` (epoch seconds, as ``PodInfo.start_time``) is not a victim; ``seconds`` 0: none is."""
+
+    seconds: float
+    now: float
+
+    def protects(self, pod: PodInfo) -> bool:
+        start = pod.start_time
+        return self.seconds > 0 and start is not None and self.now - start < self.seconds
+
+    def ends(self, pod: PodInfo) -> float:
+        """When the protection of ``pod`` (one it ``protects``) ends."""
+        return (pod.start_time or self.now) + self.seconds
+
+    def ends_text(self, pod: PodInfo) -> str:
+        """``ends`` as Kubernetes writes times: ``2026-11-28T12:50:04Z`` (UTC, whole seconds up)."""
+        return moment_text(self.ends(pod))
+
+
+def moment_text(epoch: float) -> str:
+    """Epoch seconds as RFC 3339 in UTC, rounded up to the second (a pod spared until then may
+    go at that second, not before)."""
+    return datetime.fromtimestamp(math.ceil(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: No pod is protected: the reference's rule.
+NO_MIN_RUNTIME = MinRuntime(0.0, 0.0)
+
+
 def select_victims(
     pods: Sequence[PodInfo],
     used: Mapping[str, int],
     runtime: Mapping[str, int],
     tracked: Mapping[str, int],
     spared: Collection[str] = (),
+    protected: Collection[str] = (),
 ) -> list[PodInfo]:
     """The pods to evict so that ``used <= runtime``; requests masked to the ``tracked`` keys;
-    ``spared``: keys of pods never chosen."""
+    ``spared``: keys of pods never chosen. ``protected``: keys of pods never chosen either; of
+    the others, those the choice without the protection takes, and in the protected ones' place
+    only pods of no higher priority than one of them."""
+    due: Collection[str] = ()
+    if protected:
+        due = {pod.key for pod in select_victims(pods, used, runtime, tracked, spared)}
     current: ResourceList = dict(used)
     removed: list[tuple[PodInfo, ResourceList]] = []
+    ceiling = math.inf  # the lowest priority of a protected pod passed over
     for pod in least_important_first([pod for pod in pods if pod.is_assigned]):
         if not is_over_used(current, runtime):
             break
         if not pod.preemptible or pod.terminating:  # never these; terminating ones already go
             continue
-        if pod.key in spared:
+        if pod.key in protected:
+            ceiling = min(ceiling, pod.priority)
+            continue
+        if pod.key in spared or (pod.priority > ceiling and pod.key not in due):
             continue
         request = mask(pod.requests, tracked)
         current = {key: current.get(key, 0) - value for key, value in request.items()}
@@ -114,18 +166,38 @@ def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
     return is_over_used(revocable_used(snapshot, quota), result.runtime)
 
 
-def victims_of(snapshot: Snapshot, quota: str, spared: Collection[str] = ()) -> list[PodInfo]:
+def victims_of(
+    snapshot: Snapshot,
+    quota: str,
+    spared: Collection[str] = (),
+    min_runtime: MinRuntime = NO_MIN_RUNTIME,
+) -> list[PodInfo]:
     """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits);
-    never those of ``spared`` (keys)."""
+    never those of ``spared`` (keys) nor those ``min_runtime`` protects."""
     result = snapshot.quotas[quota]
     used = revocable_used(snapshot, quota)
-    return select_victims(snapshot.pods_of(quota), used, result.runtime, result.max, spared)
+    pods = snapshot.pods_of(quota)
+    young = [pod.key for pod in pods if min_runtime.protects(pod)] if min_runtime.seconds else []
+    return select_victims(pods, used, result.runtime, result.max, spared, young)
 
 
-def revocation_plan(snapshot: Snapshot) -> list[tuple[str, list[PodInfo]]]:
+def protected_victims(
+    snapshot: Snapshot, quota: str, min_runtime: MinRuntime, spared: Collection[str] = ()
+) -> list[PodInfo]:
+    """The pods a round of ``quota`` would choose but for ``min_runtime``, in eviction order:
+    those it spares for now (the round chooses around them)."""
+    if min_runtime.seconds <= 0:
+        return []
+    chosen = victims_of(snapshot, quota, spared)
+    return [pod for pod in chosen if min_runtime.protects(pod)]
+
+
+def revocation_plan(
+    snapshot: Snapshot, min_runtime: MinRuntime = NO_MIN_RUNTIME
+) -> list[tuple[str, list[PodInfo]]]:
     """For every over-used quota (the reserved ones excluded), its victims in eviction order."""
     return [
-        (name, victims_of(snapshot, name))
+        (name, victims_of(snapshot, name, min_runtime=min_runtime))
         for name in sorted(snapshot.quotas)
         if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
         and not snapshot.quotas[name].reserved

@@ -1,0 +1,122 @@
+"""Revocation's minimum runtime (``revocation_min_runtime``): young pods are not chosen.
+
+The round evicts what it would without the rule, but the pods that have run less than the minimum;
+in their place only pods of no higher priority may go (older pods of their priority), so the rule
+delays a revocation and never turns the priority order over. Quota ``team`` has 4 cpu; every pod
+asks for 2; times are epoch seconds, ``NOW`` 1000 and a minimum of 60 s.
+"""
+
+from __future__ import annotations
+
+from test_revocation import TRACKED, names, pod, result, snapshot
+
+from elasticquota.core.decisions.overuse import OverUseTimer
+from elasticquota.core.decisions.revocation import (
+    NO_MIN_RUNTIME,
+    MinRuntime,
+    protected_victims,
+    revocation_plan,
+    select_victims,
+    victims_of,
+)
+from elasticquota.core.model.models import PodInfo
+from elasticquota.core.solve.results import Snapshot
+
+NOW = 1000.0
+YOUNG = MinRuntime(60.0, NOW)
+
+
+def team(*pods: PodInfo) -> Snapshot:
+    used = {"cpu": 2 * len(pods)}
+    return snapshot([result("team", used, {"cpu": 4})], {"team": list(pods)})
+
+
+def test_protection_covers_pods_younger_than_the_minimum_only() -> None:
+    assert YOUNG.protects(pod("young", start=NOW - 59))
+    assert not YOUNG.protects(pod("old", start=NOW - 60))
+    assert not YOUNG.protects(pod("unstarted", start=None))  # has not run: nothing to lose
+    assert YOUNG.ends(pod("young", start=NOW - 59)) == NOW + 1
+
+
+def test_no_minimum_protects_nothing_not_even_a_start_time_in_the_future() -> None:
+    assert not NO_MIN_RUNTIME.protects(pod("skewed", start=4e9))
+    assert not MinRuntime(0.0, NOW).protects(pod("skewed", start=NOW + 10))
+
+
+def test_an_older_pod_of_the_same_priority_goes_in_place_of_a_young_one() -> None:
+    state = team(
+        pod("keep", 9, start=0.0, cpu=2),
+        pod("old", 0, 0.0, cpu=2),
+        pod("young", 0, NOW - 10, cpu=2),
+    )
+    assert names(victims_of(state, "team")) == ["young"]  # the reference: the later start first
+    assert names(victims_of(state, "team", min_runtime=YOUNG)) == ["old"]
+    assert names(protected_victims(state, "team", YOUNG)) == ["young"]
+
+
+def test_a_more_important_pod_never_goes_in_place_of_a_young_one() -> None:
+    state = team(
+        pod("keep", 9, 0.0, cpu=2), pod("mid", 5, 0.0, cpu=2), pod("young", 0, NOW - 10, cpu=2)
+    )
+    assert victims_of(state, "team", min_runtime=YOUNG) == []  # the round waits for young
+    assert names(protected_victims(state, "team", YOUNG)) == ["young"]
+
+
+def test_what_the_round_evicts_anyway_still_goes_beside_a_young_pod() -> None:
+    """Used 8 > 4: without the rule mid and low go; low is young, so mid goes alone now (it is
+    due anyway), and no pod of priority 5 or 9 takes low's place."""
+    state = team(
+        pod("keep", 9, 0.0, cpu=2),
+        pod("mid-old", 5, 0.0, cpu=2),
+        pod("mid", 5, 500.0, cpu=2),
+        pod("low", 0, NOW - 10, cpu=2),
+    )
+    assert names(victims_of(state, "team")) == ["mid", "low"]
+    assert names(victims_of(state, "team", min_runtime=YOUNG)) == ["mid"]
+
+
+def test_pods_without_a_start_time_and_old_pods_are_chosen_as_before() -> None:
+    state = team(
+        pod("keep", 9, 0.0, cpu=2), pod("bound", 0, None, cpu=2), pod("old", 0, 0.0, cpu=2)
+    )
+    assert victims_of(state, "team", min_runtime=YOUNG) == victims_of(state, "team")
+    assert protected_victims(state, "team", YOUNG) == []
+
+
+def test_the_protection_and_the_pods_a_budget_kept_add_up() -> None:
+    pods = [
+        pod("keep", 9, 0.0, cpu=2),
+        pod("a", 0, 0.0, cpu=2),
+        pod("b", 0, 10.0, cpu=2),
+        pod("young", 0, NOW - 1, cpu=2),
+    ]
+    used, runtime = {"cpu": 8}, {"cpu": 6}
+    chosen = select_victims(pods, used, runtime, TRACKED, spared={"ns/b"}, protected={"ns/young"})
+    assert names(chosen) == ["a"]
+
+
+def test_the_plan_spares_the_young_pods_as_the_live_round_does() -> None:
+    state = team(
+        pod("keep", 9, 0.0, cpu=2), pod("old", 0, 0.0, cpu=2), pod("young", 0, NOW - 10, cpu=2)
+    )
+    assert [(quota, names(pods)) for quota, pods in revocation_plan(state, YOUNG)] == [
+        ("team", ["old"])
+    ]
+
+
+def test_a_round_that_spared_pods_is_due_again_when_the_first_may_go() -> None:
+    timer = OverUseTimer(delay=120.0)
+    assert not timer.observe("team", True, 0.0)
+    assert timer.observe("team", True, 121.0)  # the round
+    timer.due_again_by("team", 150.0)  # it spared a pod until 150
+    assert not timer.observe("team", True, 150.0)
+    assert timer.observe("team", True, 150.5)
+    assert not timer.observe("team", True, 200.0)  # then a full delay again
+    timer.due_again_by("team", 1000.0)  # later than the delay's own next round: no change
+    assert timer.observe("team", True, 271.0)
+
+
+def test_a_quota_that_fits_again_is_not_made_due() -> None:
+    timer = OverUseTimer(delay=120.0)
+    timer.due_again_by("team", 10.0)
+    assert "team" not in timer.last_round and "team" not in timer.since
