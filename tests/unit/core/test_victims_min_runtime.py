@@ -8,6 +8,8 @@ asks for 2; times are epoch seconds, ``NOW`` 1000 and a minimum of 60 s.
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_revocation import TRACKED, names, pod, result, snapshot
 
 from elasticquota.core.decisions.overuse import OverUseTimer
@@ -120,3 +122,33 @@ def test_a_quota_that_fits_again_is_not_made_due() -> None:
     timer = OverUseTimer(delay=120.0)
     timer.due_again_by("team", 10.0)
     assert "team" not in timer.last_round and "team" not in timer.since
+
+
+# -- any pods -----------------------------------------------------------------------------------
+
+young_or_old = st.builds(
+    lambda index, priority, start, cpu: pod(f"p{index}", priority, start, cpu=cpu),
+    st.integers(0, 7),
+    st.integers(0, 3),
+    st.sampled_from([None, 0.0, 500.0, NOW - 30, NOW - 5]),
+    st.integers(1, 4),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pods=st.lists(young_or_old, max_size=8, unique_by=lambda item: item.name),
+    runtime=st.integers(0, 12),
+)
+def test_no_young_pod_goes_and_none_more_important_than_them_goes_in_their_place(
+    pods: list[PodInfo], runtime: int
+) -> None:
+    used = {"cpu": sum(item.requests["cpu"] for item in pods)}
+    young = {item.key for item in pods if YOUNG.protects(item)}
+    due = {item.key for item in select_victims(pods, used, {"cpu": runtime}, TRACKED)}
+    chosen = select_victims(pods, used, {"cpu": runtime}, TRACKED, protected=young)
+    lowest_young = min((item.priority for item in pods if item.key in young), default=None)
+    for victim in chosen:
+        assert victim.key not in young
+        if victim.key not in due:  # in a young pod's place: never of a higher priority
+            assert lowest_young is not None and victim.priority <= lowest_young
