@@ -90,7 +90,7 @@ async def whole(reader: Reflector, seen: set[tuple[str, str]]) -> None:
     ) as reply:
         await check(reply)
         document = orjson.loads(await reply.read())
-    await reader._feed(document["items"], seen)
+    await reader._lists._feed(document["items"], seen)
     await reader._sink.relisted(seen)
 
 
@@ -116,14 +116,14 @@ async def with_ijson(reader: Reflector, seen: set[tuple[str, str]]) -> None:
 
 def slowed(reader: Reflector, delay: float) -> None:
     """A pause of ``delay`` seconds after each chunk of the reader's stream that held items."""
-    feed = reader._feed
+    feed = reader._lists._feed
 
     async def slow_feed(items: list[dict[str, Any]], seen: set[tuple[str, str]]) -> None:
         await feed(items, seen)
         if items:
             await asyncio.sleep(delay)
 
-    reader._feed = slow_feed  # type: ignore[method-assign]
+    reader._lists._feed = slow_feed  # type: ignore[method-assign]
 
 
 async def measure(variant: str, kubeconfig: str, delay: float) -> dict[str, Any]:

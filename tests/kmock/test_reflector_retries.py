@@ -7,7 +7,8 @@ than the paged list from etcd. Failures in a row wait longer and longer (``kube.
 from 1 s, less up to a quarter at random, up to 10 s); a watch that delivered events starts the
 waits over. A 410 relists at once the first time after a long watch and waits when it comes again;
 a 410 on a page's ``continue`` token is followed by one list without paging (neither ``limit`` nor
-``resourceVersion``), not by the first page again.
+``resourceVersion``), not by the first page again. A watch event too long to read is read by a
+list, after a wait, since every watch resumed before it would meet it again.
 
 The reader's waits are not slept: ``Time`` records each with the number of requests KMock had
 received by then, and is the reader's clock too (a watch is long when a reaction moves it on).
@@ -311,3 +312,27 @@ async def test_410s_that_come_again_wait_and_the_first_after_a_long_watch_relist
     assert reader.health.relists == 5
     said = [r.levelname for r in caplog.records if "expired" in r.getMessage()]
     assert said == ["INFO", "WARNING", "INFO", "WARNING"]
+
+
+async def test_a_watch_event_too_long_to_read_is_read_by_a_list_after_a_wait(
+    kmock: kmock.KubernetesEmulator, api: client.ApiClient
+) -> None:
+    """The second pod's ADDED event is longer than the reader's bound: resumed from version 10,
+    the watch would meet it every time; the reader lists (from the cache, at least as recent as
+    what it saw) and watches on from that list."""
+    big = {**pod("big", "15"), "spec": {"note": "x" * 5000}}
+    kmock["list"][:1] << pod_list(["a"])
+    kmock["list"] << orjson.dumps(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "20"},
+         "items": [pod("a"), big]}
+    )  # fmt: skip
+    kmock["watch"][:1] << ({"type": "ADDED", "object": big},)
+    time = Time(kmock)
+    sink = MemorySink()
+    reader = time.reader(api, sink, watch_line_limit=2000)
+    await run_until(reader, lambda: len(kmock) == 4 and reader.health.connected)
+
+    assert asked(kmock) == ["cache@0", "watch@10", "cache@10", "watch@20"]
+    assert sink.names("ns") == {"a", "big"}
+    assert doubling(time.waits, at=[2], bases=[1]), time.waits
+    assert reader.health.relists == 2
