@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from elasticquota.api import Body
 from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.kube.listspool import StreamProgress, read_list
 from elasticquota.kube.liststream import ListStream
 from elasticquota.kube.readerhttp import HttpStatusError, ReaderHttp, cause
-from elasticquota.kube.readerparts import Kind, ReaderHealth, Sink, VersionExpiredError, object_key
+from elasticquota.kube.readerparts import Kind, Sink, VersionExpiredError, object_key
 
 logger = logging.getLogger("elasticquota.kube.reflector")
 
@@ -46,42 +46,36 @@ STREAM_ENCODING = "gzip"
 SLICE = 100
 
 
+@dataclass(slots=True)
 class ListReader:
-    """Reads one kind's whole list into ``sink``; ``quiet`` says whether the reader is in an
-    outage (its fallbacks are then logged at DEBUG: every retry would say them again)."""
+    """Reads the whole list of ``kind`` into ``sink``."""
 
-    def __init__(
-        self,
-        http: ReaderHttp,
-        kind: Kind,
-        sink: Sink,
-        health: ReaderHealth,
-        quiet: Callable[[], bool],
-        *,
-        page_size: int = PAGE_SIZE,
-        request_timeout: float = 30.0,
-    ) -> None:
-        self._http = http
-        self._kind = kind
-        self._sink = sink
-        self._health = health
-        self._quiet = quiet
-        self._page_size = page_size
-        self._request_timeout = request_timeout
-        #: How far the last list read as a stream got, for its failure's log.
-        self._progress: StreamProgress | None = None
+    http: ReaderHttp
+    kind: Kind
+    sink: Sink
+    page_size: int = PAGE_SIZE
+    request_timeout: float = 30.0
+    #: How far the last list read as a stream got, for its failure's log.
+    progress: StreamProgress | None = None
+    #: Where the last complete list came from: ``cache``, ``pages`` or ``whole`` (the health's).
+    source: str = ""
 
-    async def read(self, seen: set[tuple[str, str]], from_cache: bool, latest: str | None) -> str:
+    async def read(
+        self, seen: set[tuple[str, str]], from_cache: bool, latest: str | None, quiet: bool
+    ) -> str:
         """Every object into the sink and its key into ``seen``: from the watch cache (at least
         as recent as ``latest``) when ``from_cache``, else, or when the cache's answer is not one
-        whole list, page by page. The list's resourceVersion."""
-        version = await self._list_cached(seen, latest) if from_cache else None
+        whole list, page by page. The list's resourceVersion. ``quiet``: the reader is in an
+        outage (a fallback is logged at DEBUG then: every retry would say it again)."""
+        version = await self._list_cached(seen, latest, quiet) if from_cache else None
         if version is None:
             seen.clear()  # what a broken stream handed over is not the list
             version = await self._list_paged(seen)
         return version
 
-    async def _list_cached(self, seen: set[tuple[str, str]], latest: str | None) -> str | None:
+    async def _list_cached(
+        self, seen: set[tuple[str, str]], latest: str | None, quiet: bool
+    ) -> str | None:
         """The list from the API server's watch cache; None when it is to be read from etcd
         instead: the cache's answer was not one whole list, or the cache cannot serve this
         version (410, too large) or refused for good (4xx). A refusal that waiting may lift
@@ -95,23 +89,23 @@ class ListReader:
         except HttpStatusError as error:
             if error.transient:
                 raise
-            self._falling_back(error)
+            self._falling_back(error, quiet)
         except VersionExpiredError as error:
-            self._falling_back(error)
+            self._falling_back(error, quiet)
         except Exception as error:
-            if self._progress is None:  # no answer at all (no connection, none in time)
+            if self.progress is None:  # no answer at all (no connection, none in time)
                 raise
-            self._falling_back(error)
+            self._falling_back(error, quiet)
         return None
 
-    def _falling_back(self, error: Exception) -> None:
+    def _falling_back(self, error: Exception, quiet: bool) -> None:
         """Say why the list is read in pages: once (at INFO), for while the API server is
         unreachable every retry would say it again."""
-        log = logger.debug if self._quiet() else logger.info
-        said = cause(error) if self._progress is None else f"{cause(error)}; {self._progress.say()}"
+        log = logger.debug if quiet else logger.info
+        said = cause(error) if self.progress is None else f"{cause(error)}; {self.progress.say()}"
         log(
             "%s: list from the API server's cache failed (%s); listing in pages",
-            self._kind.name,
+            self.kind.name,
             said,
         )
 
@@ -121,22 +115,22 @@ class ListReader:
         """The whole list asked with ``params`` (``source``: what it is, for the health), in one
         answer read as a stream: its bytes drained off the connection as fast as they come (every
         read bounded by the request timeout), parsed behind them (``listspool.read_list``). Raises
-        on anything but a complete list; ``_progress`` is None if no answer came.
+        on anything but a complete list; ``progress`` is None if no answer came.
 
         Asked for gzipped (a tenth of the bytes to hold) and drained at once, so that the server
         is done with it before its ``--request-timeout`` cuts it, however long the parse takes
         (``kube.listspool``)."""
-        self._progress = None
-        async with asyncio.timeout(self._request_timeout):
-            reply = await self._http.open(params, encoding=STREAM_ENCODING)
-        self._progress = StreamProgress(asyncio.get_running_loop(), ListStream())
+        self.progress = None
+        async with asyncio.timeout(self.request_timeout):
+            reply = await self.http.open(params, encoding=STREAM_ENCODING)
+        self.progress = StreamProgress(asyncio.get_running_loop(), ListStream())
         try:
             version = await read_list(
-                reply, self._progress, lambda items: self._feed(items, seen), self._request_timeout
+                reply, self.progress, lambda items: self._feed(items, seen), self.request_timeout
             )
         finally:
             reply.close()
-        self._health.list_source = source
+        self.source = source
         return version
 
     async def _list_paged(self, seen: set[tuple[str, str]]) -> str:
@@ -154,13 +148,13 @@ class ListReader:
             token = meta.get("continue") or None
             if token is None:
                 break
-        self._health.list_source = "pages"
+        self.source = "pages"
         return version
 
     async def _page(self, token: str | None) -> Body | None:
         """The page after ``token`` (the first if None); None if that token expired (410)."""
         try:
-            return await self._http.get_json(self._list_params(token), self._request_timeout)
+            return await self.http.get_json(self._list_params(token), self.request_timeout)
         except VersionExpiredError:
             if token is None:
                 raise
@@ -170,12 +164,12 @@ class ListReader:
         """Every object in one request from etcd (neither ``limit`` nor ``resourceVersion``): a
         paged list's ``continue`` token expired (410), and starting over from the first page
         would meet the same fate on a list that takes longer than etcd's compaction window."""
-        logger.info("%s: a page's continue token expired; listing in one request", self._kind.name)
+        logger.info("%s: a page's continue token expired; listing in one request", self.kind.name)
         seen.clear()  # the pages read so far may hold objects deleted since: the list decides
         return await self._list_streamed({}, seen, "whole")
 
     def _list_params(self, token: str | None) -> dict[str, str]:
-        params = {"limit": str(self._page_size)}
+        params = {"limit": str(self.page_size)}
         if token:
             params["continue"] = token
         return params
@@ -186,7 +180,7 @@ class ListReader:
         stretch = TimeSlice()
         for position, body in enumerate(items, start=1):
             seen.add(object_key(body))
-            self._sink.upsert(body)
+            self.sink.upsert(body)
             if position % SLICE == 0 or stretch.due():
                 await asyncio.sleep(0)  # let the loop breathe between slices
                 stretch.restart()

@@ -103,15 +103,7 @@ class Reflector:
         self._server_timeout = server_timeout
         self._client_margin = client_margin
         self.health = ReaderHealth()
-        self._lists = ListReader(
-            self._http,
-            kind,
-            sink,
-            self.health,
-            lambda: self._in_outage,
-            page_size=page_size,
-            request_timeout=request_timeout,
-        )
+        self._lists = ListReader(self._http, kind, sink, page_size, request_timeout)
         self._list_from_cache = list_from_cache
         self._watch_line_limit = watch_line_limit
         self._clock = clock
@@ -206,7 +198,8 @@ class Reflector:
         """Every object into the sink (from the watch cache, else page by page); then forget the
         others. The version to watch from."""
         seen: set[tuple[str, str]] = set()
-        version = await self._lists.read(seen, self._list_from_cache, self._latest)
+        version = await self._lists.read(seen, self._list_from_cache, self._latest, self._in_outage)
+        self.health.list_source = self._lists.source
         await self._sink.relisted(seen)
         self._latest = version
         self.health.relists += 1
