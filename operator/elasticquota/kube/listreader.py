@@ -33,6 +33,7 @@ from elasticquota.kube.liststream import ListStream
 from elasticquota.kube.readerhttp import HttpStatusError, ReaderHttp, cause
 from elasticquota.kube.readerparts import Kind, Sink, VersionExpiredError, object_key
 
+#: The reflector's logger: a list's fallbacks are part of its story (one logger to raise or quiet).
 logger = logging.getLogger("elasticquota.kube.reflector")
 
 #: Objects per list page. The API server (before 1.27's paged watch-cache lists) serves each page
