@@ -60,6 +60,9 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     run.add_argument("--reconcile-interval", help="seconds between writes per tree")
     run.add_argument("--revocation-delay", help="seconds of over-use before revoking")
+    run.add_argument(
+        "--revocation-min-runtime", help="seconds a pod must have run before it may be revoked"
+    )
     _off_switch(run, "--no-revocation", "revocation", "never evict pods of over-used quotas")
     run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
@@ -168,6 +171,7 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
             "scale_min_quota",
             "reconcile_interval",
             "revocation_delay",
+            "revocation_min_runtime",
             "revocation",
             "dry_run",
             "metrics_port",

@@ -44,6 +44,16 @@ def test_run_names_the_flag_of_a_bad_flag_value(capsys: pytest.CaptureFixture[st
     )
 
 
+def test_run_takes_the_minimum_runtime_as_plan_and_explain_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--revocation-min-runtime", "-5"]) == 2
+    assert capsys.readouterr().err == (
+        "error: invalid settings: revocation_min_runtime = '-5' (from --revocation-min-runtime): "
+        "allowed: a number from 0 to 604800\n"
+    )
+
+
 def test_a_choice_argparse_refuses_is_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["run", "--webhook-failure-policy", "Sometimes"])
