@@ -31,8 +31,8 @@ from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
-    protected_victims,
-    revocation_plan,
+    RoundChoice,
+    revocation_choices,
 )
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
@@ -94,12 +94,12 @@ def compute_plan(
     _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     released = _released(manifests.pods)
-    revocations = revocation_plan(snapshot, min_runtime)
+    choices = revocation_choices(snapshot, min_runtime)
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors, released),
-        revocations=revocations,
-        spared=_spared(snapshot, [quota for quota, _ in revocations], min_runtime),
+        revocations=[(quota, choice.victims) for quota, choice in choices],
+        spared=_spared(choices, min_runtime),
         problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),
@@ -109,14 +109,13 @@ def compute_plan(
 
 
 def _spared(
-    snapshot: Snapshot, quotas: list[str], min_runtime: MinRuntime
+    choices: list[tuple[str, RoundChoice]], min_runtime: MinRuntime
 ) -> dict[str, list[tuple[PodInfo, float]]]:
     """Of each quota a round is due for, the pods spared for ``min_runtime``, when each may go."""
-    spared = {quota: protected_victims(snapshot, quota, min_runtime) for quota in quotas}
     return {
-        quota: [(pod, min_runtime.ends(pod)) for pod in pods]
-        for quota, pods in spared.items()
-        if pods
+        quota: [(pod, min_runtime.ends(pod)) for pod in choice.spared]
+        for quota, choice in choices
+        if choice.spared
     }
 
 

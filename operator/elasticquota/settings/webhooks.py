@@ -96,7 +96,8 @@ class WebhookSettings(BaseModel):
 
     webhook_cert_check_interval: float = Field(default=60.0, ge=1, le=HOUR)
     """Seconds between two reads of the managed certificate's Secret (renewals, a replica
-    picking up another's renewal) and of the caBundle of ``webhook_ca_bundle_configuration``."""
+    picking up another's renewal) and of the caBundle of ``webhook_ca_bundle_configuration``.
+    (The server checks its certificate files every second, whatever this says.)"""
 
     webhook_ca_bundle_configuration: str = Field(
         default="", max_length=MAX_NAME, pattern=DNS_SUBDOMAIN_OR_EMPTY

@@ -49,6 +49,7 @@ def test_the_server_and_the_managed_configurations_come_from_the_settings(
     assert isinstance(server, WebhookServer)
     assert (server.addr, server.port, server.host) == ("127.0.0.1", 9443, "eq.svc")
     assert (server.certfile, server.pkeyfile, server.cafile) == (None, None, None)
+    assert server.file_check_interval == 1.0  # renewed files served within a second
     assert tuned.admission.managed == "elastic-quota-operator.elasticquota.dev"
     unmanaged = kopf_settings(make_settings(webhook_port=9443, webhook_configuration=""))
     assert unmanaged.admission.managed is None

@@ -16,8 +16,8 @@ from elasticquota.core.decisions.overuse import OverUseTimer
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
-    protected_victims,
     revocation_plan,
+    round_choice,
     select_victims,
     victims_of,
 )
@@ -38,6 +38,7 @@ def test_protection_covers_pods_younger_than_the_minimum_only() -> None:
     assert not YOUNG.protects(pod("old", start=NOW - 60))
     assert not YOUNG.protects(pod("unstarted", start=None))  # has not run: nothing to lose
     assert YOUNG.ends(pod("young", start=NOW - 59)) == NOW + 1
+    assert MinRuntime(60.0, 30.0).ends(pod("epoch", start=0.0)) == 60.0  # 0 is a start time
 
 
 def test_no_minimum_protects_nothing_not_even_a_start_time_in_the_future() -> None:
@@ -53,7 +54,7 @@ def test_an_older_pod_of_the_same_priority_goes_in_place_of_a_young_one() -> Non
     )
     assert names(victims_of(state, "team")) == ["young"]  # the reference: the later start first
     assert names(victims_of(state, "team", min_runtime=YOUNG)) == ["old"]
-    assert names(protected_victims(state, "team", YOUNG)) == ["young"]
+    assert names(round_choice(state, "team", min_runtime=YOUNG).spared) == ["young"]
 
 
 def test_a_more_important_pod_never_goes_in_place_of_a_young_one() -> None:
@@ -61,7 +62,7 @@ def test_a_more_important_pod_never_goes_in_place_of_a_young_one() -> None:
         pod("keep", 9, 0.0, cpu=2), pod("mid", 5, 0.0, cpu=2), pod("young", 0, NOW - 10, cpu=2)
     )
     assert victims_of(state, "team", min_runtime=YOUNG) == []  # the round waits for young
-    assert names(protected_victims(state, "team", YOUNG)) == ["young"]
+    assert names(round_choice(state, "team", min_runtime=YOUNG).spared) == ["young"]
 
 
 def test_what_the_round_evicts_anyway_still_goes_beside_a_young_pod() -> None:
@@ -82,7 +83,20 @@ def test_pods_without_a_start_time_and_old_pods_are_chosen_as_before() -> None:
         pod("keep", 9, 0.0, cpu=2), pod("bound", 0, None, cpu=2), pod("old", 0, 0.0, cpu=2)
     )
     assert victims_of(state, "team", min_runtime=YOUNG) == victims_of(state, "team")
-    assert protected_victims(state, "team", YOUNG) == []
+    assert round_choice(state, "team", min_runtime=YOUNG).spared == []
+
+
+def test_a_round_names_its_victims_and_the_pods_it_spared_in_eviction_order() -> None:
+    state = team(
+        pod("low-young", 0, NOW - 5, cpu=2),
+        pod("mid-young", 5, NOW - 10, cpu=2),
+        pod("low-old", 0, NOW - 900, cpu=2),
+        pod("mid-old", 5, NOW - 900, cpu=2),
+    )  # 8 cpu used of 4: two pods go
+    assert names(victims_of(state, "team")) == ["low-old", "low-young"]
+    choice = round_choice(state, "team", min_runtime=YOUNG)
+    assert (names(choice.victims), names(choice.spared)) == (["low-old"], ["low-young"])
+    assert round_choice(state, "team").spared == []  # no minimum: nothing spared
 
 
 def test_the_protection_and_the_pods_a_budget_kept_add_up() -> None:

@@ -4,7 +4,7 @@ Every ``revocation_interval`` the active replica checks every quota (not the roo
 quota; the default quota only when enabled): a cheap look at each result, and the pods of the quotas
 whose used exceeds their runtime only. A quota whose used exceeds its runtime for longer than
 ``revocation_delay`` gets one revocation round: the victims of
-``core.decisions.revocation.victims_of``, the function ``plan`` uses too (least important first to
+``core.decisions.revocation.round_choice``, the function ``plan`` uses too (least important first to
 try: lower priority, then the later start time; non-preemptible and terminating pods never) are
 evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
 on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again (with
@@ -59,8 +59,8 @@ from elasticquota.core.decisions.overuse import (
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
-    protected_victims,
     quota_is_over_used,
+    round_choice,
     victims_of,
 )
 from elasticquota.core.model.models import PodInfo
@@ -187,11 +187,12 @@ class RevocationController(WritingLoop):
         if name not in fresh.quotas or not self._judge(fresh, name):
             return
         young = self._min_runtime(now)
-        protected = protected_victims(fresh, name, young)
-        if protected:
-            self._timer.due_again_by(name, min(young.ends(pod) for pod in protected))
-        victims = victims_of(fresh, name, min_runtime=young)
-        await self._revoke(fresh.quotas[name], victims, self._spared_text(protected, young))
+        choice = round_choice(fresh, name, min_runtime=young)
+        if choice.spared:
+            self._timer.due_again_by(name, min(young.ends(pod) for pod in choice.spared))
+        await self._revoke(
+            fresh.quotas[name], choice.victims, self._spared_text(choice.spared, young)
+        )
 
     def _min_runtime(self, now: float | None = None) -> MinRuntime:
         """The protection of pods younger than ``revocation_min_runtime``, as of ``now`` (None:

@@ -15,7 +15,8 @@ workload webhooks of user limits (``identity``). By duty, from the top (import c
   was admitted a moment ago and not yet seen by the watch (``RecentAdmissions``);
   ``userlimit_admission``: user and group limits refused at CREATE where the API server has no
   gates; ``namespaces``: the namespaces the pod webhooks never see; ``certs``: a self-signed
-  serving certificate made in memory.
+  serving certificate made in memory; ``tlsfiles``: certificate files read again when they
+  change, served from the next handshake on without closing the port.
 
 Failure policies: the quota webhooks follow ``webhook_failure_policy`` (Fail by default: no quota
 write goes unchecked), the pod webhooks ``pod_webhook_failure_policy`` (Ignore by default: an

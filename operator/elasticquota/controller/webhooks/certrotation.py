@@ -14,7 +14,8 @@ and with no cert-manager.
   ``webhook_cert_renew_before_days``, other names) is written by the active replica only (the
   Lease holder); an unusable one by any replica. Replacements are resourceVersion-checked: of two
   writers one wins, the other reads the winner's. A replica that finds a certificate other than the
-  one it serves rewrites its files; Kopf's server reloads them (it watches their mtime).
+  one it serves rewrites its files; the server serves them from its next check of their content
+  on, without closing its port (``tlsfiles``).
 * The caBundle: every webhook of ``webhook_ca_bundle_configuration`` (the chart's configurations,
   rendered with none) gets the CA (the managed one's, else ``webhook_ca_file``'s), checked each
   round, so a configuration re-applied by Helm or Argo CD gets it back within an interval.

@@ -10,10 +10,13 @@ matched: label it yourself).
 
 from __future__ import annotations
 
+import base64
 import functools
+import ssl
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from typing import Any, cast
 
+import aiohttp.web
 import kopf
 from kopf import WebhookClientConfig, WebhookFn
 from kopf._core.engines import admission as kopf_admission
@@ -22,11 +25,16 @@ from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
+from elasticquota.controller.webhooks.tlsfiles import ServedCertificate
 from elasticquota.settings import ListenError, Settings, is_bind_error
 
 #: The label API servers put on every namespace since 1.21, its value the namespace's name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
+
+#: Seconds between two checks of the certificate files' content: renewed files (cert-manager's,
+#: the operator's own from its Secret) are served within this long (a few small files hashed).
+FILE_CHECK_INTERVAL = 1.0
 
 #: The settings of the webhooks' listening socket, named when it cannot listen.
 LISTEN_SETTINGS = ("webhook_port", "webhook_address")
@@ -100,7 +108,8 @@ class WebhookServer(kopf.WebhookServer):
     no memory per object (``without_memories``), answering a malformed review with 400
     (``checking_reviews``); a port it cannot listen on is a ``ListenError``
     naming the settings (Kopf re-raises a failed server's error as the operator's own: ``run``
-    then says which setting to change)."""
+    then says which setting to change). Its serving loop is its own: renewed certificate files
+    are served without closing the port (Kopf's restarts the server)."""
 
     @staticmethod
     def build_certificate(
@@ -109,14 +118,57 @@ class WebhookServer(kopf.WebhookServer):
         return self_signed_certificate(hostnames, password)
 
     async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+        """Listen once and yield the webhooks' client configuration; again, on the same port,
+        each time renewed certificate files are served (``tlsfiles``: never a closed port)."""
+        handler = checking_reviews(without_memories(fn))
+
+        async def serve(request: aiohttp.web.Request) -> aiohttp.web.Response:
+            return await self._serve(handler, request)
+
+        certificate = ServedCertificate(self._build_ssl, self._certificate_files())
+        app = aiohttp.web.Application()
+        app.add_routes([aiohttp.web.post(f"{(self.path or '').rstrip('/')}/{{id:.*}}", serve)])
+        runner = aiohttp.web.AppRunner(app, handle_signals=False)
+        await runner.setup()
         try:
-            async for client_config in super().__call__(checking_reviews(without_memories(fn))):
-                yield client_config
+            port = await self._listen(runner, certificate.listening)
+            while True:
+                yield self._client_config(certificate, port)
+                await certificate.renewed(self.file_check_interval)
+        finally:
+            await runner.cleanup()  # on any exit: the port is free at once
+
+    def _certificate_files(self) -> list[str]:
+        """The files whose change renews the served certificate (none: made in memory)."""
+        if self.certfile is None or self.pkeyfile is None:
+            return []
+        paths = [self.certfile, self.pkeyfile, self.cafile]
+        return [str(path) for path in dict.fromkeys(paths) if path is not None]
+
+    async def _listen(self, runner: aiohttp.web.AppRunner, context: ssl.SSLContext | None) -> int:
+        """The port listened on (Kopf's reuse options); a bind refused is a ``ListenError``."""
+        port = self.port or self._allocate_free_port()
+        site = aiohttp.web.TCPSite(
+            runner, self.addr or None, port, ssl_context=context,
+            reuse_port=True, reuse_address=True,
+        )  # fmt: skip
+        try:
+            await site.start()
         except OSError as error:
             if not is_bind_error(error):
                 raise
-            address = self.addr or "0.0.0.0"  # Kopf binds every interface without one
-            raise ListenError(LISTEN_SETTINGS, address, self.port or 0, error) from error
+            address = self.addr or "0.0.0.0"  # every interface without one
+            raise ListenError(LISTEN_SETTINGS, address, port, error) from error
+        return port
+
+    def _client_config(self, certificate: ServedCertificate, port: int) -> WebhookClientConfig:
+        """The URL the API server calls (Kopf's rules for the host) and the CA bundle."""
+        schema = "http" if certificate.listening is None else "https"
+        host = self.host or self.DEFAULT_HOST or self._get_accessible_addr(self.addr)
+        config = WebhookClientConfig(url=self._build_url(schema, host, port, self.path or ""))
+        if certificate.cadata is not None:
+            config["caBundle"] = base64.b64encode(certificate.cadata).decode("ascii")
+        return config
 
 
 def webhook_server(settings: Settings) -> kopf.WebhookServer:
@@ -129,8 +181,7 @@ def webhook_server(settings: Settings) -> kopf.WebhookServer:
         certfile=settings.webhook_cert_file,
         pkeyfile=settings.webhook_key_file,
         cafile=settings.webhook_ca_file,
-        # Renewed files (cert-manager's, the operator's own) are served within this long.
-        file_check_interval=settings.webhook_cert_check_interval,
+        file_check_interval=FILE_CHECK_INTERVAL,
     )
 
 

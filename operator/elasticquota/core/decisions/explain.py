@@ -14,7 +14,7 @@ subject must drop to, or the value the limit must be raised to (or, for applicat
 the running ones must stop).
 
 For a running pod of a quota above its runtime: whether the next revocation round would evict it
-(``core.decisions.revocation.victims_of``, as the operator decides it). Pure: it reads a solved
+(``core.decisions.revocation.round_choice``, as the operator decides it). Pure: it reads a solved
 ``Snapshot``.
 """
 
@@ -28,9 +28,8 @@ from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pendi
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
-    protected_victims,
     quota_is_over_used,
-    victims_of,
+    round_choice,
 )
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -267,13 +266,14 @@ def _explain_running(
         verdict = "its quota is over its runtime only until its terminating pods are gone"
         return Explanation(pod.key, quota, state, verdict, levels)
     # the live operator's round, terminating pods aside
-    victims = victims_of(snapshot, quota, min_runtime=min_runtime)
+    choice = round_choice(snapshot, quota, min_runtime=min_runtime)
+    victims = choice.victims
     if any(victim.key == pod.key for victim in victims):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round evicts it "
             f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
         )
-    elif any(young.key == pod.key for young in protected_victims(snapshot, quota, min_runtime)):
+    elif any(young.key == pod.key for young in choice.spared):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round would evict it but "
             f"spares it until it has run {min_runtime.seconds:g}s (until "

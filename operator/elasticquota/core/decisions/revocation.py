@@ -24,12 +24,13 @@ minimum runtime, Kueue KEP-9876's ``reclaimMinAdmitDuration``; off by default: t
 no such rule). The round evicts what it would evict without the rule but the protected pods;
 in their place, pods of their priority that started earlier may go, never a pod of a higher
 priority: the rule delays a revocation, it does not turn the priority order over. A pod
-without a start time has not run yet and is not protected. ``protected_victims`` names the pods
-the rule keeps out of a round (the operator's next round comes when the first of them may go).
+without a start time has not run yet and is not protected. A ``RoundChoice`` names the pods the
+rule keeps out of a round beside its victims (the operator's next round comes when the first of
+them may go).
 
-``victims_of`` is the one entry point: ``plan`` (``revocation_plan``) and the live operator
-(``controller.enforcement.revocation``) both call it on their snapshot, so they cannot choose
-differently from the same pods (both parse pods with ``api.parse.parse_pod``).
+``round_choice`` is the one entry point: ``plan`` (``revocation_choices``), ``explain`` and the
+live operator (``controller.enforcement.revocation``) all call it on their snapshot, so they cannot
+choose differently from the same pods (all parse pods with ``api.parse.parse_pod``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class MinRuntime:
 
     def ends(self, pod: PodInfo) -> float:
         """When the protection of ``pod`` (one it ``protects``) ends."""
-        return (pod.start_time or self.now) + self.seconds
+        start = pod.start_time
+        return (self.now if start is None else start) + self.seconds
 
     def ends_text(self, pod: PodInfo) -> str:
         """``ends`` as Kubernetes writes times: ``2026-11-28T12:50:04Z`` (UTC, whole seconds up)."""
@@ -101,35 +103,61 @@ def select_victims(
     ``spared``: keys of pods never chosen. ``protected``: keys of pods never chosen either; of
     the others, those the choice without the protection takes, and in the protected ones' place
     only pods of no higher priority than one of them."""
-    due: Collection[str] = ()
-    if protected:
-        due = {pod.key for pod in select_victims(pods, used, runtime, tracked, spared)}
-    current: ResourceList = dict(used)
-    removed: list[tuple[PodInfo, ResourceList]] = []
-    ceiling = math.inf  # the lowest priority of a protected pod passed over
-    for pod in least_important_first([pod for pod in pods if pod.is_assigned]):
-        if not is_over_used(current, runtime):
-            break
-        if not pod.preemptible or pod.terminating:  # never these; terminating ones already go
-            continue
-        if pod.key in protected:
-            ceiling = min(ceiling, pod.priority)
-            continue
-        if pod.key in spared or (pod.priority > ceiling and pod.key not in due):
-            continue
-        request = mask(pod.requests, tracked)
-        current = {key: current.get(key, 0) - value for key, value in request.items()}
-        removed.append((pod, request))
-    if is_over_used(current, runtime):
-        return [pod for pod, _ in removed]
-    victims: list[PodInfo] = []
-    for pod, request in reversed(removed):
-        candidate = add(current, request)
-        if is_over_used(candidate, runtime):
-            victims.append(pod)
-        else:
-            current = candidate
-    return victims
+    return _Walk(pods, used, runtime, tracked, spared).victims_and_plain(protected)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """The walk of ``select_victims`` over one quota's pods."""
+
+    pods: Sequence[PodInfo]
+    used: Mapping[str, int]
+    runtime: Mapping[str, int]
+    tracked: Mapping[str, int]
+    spared: Collection[str]
+
+    def victims_and_plain(self, protected: Collection[str]) -> tuple[list[PodInfo], list[PodInfo]]:
+        """The choice around ``protected``, and the choice without it (each walked once)."""
+        plain = self.choose((), ())
+        if not protected:
+            return plain, plain
+        return self.choose(protected, {pod.key for pod in plain}), plain
+
+    def choose(self, protected: Collection[str], due: Collection[str]) -> list[PodInfo]:
+        """One walk; ``due``: the keys the choice without ``protected`` takes (the pods above a
+        protected one's priority that may go all the same)."""
+        current: ResourceList = dict(self.used)
+        removed: list[tuple[PodInfo, ResourceList]] = []
+        ceiling = math.inf  # the lowest priority of a protected pod passed over
+        for pod in least_important_first([pod for pod in self.pods if pod.is_assigned]):
+            if not is_over_used(current, self.runtime):
+                break
+            if not pod.preemptible or pod.terminating:  # never these; terminating ones go
+                continue
+            if pod.key in protected:
+                ceiling = min(ceiling, pod.priority)
+                continue
+            if pod.key in self.spared or (pod.priority > ceiling and pod.key not in due):
+                continue
+            request = mask(pod.requests, self.tracked)
+            current = {key: current.get(key, 0) - value for key, value in request.items()}
+            removed.append((pod, request))
+        return self._kept_back(current, removed)
+
+    def _kept_back(
+        self, current: ResourceList, removed: list[tuple[PodInfo, ResourceList]]
+    ) -> list[PodInfo]:
+        """The removed pods walked back, most important first: each that still fits stays."""
+        if is_over_used(current, self.runtime):
+            return [pod for pod, _ in removed]
+        victims: list[PodInfo] = []
+        for pod, request in reversed(removed):
+            candidate = add(current, request)
+            if is_over_used(candidate, self.runtime):
+                victims.append(pod)
+            else:
+                current = candidate
+        return victims
 
 
 def used_without_terminating(
@@ -166,40 +194,58 @@ def quota_is_over_used(snapshot: Snapshot, quota: str) -> bool:
     return is_over_used(revocable_used(snapshot, quota), result.runtime)
 
 
+@dataclass(frozen=True, slots=True)
+class RoundChoice:
+    """What one revocation round of a quota does: ``victims``, in eviction order, and the pods
+    ``spared`` for their minimum runtime (those the round would choose without it, in eviction
+    order; the round chooses around them)."""
+
+    victims: list[PodInfo]
+    spared: list[PodInfo]
+
+
+def round_choice(
+    snapshot: Snapshot,
+    quota: str,
+    spared: Collection[str] = (),
+    min_runtime: MinRuntime = NO_MIN_RUNTIME,
+) -> RoundChoice:
+    """One revocation round of ``quota`` (no victim when it fits), never choosing the pods of
+    ``spared`` (keys) nor those ``min_runtime`` protects."""
+    result = snapshot.quotas[quota]
+    used = revocable_used(snapshot, quota)
+    pods = snapshot.pods_of(quota)
+    young = {pod.key for pod in pods if min_runtime.protects(pod)} if min_runtime.seconds else set()
+    walk = _Walk(pods, used, result.runtime, result.max, spared)
+    victims, plain = walk.victims_and_plain(young)
+    return RoundChoice(victims, [pod for pod in plain if pod.key in young] if young else [])
+
+
 def victims_of(
     snapshot: Snapshot,
     quota: str,
     spared: Collection[str] = (),
     min_runtime: MinRuntime = NO_MIN_RUNTIME,
 ) -> list[PodInfo]:
-    """The pods one revocation round of ``quota`` evicts, in eviction order (none when it fits);
-    never those of ``spared`` (keys) nor those ``min_runtime`` protects."""
-    result = snapshot.quotas[quota]
-    used = revocable_used(snapshot, quota)
-    pods = snapshot.pods_of(quota)
-    young = [pod.key for pod in pods if min_runtime.protects(pod)] if min_runtime.seconds else []
-    return select_victims(pods, used, result.runtime, result.max, spared, young)
+    """The pods one revocation round of ``quota`` evicts, in eviction order (``round_choice``)."""
+    return round_choice(snapshot, quota, spared, min_runtime).victims
 
 
-def protected_victims(
-    snapshot: Snapshot, quota: str, min_runtime: MinRuntime, spared: Collection[str] = ()
-) -> list[PodInfo]:
-    """The pods a round of ``quota`` would choose but for ``min_runtime``, in eviction order:
-    those it spares for now (the round chooses around them)."""
-    if min_runtime.seconds <= 0:
-        return []
-    chosen = victims_of(snapshot, quota, spared)
-    return [pod for pod in chosen if min_runtime.protects(pod)]
+def revocation_choices(
+    snapshot: Snapshot, min_runtime: MinRuntime = NO_MIN_RUNTIME
+) -> list[tuple[str, RoundChoice]]:
+    """For every over-used quota (the reserved ones excluded), its round."""
+    return [
+        (name, round_choice(snapshot, name, min_runtime=min_runtime))
+        for name in sorted(snapshot.quotas)
+        if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
+        and not snapshot.quotas[name].reserved
+        and quota_is_over_used(snapshot, name)
+    ]
 
 
 def revocation_plan(
     snapshot: Snapshot, min_runtime: MinRuntime = NO_MIN_RUNTIME
 ) -> list[tuple[str, list[PodInfo]]]:
     """For every over-used quota (the reserved ones excluded), its victims in eviction order."""
-    return [
-        (name, victims_of(snapshot, name, min_runtime=min_runtime))
-        for name in sorted(snapshot.quotas)
-        if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
-        and not snapshot.quotas[name].reserved
-        and quota_is_over_used(snapshot, name)
-    ]
+    return [(name, choice.victims) for name, choice in revocation_choices(snapshot, min_runtime)]
