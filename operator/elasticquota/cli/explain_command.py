@@ -99,7 +99,7 @@ def run_explain(args: argparse.Namespace) -> int:
     snapshot = plan.snapshot
     if key not in snapshot.pods:
         raise missing_pod(key, plan)
-    found = explain(snapshot, key, args.check_parent_quota, plan.released, young)
+    found = explain(snapshot, key, args.check_parent_quota, plan.released, plan.min_runtimes)
     sys.stdout.write(
         render(args.output, doc=lambda: explanation_document(found), table=found.render)
     )

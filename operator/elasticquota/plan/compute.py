@@ -14,6 +14,7 @@ reads (``plan.lint``: unknown fields, resource names, label and annotation keys)
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,8 +30,9 @@ from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIME,
+    NO_MIN_RUNTIMES,
     MinRuntime,
+    MinRuntimes,
     RoundChoice,
     revocation_choices,
 )
@@ -61,6 +63,9 @@ class Plan:
     #: By over-used quota: the pods the next round spares for their minimum runtime, and when each
     #: may go (``revocation_min_runtime``; empty without one).
     spared: dict[str, list[tuple[PodInfo, float]]] = field(default_factory=dict)
+    #: Revocation's protection of young pods by quota (the annotations of the quotas read, over
+    #: ``compute_plan``'s ``min_runtime``).
+    min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
 
 
 def compute_plan(
@@ -68,10 +73,11 @@ def compute_plan(
     settings: EngineSettings | None = None,
     check_ancestors: bool = False,
     judge: bool = False,
-    min_runtime: MinRuntime = NO_MIN_RUNTIME,
+    min_runtime: MinRuntime | None = None,
 ) -> Plan:
     """Parse, apply profiles, solve, and derive admission and revocation (pods younger than
-    ``min_runtime`` spared); with ``judge`` (the ``plan`` command), also the webhooks' refusals
+    their quota's ``revocation-min-runtime`` annotation, else ``min_runtime``'s seconds, spared;
+    None: 0 s, judged as of now); with ``judge`` (the ``plan`` command), also the webhooks' refusals
     and the schema's warnings (``plan.lint``), which cost about as much again as the rest on a
     large cluster's objects."""
     problems = list(manifests.problems)
@@ -94,12 +100,14 @@ def compute_plan(
     _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     released = _released(manifests.pods)
-    choices = revocation_choices(snapshot, min_runtime)
+    min_runtimes = MinRuntimes(min_runtime or MinRuntime(0.0, time.time()), engine.quota)
+    choices = revocation_choices(snapshot, min_runtimes)
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors, released),
         revocations=[(quota, choice.victims) for quota, choice in choices],
-        spared=_spared(choices, min_runtime),
+        spared=_spared(choices),
+        min_runtimes=min_runtimes,
         problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),
@@ -108,12 +116,11 @@ def compute_plan(
     )
 
 
-def _spared(
-    choices: list[tuple[str, RoundChoice]], min_runtime: MinRuntime
-) -> dict[str, list[tuple[PodInfo, float]]]:
-    """Of each quota a round is due for, the pods spared for ``min_runtime``, when each may go."""
+def _spared(choices: list[tuple[str, RoundChoice]]) -> dict[str, list[tuple[PodInfo, float]]]:
+    """Of each quota a round is due for, the pods spared for their minimum runtime, when each may
+    go."""
     return {
-        quota: [(pod, min_runtime.ends(pod)) for pod in choice.spared]
+        quota: [(pod, choice.min_runtime.ends(pod)) for pod in choice.spared]
         for quota, choice in choices
         if choice.spared
     }

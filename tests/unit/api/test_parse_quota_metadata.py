@@ -126,6 +126,19 @@ def test_malformed_namespaces_are_a_problem_and_ignored(text: str) -> None:
     assert problems[0].message.endswith("; ignored")
 
 
+def test_a_minimum_runtime_reads_and_a_bad_one_is_a_problem_read_as_absent() -> None:
+    raw = quota_raw(annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: "1h30m"})
+    assert clean_quota(raw).revocation_min_runtime == 5400.0
+    assert clean_quota(quota_raw()).revocation_min_runtime is None
+    spec, problems = quota_of(quota_raw(annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: "soon"}))
+    assert spec.revocation_min_runtime is None
+    assert [problem.message for problem in problems] == [
+        f"annotation {keys.ANNO_REVOCATION_MIN_RUNTIME}: 'soon': expected seconds (600) or a "
+        "duration of hours, minutes and seconds (10m, 1h30m); the parent's or the operator's "
+        "minimum runtime is used"
+    ]
+
+
 def test_total_resource_is_read() -> None:
     raw = quota_raw(annotations={keys.ANNO_TOTAL_RESOURCE: '{"cpu":"64","memory":"256Gi"}'})
     assert clean_quota(raw).total_resource == {"cpu": 64_000, "memory": 256 * GI}

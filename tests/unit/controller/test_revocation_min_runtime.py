@@ -18,6 +18,7 @@ from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import format_since
+from elasticquota.core.keys import ANNO_REVOCATION_MIN_RUNTIME, LABEL_ALLOW_LENT
 from elasticquota.settings import Settings
 
 DELAY = 30.0
@@ -91,4 +92,41 @@ async def test_the_next_round_comes_when_the_spared_pod_may_go(cluster: FakeClus
     await rounds.check_at(1050.0)
     assert cluster.named("evict") == []  # due strictly after 1050, as after a delay
     await rounds.check_at(1050.5)
+    assert cluster.named("evict") == ["young"]
+
+
+def annotate_team(world: ControllerState, min_runtime: str) -> None:
+    """Quota ``team`` as ``team_of_four`` makes it, with a ``revocation-min-runtime``."""
+    world.on_quota(
+        {
+            "metadata": {
+                "name": "team", "namespace": "ns", "labels": {LABEL_ALLOW_LENT: "false"},
+                "annotations": {ANNO_REVOCATION_MIN_RUNTIME: min_runtime},
+            },
+            "spec": {"min": {"cpu": "4"}, "max": {"cpu": "4"}},
+        }
+    )  # fmt: skip
+
+
+async def test_a_quota_annotation_sets_the_minimum_for_its_pods(cluster: FakeCluster) -> None:
+    """The setting is 0 (the reference's rule); the quota asks for 1m: as the setting at 60."""
+    world = team_with(("keep", 9, 0.0), ("old", 0, 0.0), ("young", 0, 990.0))
+    annotate_team(world, "1m")
+    rounds = Rounds(world, cluster)
+    await rounds.check_at(START)
+    await rounds.check_at(START + DELAY + 1)
+    assert cluster.named("evict") == ["old"]
+    assert over_used_messages(cluster)[0].endswith(
+        "spared until they have run 60s: ns/young (until 1970-01-01T00:17:30Z)"
+    )
+
+
+async def test_a_quota_annotation_of_0_turns_the_operators_minimum_off(
+    cluster: FakeCluster,
+) -> None:
+    world = team_with(("keep", 9, 0.0), ("old", 0, 0.0), ("young", 0, 990.0))
+    annotate_team(world, "0")
+    rounds = Rounds(world, cluster, revocation_min_runtime=60.0)
+    await rounds.check_at(START)
+    await rounds.check_at(START + DELAY + 1)
     assert cluster.named("evict") == ["young"]

@@ -16,12 +16,16 @@ from elasticquota.core.decisions.overuse import OverUseTimer
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
+    MinRuntimes,
+    revocation_choices,
     revocation_plan,
     round_choice,
     select_victims,
     victims_of,
 )
+from elasticquota.core.keys import ROOT_QUOTA
 from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.results import Snapshot
 
 NOW = 1000.0
@@ -86,6 +90,40 @@ def test_pods_without_a_start_time_and_old_pods_are_chosen_as_before() -> None:
     assert round_choice(state, "team", min_runtime=YOUNG).spared == []
 
 
+def quotas(*specs: Quota) -> MinRuntimes:
+    """The protection by quota over ``specs``, the operator's setting 60 s (``YOUNG``)."""
+    return MinRuntimes(YOUNG, {spec.name: spec for spec in specs}.get)
+
+
+def test_a_quota_takes_its_own_minimum_else_its_nearest_ancestors_else_the_operators() -> None:
+    by_quota = quotas(
+        Quota("org", "ns", parent=ROOT_QUOTA, is_parent=True, revocation_min_runtime=600.0),
+        Quota("dept", "ns", parent="org", is_parent=True),
+        Quota("team", "ns", parent="dept"),
+        Quota("batch", "ns", parent="dept", revocation_min_runtime=0.0),
+        Quota("other", "ns", parent=ROOT_QUOTA),
+    )
+    assert by_quota.of("team") == MinRuntime(600.0, NOW)  # the grandparent's
+    assert by_quota.of("batch") == MinRuntime(0.0, NOW)  # 0: none below it, whatever above
+    assert by_quota.of("other") is YOUNG  # none on the way up: the operator's
+    assert by_quota.of("unknown") is YOUNG
+    looped = quotas(Quota("a", "ns", parent="b"), Quota("b", "ns", parent="a"))
+    assert looped.of("a") is YOUNG  # a cycle (left out of the trees anyway) ends the walk
+
+
+def test_the_plan_of_a_quota_with_its_own_minimum_spares_by_it() -> None:
+    state = team(
+        pod("old", 0, 0.0, cpu=2), pod("young", 0, NOW - 300, cpu=2), pod("x", 9, 0.0, cpu=2)
+    )
+    assert revocation_plan(state, quotas(Quota("team", "ns"))) == [
+        ("team", victims_of(state, "team"))
+    ]
+    own = quotas(Quota("team", "ns", revocation_min_runtime=600.0))  # young: 300 s < 600
+    ((name, choice),) = revocation_choices(state, own)
+    assert (name, names(choice.victims), names(choice.spared)) == ("team", ["old"], ["young"])
+    assert choice.min_runtime.ends(choice.spared[0]) == NOW + 300
+
+
 def test_a_round_names_its_victims_and_the_pods_it_spared_in_eviction_order() -> None:
     state = team(
         pod("low-young", 0, NOW - 5, cpu=2),
@@ -115,7 +153,7 @@ def test_the_plan_spares_the_young_pods_as_the_live_round_does() -> None:
     state = team(
         pod("keep", 9, 0.0, cpu=2), pod("old", 0, 0.0, cpu=2), pod("young", 0, NOW - 10, cpu=2)
     )
-    assert [(quota, names(pods)) for quota, pods in revocation_plan(state, YOUNG)] == [
+    assert [(quota, names(pods)) for quota, pods in revocation_plan(state, MinRuntimes(YOUNG))] == [
         ("team", ["old"])
     ]
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from elasticquota.core.decisions.revocation import moment_text
+from elasticquota.core.keys import ANNO_REVOCATION_MIN_RUNTIME
 
 if TYPE_CHECKING:
     from conftest import CliRunner
@@ -80,6 +81,29 @@ def test_explain_says_the_young_pod_is_spared_and_who_goes_instead(
         "explain", "ml-research/train-4", "-f", young_train_5, "--revocation-min-runtime", "3600"
     )
     assert "the next revocation round evicts it (1 pod(s): ml-research/train-4)" in other.out
+
+
+ENGINEERING = """  name: engineering
+  namespace: quotas
+"""
+
+
+def test_a_parents_annotation_spares_the_young_pod_without_the_option(
+    run_cli: CliRunner, young_train_5: Path
+) -> None:
+    """engineering, ml-research's parent, asks for an hour: plan and explain read it."""
+    quotas = young_train_5 / "quotas.yaml"
+    text = quotas.read_text(encoding="utf-8")
+    assert text.count(ENGINEERING) == 1
+    annotated = ENGINEERING + f"  annotations: {{{ANNO_REVOCATION_MIN_RUNTIME}: 1h}}\n"
+    quotas.write_text(text.replace(ENGINEERING, annotated), "utf-8")
+    spared = run_cli("plan", "-f", young_train_5)
+    assert "  ml-research: ml-research/train-4; spared for their minimum runtime: " in spared.out
+    assert f"(until\n      {moment_text(STARTED + 3600)})" in spared.out
+    verdict = run_cli("explain", "ml-research/train-5", "-f", young_train_5, "-o", "json")
+    assert "spares it until it has run 3600s (until 20" in verdict.json()["verdict"]
+    overruled = run_cli("plan", "-f", young_train_5, "--revocation-min-runtime", "7200")
+    assert overruled.out == spared.out  # the quota's own value wins over the operator's
 
 
 @pytest.mark.parametrize("value", ["-1", "soon", "604801"])

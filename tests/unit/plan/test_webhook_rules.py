@@ -125,6 +125,10 @@ CASES = [
     Case("max-strict-keys", q("a", max=CPU, annotations={ANNO_MAX_STRICT_CHECK_KEYS: "cpu"})),
     Case("lending-limit", q("a", {"cpu": "1"}, CPU, annotations={LENDING: '{"cpu": "5"}'})),
     Case("borrowing-limit", q("a", max=CPU, annotations={BORROWING: '{"cpu": "-1"}'})),
+    Case(
+        "revocation-min-runtime",
+        q("a", max=CPU, annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: "ten minutes"}),
+    ),
     # mutate-elasticquota's refusals
     Case("label-value", q("c", max=CPU, parent="dépt")),
     Case("parent-exists", q("c", max=CPU, parent="gone")),

@@ -9,8 +9,9 @@ try: lower priority, then the later start time; non-preemptible and terminating 
 evicted through the Eviction API, at most ``eviction_rate`` per second, with an Event on the pod and
 on the quota. A PodDisruptionBudget's 429 leaves the pod; the next round tries again (with
 ``revocation_around_budgets`` the round chooses its other victims around it). With
-``revocation_min_runtime`` pods that have run less than that are not chosen (the round names them
-in its Event) and the quota's next round is due when the first of them may go. The start of
+``revocation_min_runtime`` (or the quota's ``revocation-min-runtime`` annotation, or its nearest
+ancestor's) pods that have run less than that are not chosen (the round names them in its Event)
+and the quota's next round is due when the first of them may go. The start of
 each over-use is kept on the quota (``elasticquota.dev/over-used-since``, written when it begins and
 removed when it ends, never rewritten by a round; a refused write is sent again at the next check),
 so a restart during the delay neither forgets it nor evicts twice, and a replica that becomes the
@@ -59,6 +60,8 @@ from elasticquota.core.decisions.overuse import (
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
+    MinRuntimes,
+    RoundChoice,
     quota_is_over_used,
     round_choice,
     victims_of,
@@ -186,28 +189,29 @@ class RevocationController(WritingLoop):
         fresh = await solved_snapshot(self._state.engine, self._metrics)
         if name not in fresh.quotas or not self._judge(fresh, name):
             return
-        young = self._min_runtime(now)
-        choice = round_choice(fresh, name, min_runtime=young)
+        choice = round_choice(fresh, name, min_runtime=self._min_runtime(name, now))
+        young = choice.min_runtime
         if choice.spared:
             self._timer.due_again_by(name, min(young.ends(pod) for pod in choice.spared))
-        await self._revoke(
-            fresh.quotas[name], choice.victims, self._spared_text(choice.spared, young)
-        )
+        await self._revoke(fresh.quotas[name], choice.victims, self._spared_text(choice))
 
-    def _min_runtime(self, now: float | None = None) -> MinRuntime:
-        """The protection of pods younger than ``revocation_min_runtime``, as of ``now`` (None:
-        the clock's); none when the setting is 0."""
-        seconds = self._settings.revocation_min_runtime
+    def _min_runtime(self, quota: str, now: float | None = None) -> MinRuntime:
+        """The protection of the quota's pods younger than its ``revocation-min-runtime``
+        annotation (or an ancestor's), else ``revocation_min_runtime``, as of ``now`` (None: the
+        clock's)."""
+        setting = MinRuntime(self._settings.revocation_min_runtime, 0.0)
+        seconds = MinRuntimes(setting, self._state.engine.quota).seconds_of(quota)
         if seconds <= 0:
-            return NO_MIN_RUNTIME
+            return NO_MIN_RUNTIME  # the clock is not read
         return MinRuntime(seconds, self._clock() if now is None else now)
 
     @staticmethod
-    def _spared_text(protected: list[PodInfo], young: MinRuntime) -> str:
+    def _spared_text(choice: RoundChoice) -> str:
         """``; spared until they have run 600s: ns/a (until 2026-...Z), ...`` ('' for none)."""
-        if not protected:
+        if not choice.spared:
             return ""
-        pods = ", ".join(f"{pod.key} (until {young.ends_text(pod)})" for pod in protected)
+        young = choice.min_runtime
+        pods = ", ".join(f"{pod.key} (until {young.ends_text(pod)})" for pod in choice.spared)
         return f"; spared until they have run {young.seconds:g}s: {pods}"
 
     async def _snapshot(self, now: float) -> Snapshot:
@@ -299,7 +303,7 @@ class RevocationController(WritingLoop):
         fresh = await self._recheck_snapshot()
         if quota not in fresh.quotas:
             return []
-        chosen = victims_of(fresh, quota, kept, self._min_runtime())
+        chosen = victims_of(fresh, quota, kept, self._min_runtime(quota))
         return [pod for pod in chosen if pod.key not in sent]
 
     async def _still_a_victim(self, quota: str, pod: PodInfo, kept: set[str]) -> bool:
@@ -311,7 +315,7 @@ class RevocationController(WritingLoop):
             return False
         return any(
             (victim.key, victim.created) == (pod.key, pod.created)
-            for victim in victims_of(fresh, quota, kept, self._min_runtime())
+            for victim in victims_of(fresh, quota, kept, self._min_runtime(quota))
         )
 
     async def _recheck_snapshot(self) -> Snapshot:

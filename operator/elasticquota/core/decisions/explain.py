@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from elasticquota.core.decisions.admission import Shortfall, Verdict
 from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
 from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIME,
+    NO_MIN_RUNTIMES,
     MinRuntime,
+    MinRuntimes,
     quota_is_over_used,
     round_choice,
 )
@@ -195,13 +196,13 @@ def explain(
     pod_key: str,
     check_ancestors: bool = False,
     released: Collection[str] = (),
-    min_runtime: MinRuntime = NO_MIN_RUNTIME,
+    min_runtimes: MinRuntimes = NO_MIN_RUNTIMES,
 ) -> Explanation:
     """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown.
     ``released``: the keys of the pods whose ``ElasticQuotaAdmission`` condition is True (the gate
-    released them; ``PodInfo`` does not keep it); ``min_runtime``: revocation's protection of
-    young pods (``revocation_min_runtime``)."""
-    found = _explain(snapshot, pod_key, check_ancestors, released, min_runtime)
+    released them; ``PodInfo`` does not keep it); ``min_runtimes``: revocation's protection of
+    young pods by quota (``revocation_min_runtime`` and the quotas' annotations)."""
+    found = _explain(snapshot, pod_key, check_ancestors, released, min_runtimes)
     found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
     return found
 
@@ -211,7 +212,7 @@ def _explain(
     pod_key: str,
     check_ancestors: bool,
     released: Collection[str],
-    min_runtime: MinRuntime,
+    min_runtimes: MinRuntimes,
 ) -> Explanation:
     pod = snapshot.pods[pod_key]
     quota = snapshot.pod_quota[pod_key]
@@ -225,7 +226,7 @@ def _explain(
         )
         return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
-        return _explain_running(snapshot, pod, quota, levels, min_runtime)
+        return _explain_running(snapshot, pod, quota, levels, min_runtimes.of(quota))
     verdict, seen = _pending_verdict(snapshot, pod, check_ancestors, released)
     if seen is not snapshot and levels:
         levels = _levels(seen, quota, pod)

@@ -26,7 +26,8 @@ in their place, pods of their priority that started earlier may go, never a pod 
 priority: the rule delays a revocation, it does not turn the priority order over. A pod
 without a start time has not run yet and is not protected. A ``RoundChoice`` names the pods the
 rule keeps out of a round beside its victims (the operator's next round comes when the first of
-them may go).
+them may go). ``MinRuntimes``: the minimum by quota, the quota's ``revocation-min-runtime``
+annotation, else its nearest ancestor's, else the operator's setting (KAI sets it per queue).
 
 ``round_choice`` is the one entry point: ``plan`` (``revocation_choices``), ``explain`` and the
 live operator (``controller.enforcement.revocation``) all call it on their snapshot, so they cannot
@@ -36,12 +37,13 @@ choose differently from the same pods (all parse pods with ``api.parse.parse_pod
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
+from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add, mask
 from elasticquota.core.solve.results import Snapshot, is_over_used
 
@@ -89,6 +91,42 @@ def moment_text(epoch: float) -> str:
 
 #: No pod is protected: the reference's rule.
 NO_MIN_RUNTIME = MinRuntime(0.0, 0.0)
+
+
+def _no_quota(name: str) -> Quota | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MinRuntimes:
+    """Revocation's protection by quota, as of ``default.now``: a quota's own
+    ``revocation-min-runtime`` annotation, else its nearest ancestor's, else ``default``'s
+    seconds (the operator's ``revocation_min_runtime``). ``quota_of``: a quota's spec by name
+    (None: unknown, the walk up ends there)."""
+
+    default: MinRuntime
+    quota_of: Callable[[str], Quota | None] = _no_quota
+
+    def of(self, quota: str) -> MinRuntime:
+        seconds = self.seconds_of(quota)
+        if seconds == self.default.seconds:
+            return self.default
+        return MinRuntime(seconds, self.default.now)
+
+    def seconds_of(self, quota: str) -> float:
+        """The minimum runtime of ``quota``'s pods, in seconds."""
+        seen: set[str] = set()
+        spec = self.quota_of(quota)
+        while spec is not None and spec.name not in seen:
+            if spec.revocation_min_runtime is not None:
+                return spec.revocation_min_runtime
+            seen.add(spec.name)
+            spec = self.quota_of(spec.parent) if spec.parent else None
+        return self.default.seconds
+
+
+#: No pod of any quota is protected (no quota is known): the reference's rule.
+NO_MIN_RUNTIMES = MinRuntimes(NO_MIN_RUNTIME)
 
 
 def select_victims(
@@ -202,6 +240,8 @@ class RoundChoice:
 
     victims: list[PodInfo]
     spared: list[PodInfo]
+    #: The protection the round applied (``spared`` pods may go at its ``ends``).
+    min_runtime: MinRuntime = NO_MIN_RUNTIME
 
 
 def round_choice(
@@ -218,7 +258,8 @@ def round_choice(
     young = {pod.key for pod in pods if min_runtime.protects(pod)} if min_runtime.seconds else set()
     walk = _Walk(pods, used, result.runtime, result.max, spared)
     victims, plain = walk.victims_and_plain(young)
-    return RoundChoice(victims, [pod for pod in plain if pod.key in young] if young else [])
+    spared_now = [pod for pod in plain if pod.key in young]
+    return RoundChoice(victims, spared_now, min_runtime)
 
 
 def victims_of(
@@ -232,11 +273,11 @@ def victims_of(
 
 
 def revocation_choices(
-    snapshot: Snapshot, min_runtime: MinRuntime = NO_MIN_RUNTIME
+    snapshot: Snapshot, min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
 ) -> list[tuple[str, RoundChoice]]:
     """For every over-used quota (the reserved ones excluded), its round."""
     return [
-        (name, round_choice(snapshot, name, min_runtime=min_runtime))
+        (name, round_choice(snapshot, name, min_runtime=min_runtimes.of(name)))
         for name in sorted(snapshot.quotas)
         if name not in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA)
         and not snapshot.quotas[name].reserved
@@ -245,7 +286,7 @@ def revocation_choices(
 
 
 def revocation_plan(
-    snapshot: Snapshot, min_runtime: MinRuntime = NO_MIN_RUNTIME
+    snapshot: Snapshot, min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
 ) -> list[tuple[str, list[PodInfo]]]:
     """For every over-used quota (the reserved ones excluded), its victims in eviction order."""
-    return [(name, choice.victims) for name, choice in revocation_choices(snapshot, min_runtime)]
+    return [(name, choice.victims) for name, choice in revocation_choices(snapshot, min_runtimes)]

@@ -57,6 +57,9 @@ class Quota:
     lending_limit: ResourceList | None = None
     #: Extension: the subtree never gets more than min + borrowing limit.
     borrowing_limit: ResourceList | None = None
+    #: Extension: the ``revocation-min-runtime`` annotation in seconds (None: absent or
+    #: unreadable; the parent's then, else the operator's setting).
+    revocation_min_runtime: float | None = None
     #: RFC 3339 creation time, used to pick the survivor among duplicated names.
     created: str = ""
     #: metadata.uid: the last tie-break among duplicated names, and what a name record names.

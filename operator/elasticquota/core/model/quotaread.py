@@ -19,12 +19,16 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.model.quota import DEFAULT_API_VERSION, Quota
+from elasticquota.core.quantities.durations import parse_duration
 from elasticquota.core.quantities.quantity import QuantityError, parse_units
 from elasticquota.core.quantities.resources import (
     ResourceList,
     negative_keys,
     parse_resource_list_json,
 )
+
+#: The longest minimum runtime a quota may ask for: a week, as ``revocation_min_runtime``.
+MAX_MIN_RUNTIME = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,11 @@ def read_quota(raw: Mapping[str, Any]) -> QuotaReading:
         ),
         lending_limit=notes.limit(keys.ANNO_LENDING_LIMIT),
         borrowing_limit=notes.limit(keys.ANNO_BORROWING_LIMIT),
+        revocation_min_runtime=notes.read(
+            keys.ANNO_REVOCATION_MIN_RUNTIME,
+            min_runtime_seconds,
+            "the parent's or the operator's minimum runtime is used",
+        ),
         created=str(metadata.get("creationTimestamp") or ""),
         uid=str(metadata.get("uid") or ""),
         name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
@@ -131,6 +140,11 @@ def _resources(where: str, raw: Any, found: list[Unreadable]) -> ResourceList:
             found.append(Unreadable(where, str(name), str(error)))
             result[str(name)] = 0
     return result
+
+
+def min_runtime_seconds(text: str) -> float:
+    """The ``revocation-min-runtime`` annotation: seconds, at most a week (the setting's range)."""
+    return parse_duration(text, MAX_MIN_RUNTIME)
 
 
 def string_list(text: str) -> tuple[str, ...]:

@@ -110,6 +110,11 @@ class QuotaEngine(EngineView):
         """The usable quota specs the engine holds now."""
         return list(self._quota_specs.specs.values())
 
+    def quota(self, name: str) -> Quota | None:
+        """The spec of quota ``name`` in its tree as of the last solve (None: none by that name,
+        or one left out of its tree)."""
+        return self._topology.quotas.get(name)
+
     def upsert_pod(self, pod: PodInfo) -> None:
         """Add or replace a pod; an identical one (e.g. only its conditions moved) is a no-op.
 

@@ -24,6 +24,7 @@ WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_LENDING_LIMIT,
     keys.ANNO_BORROWING_LIMIT,
     keys.ANNO_USER_LIMITS,
+    keys.ANNO_REVOCATION_MIN_RUNTIME,
 )
 #: Exact amounts are counted in billionths of the Kubernetes value (every quantity is a whole
 #: number of them: Kubernetes rounds quantities up to the nano).

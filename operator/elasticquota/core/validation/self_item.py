@@ -1,4 +1,4 @@
-"""Self-item checks and the lending / borrowing limit annotations."""
+"""Self-item checks, the lending / borrowing limit annotations and the minimum runtime one."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from elasticquota.core import keys
 from elasticquota.core.model.quota import Quota
+from elasticquota.core.model.quotaread import min_runtime_seconds
 from elasticquota.core.quantities.quantity import QuantityError, format_quantity, parse_units
 from elasticquota.core.quantities.resources import (
     ResourceList,
@@ -205,8 +206,21 @@ def _limits(quota: Quota) -> list[Violation]:
     return found
 
 
+def _min_runtime(quota: Quota) -> list[Violation]:
+    """The ``revocation-min-runtime`` annotation: seconds or a duration, at most a week."""
+    text = quota.annotations.get(keys.ANNO_REVOCATION_MIN_RUNTIME)
+    if text is None:
+        return []
+    try:
+        min_runtime_seconds(text)
+    except ValueError as error:
+        message = f"{quota.name} annotation {keys.ANNO_REVOCATION_MIN_RUNTIME} is invalid: {error}"
+        return [Violation("revocation-min-runtime", message)]
+    return []
+
+
 def self_item_violations(quota: Quota) -> list[Violation]:
-    """Every rule about the quota alone, plus the lending / borrowing limits."""
+    """Every rule about the quota alone, plus the extension annotations."""
     return [
         *_negatives(quota, "max", "Max"),
         *_negatives(quota, "min", "Min"),
@@ -214,4 +228,5 @@ def self_item_violations(quota: Quota) -> list[Violation]:
         *_min_within_max(quota),
         *_max_strict_keys(quota),
         *_limits(quota),
+        *_min_runtime(quota),
     ]
