@@ -60,8 +60,8 @@ from elasticquota.core.decisions.overuse import (
 from elasticquota.core.decisions.revocation import (
     NO_MIN_RUNTIME,
     MinRuntime,
-    MinRuntimes,
     RoundChoice,
+    inherited_min_runtime,
     quota_is_over_used,
     round_choice,
     victims_of,
@@ -199,8 +199,8 @@ class RevocationController(WritingLoop):
         """The protection of the quota's pods younger than its ``revocation-min-runtime``
         annotation (or an ancestor's), else ``revocation_min_runtime``, as of ``now`` (None: the
         clock's)."""
-        setting = MinRuntime(self._settings.revocation_min_runtime, 0.0)
-        seconds = MinRuntimes(setting, self._state.engine.quota).seconds_of(quota)
+        setting = self._settings.revocation_min_runtime
+        seconds = inherited_min_runtime(quota, self._state.engine.quota, setting)
         if seconds <= 0:
             return NO_MIN_RUNTIME  # the clock is not read
         return MinRuntime(seconds, self._clock() if now is None else now)

@@ -108,21 +108,25 @@ class MinRuntimes:
     quota_of: Callable[[str], Quota | None] = _no_quota
 
     def of(self, quota: str) -> MinRuntime:
-        seconds = self.seconds_of(quota)
+        seconds = inherited_min_runtime(quota, self.quota_of, self.default.seconds)
         if seconds == self.default.seconds:
             return self.default
         return MinRuntime(seconds, self.default.now)
 
-    def seconds_of(self, quota: str) -> float:
-        """The minimum runtime of ``quota``'s pods, in seconds."""
-        seen: set[str] = set()
-        spec = self.quota_of(quota)
-        while spec is not None and spec.name not in seen:
-            if spec.revocation_min_runtime is not None:
-                return spec.revocation_min_runtime
-            seen.add(spec.name)
-            spec = self.quota_of(spec.parent) if spec.parent else None
-        return self.default.seconds
+
+def inherited_min_runtime(
+    quota: str, quota_of: Callable[[str], Quota | None], default: float
+) -> float:
+    """The minimum runtime of ``quota``'s pods in seconds: its own annotation, else its nearest
+    ancestor's (``quota_of``: a spec by name, None ending the walk), else ``default``."""
+    seen: set[str] = set()
+    spec = quota_of(quota)
+    while spec is not None and spec.name not in seen:
+        if spec.revocation_min_runtime is not None:
+            return spec.revocation_min_runtime
+        seen.add(spec.name)
+        spec = quota_of(spec.parent) if spec.parent else None
+    return default
 
 
 #: No pod of any quota is protected (no quota is known): the reference's rule.
