@@ -35,18 +35,20 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     NUMBA_CPU_NAME=generic
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY operator ./operator
 # Binary wheels only for the dependencies (numpy, numba, llvmlite, cryptography... all ship them
-# for CPython 3.11 on Linux): no compiler in this stage either. Empty variables are dropped so
-# that pip falls back to its defaults.
+# for CPython 3.11 on Linux): no compiler in this stage either; at the versions of constraints.txt,
+# the ones the test suite passed with. Empty variables are dropped so that pip falls back to its
+# defaults.
 RUN set -eu; \
     for name in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST; do \
         eval "value=\${$name:-}"; [ -n "$value" ] || unset "$name"; \
     done; \
     python -m venv /opt/elastic-quota; \
     python -m pip wheel --no-deps --wheel-dir /wheels .; \
-    /opt/elastic-quota/bin/pip install --only-binary=:all: /wheels/*.whl; \
+    /opt/elastic-quota/bin/pip install --only-binary=:all: --constraint constraints.txt \
+        /wheels/*.whl; \
     /opt/elastic-quota/bin/pip uninstall --yes --quiet pip setuptools wheel || true; \
     find /opt/elastic-quota/lib -path '*/site-packages/elasticquota/*' -name '*.py' \
         -exec touch -c -m -d "@$(date +%s)" {} +; \

@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The exact versions `make install` and the image install (pip's --constraint): the set the suite
+# passed with, so that no release upstream changes what a fresh machine or CI runs (the operator
+# uses some of Kopf's private modules). `make constraints` moves them to the newest releases.
+CONSTRAINTS := constraints.txt
 # numba invalidates a cached kernel only when its own file changes, not the helper modules it
 # inlines: key the cache directory by the kernels' sources so that no edit can leave it stale.
 KERNEL_HASH := $(shell cat operator/elasticquota/kernels/*.py | sha1sum | cut -c1-12)
@@ -42,14 +46,28 @@ IMAGE ?= elastic-quota-operator:$(VERSION)
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --constraint $(CONSTRAINTS) -e '.[dev]'
 	touch $(STAMP)
 
 .PHONY: install
 install: $(STAMP) ## Create .venv with the project and its dev tools installed
+
+# The newest releases pyproject.toml allows, resolved afresh in a scratch venv and pinned (the
+# project itself left out); commit the file with a `make test` that passed on it.
+.PHONY: constraints
+constraints: ## Resolve the dependencies afresh into constraints.txt (then run make test)
+	rm -rf $(VENV)/resolve
+	$(PYTHON) -m venv $(VENV)/resolve
+	$(VENV)/resolve/bin/pip install --quiet --upgrade pip
+	$(VENV)/resolve/bin/pip install --quiet '.[dev]'
+	{ sed -n '/^#/p' $(CONSTRAINTS); \
+	  $(VENV)/resolve/bin/pip freeze --all --exclude pip --exclude elastic-quota-operator | LC_ALL=C sort -f; \
+	} > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	rm -rf $(VENV)/resolve
 
 .PHONY: lint
 lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts

@@ -65,4 +65,4 @@ def test_the_image_is_built_from_the_package_sources_only() -> None:
         if line.startswith("COPY ") and "--from=" not in line
         for source in line.split()[1:-1]
     ]
-    assert sorted(copied) == ["README.md", "operator", "pyproject.toml"]
+    assert sorted(copied) == ["README.md", "constraints.txt", "operator", "pyproject.toml"]
