@@ -43,6 +43,7 @@ from kubernetes_asyncio import client
 from lease_election import LEASES, ME, NAME, NS, Clock
 
 from elasticquota.kube import errors
+from elasticquota.kube import fence as fence_module
 from elasticquota.kube import lease as lease_module
 from elasticquota.kube.client import ObservedApiClient
 from elasticquota.kube.lease import LeaderElector
@@ -201,9 +202,10 @@ def leases(kmock: kmock.KubernetesEmulator) -> Leases:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """The fake ``Clock`` of the leader election's loop (see lease_election)."""
+    """The fake ``Clock`` of the leader election's loop and of its fence (see lease_election)."""
     fake = Clock()
-    monkeypatch.setattr(lease_module, "time", SimpleNamespace(monotonic=fake.monotonic))
+    for module in (lease_module, fence_module):
+        monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=fake.monotonic))
     monkeypatch.setattr(
         lease_module,
         "asyncio",

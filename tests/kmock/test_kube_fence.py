@@ -22,7 +22,7 @@ from kubernetes_asyncio import client
 from elasticquota.kube.client import ObservedApiClient
 from elasticquota.kube.events import post_event
 from elasticquota.kube.evictions import Evictor
-from elasticquota.kube.lease import Fence, NotLeadingError
+from elasticquota.kube.fence import Fence, NotLeadingError
 from elasticquota.kube.pods import set_scheduling_gates
 from elasticquota.kube.quotas import list_quotas, patch_quota
 

@@ -48,7 +48,8 @@ from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.client import make_api_client
 from elasticquota.kube.cluster import KubeCluster
 from elasticquota.kube.errors import describe
-from elasticquota.kube.lease import Fence, LeaderElector
+from elasticquota.kube.fence import Fence
+from elasticquota.kube.lease import LeaderElector
 from elasticquota.kube.pods import supports_scheduling_gates
 from elasticquota.kube.quotas import ensure_namespace
 from elasticquota.numbacache import start_kernels

@@ -13,7 +13,7 @@ private key on disk). Python's ``ssl`` loads certificates from paths only, so on
 in anonymous memory files (``memfd_create``) named by ``/proc/self/fd/N``, which live exactly as
 long as the process; elsewhere the loader's temporary files remain.
 
-The operator's client is also *fenced* (``kube.lease.Fence``): a write (any method but GET) is
+The operator's client is also *fenced* (``kube.fence.Fence``): a write (any method but GET) is
 sent only while this replica holds a freshly renewed Lease, and is abandoned when the fence closes
 (the renew deadline passed) — so no quota write, eviction, gate release or Event leaves an old
 leader, whichever loop sends it. A write so abandoned is reported as ``fenced``, not as a timeout:
@@ -51,7 +51,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.kube_config import ConfigNode, KubeConfigLoader, KubeConfigMerger
 
-from elasticquota.kube.lease import Fence
+from elasticquota.kube.fence import Fence
 
 #: ``observer(verb, code)``: verb ``get``, ``list``, ``create``, ``update``, ``patch``, ``delete``
 #: or ``evict``; code the HTTP status (``"409"``), ``"timeout"``, ``"connection"`` or ``"fenced"``

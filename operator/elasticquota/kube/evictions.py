@@ -43,7 +43,7 @@ from elasticquota.kube.errors import (
     status_of,
     with_retries,
 )
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.pods import uid_if_created_at
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Every replica watches and keeps its memory current; only the holder of the Lease
 contract: lease duration > renew deadline > retry period. The holder renews every third of the
 duration (at most half the renew deadline); a renewal that fails is tried again every retry period.
 A holder that has not renewed within the renew deadline (measured from the start of its last
-successful renewal) stops leading: its ``Fence`` closes at that very moment, whatever its requests
+successful renewal) stops leading: its ``Fence`` (``kube.fence``) closes at that very moment, whatever its requests
 are doing, and every write of the operator goes through the fence (``kube.client``: a write checks
 it right before it is sent and is abandoned when it closes). Every request of the election is
 bounded by the renew deadline (for the holder: by what is left of it).
@@ -50,6 +50,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.kube.errors import describe
+from elasticquota.kube.fence import Fence
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
@@ -65,10 +66,6 @@ def lease_seconds(duration: float) -> int:
     return max(1, math.ceil(duration))
 
 
-class NotLeadingError(Exception):
-    """A write refused by the fence: this replica holds no Lease renewed within the deadline."""
-
-
 #: Writes one renewal tries, each after a fresh read, while they conflict with other writes.
 RENEWAL_TRIES = 3
 
@@ -77,37 +74,6 @@ class RenewalConflictError(Exception):
     """A renewal whose writes kept conflicting with other writes of the Lease while this replica
     was still its holder: a failed renewal (tried again until the renew deadline), not a lost
     Lease."""
-
-
-class Fence:
-    """Whether this replica may write now: it holds the Lease and renewed it within the renew
-    deadline. Closes by itself when the deadline passes (nothing has to happen for that)."""
-
-    def __init__(self, renew_deadline: float) -> None:
-        self.renew_deadline = renew_deadline
-        self._open_until = float("-inf")
-
-    def renewed(self, started: float) -> None:
-        """A renewal (or acquisition) that started at ``started`` (``time.monotonic``) succeeded."""
-        self._open_until = started + self.renew_deadline
-
-    def close(self) -> None:
-        self._open_until = float("-inf")
-
-    def remaining(self) -> float:
-        """Seconds until the fence closes (0 when closed)."""
-        return max(0.0, self._open_until - time.monotonic())
-
-    def is_fresh(self) -> bool:
-        return self.remaining() > 0.0
-
-    def admit(self, what: str) -> float:
-        """The seconds a write (``what``, for the error) may take at most; ``NotLeadingError`` if it
-        may not be sent at all."""
-        budget = self.remaining()
-        if budget <= 0.0:
-            raise NotLeadingError(f"{what}: not sent, this replica holds no fresh leader Lease")
-        return budget
 
 
 #: ``on_renew_failure(reason)``: ``error`` (the API server refused or could not be reached),

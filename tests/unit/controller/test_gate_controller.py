@@ -28,7 +28,7 @@ from elasticquota.core.keys import (
 )
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.kube.evictions import EvictionOutcome
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.settings import Settings
 
 

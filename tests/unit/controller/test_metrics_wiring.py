@@ -362,7 +362,7 @@ def test_lease_renew_failures_are_counted_by_reason_from_zero() -> None:
 
 async def test_the_operator_wires_the_elector_to_the_renew_failure_counter() -> None:
     from elasticquota.controller.runner import Operator
-    from elasticquota.kube.lease import Fence
+    from elasticquota.kube.fence import Fence
 
     metrics = Metrics()
     fence = Fence(renew_deadline=2.0)

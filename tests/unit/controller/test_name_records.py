@@ -18,7 +18,7 @@ from elasticquota.controller.cluster import DryRunCluster
 from elasticquota.controller.reconcile.names import NameRecorder
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 
 if TYPE_CHECKING:
     from conftest import Bodies

@@ -26,7 +26,7 @@ from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_sin
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.settings import Settings
 
 DELAY = 30.0

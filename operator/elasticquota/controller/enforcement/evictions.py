@@ -17,7 +17,7 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import FAILED
 from elasticquota.core.model.models import PodInfo
 from elasticquota.kube.evictions import EvictionOutcome, EvictionResult
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 
 
 async def counted_eviction(

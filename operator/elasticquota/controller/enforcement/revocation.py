@@ -71,7 +71,7 @@ from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.errors import describe
 from elasticquota.kube.evictions import EvictionOutcome, uid_of_failure
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)

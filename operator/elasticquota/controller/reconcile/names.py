@@ -19,7 +19,7 @@ import logging
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import ANNO_NAME_OWNER
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 from elasticquota.controller.cluster import Cluster
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.diff import QuotaWrite, quota_write, writes_alike
 from elasticquota.core.generic.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.core.solve.results import QuotaResult
-from elasticquota.kube.lease import NotLeadingError
+from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 from elasticquota.settings import Settings
 
