@@ -4,9 +4,9 @@ Every replica watches and keeps its memory current; only the holder of the Lease
 contract: lease duration > renew deadline > retry period. The holder renews every third of the
 duration (at most half the renew deadline); a renewal that fails is tried again every retry period.
 A holder that has not renewed within the renew deadline (measured from the start of its last
-successful renewal) stops leading: its ``Fence`` (``kube.fence``) closes at that very moment, whatever its requests
-are doing, and every write of the operator goes through the fence (``kube.client``: a write checks
-it right before it is sent and is abandoned when it closes). Every request of the election is
+successful renewal) stops leading: its ``Fence`` (``kube.fence``) closes at that very moment,
+whatever its requests are doing, and every write of the operator goes through the fence
+(``kube.client``: a write checks it right before it is sent and is abandoned when it closes). Every request of the election is
 bounded by the renew deadline (for the holder: by what is left of it).
 
 A standby looks at the Lease every retry period (0.5 s by default) and takes over when it has seen
