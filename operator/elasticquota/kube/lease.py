@@ -6,8 +6,9 @@ duration (at most half the renew deadline); a renewal that fails is tried again 
 A holder that has not renewed within the renew deadline (measured from the start of its last
 successful renewal) stops leading: its ``Fence`` (``kube.fence``) closes at that very moment,
 whatever its requests are doing, and every write of the operator goes through the fence
-(``kube.client``: a write checks it right before it is sent and is abandoned when it closes). Every request of the election is
-bounded by the renew deadline (for the holder: by what is left of it).
+(``kube.client``: a write checks it right before it is sent and is abandoned when it closes).
+Every request of the election is bounded by the renew deadline (for the holder: by what is left
+of it).
 
 A standby looks at the Lease every retry period (0.5 s by default) and takes over when it has seen
 the same lease record for longer than the duration (measured on its own monotonic clock, like
