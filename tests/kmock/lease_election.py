@@ -3,8 +3,8 @@ clock of the election loop, and the loop run for a stretch of simulated time.
 
 Time: the ``clock`` fixture (conftest) replaces the elector's (and its fence's)
 ``time.monotonic`` and ``asyncio.sleep`` with one ``Clock``, so that ``run()`` goes through
-minutes of simulated time in milliseconds while its requests still go over HTTP to KMock. KMock has no ``resourceVersion``: the
-``leases`` fixture adds the check to ``PUT`` (see conftest).
+minutes of simulated time in milliseconds while its requests still go over HTTP to KMock. KMock
+has no ``resourceVersion``: the ``leases`` fixture adds the check to ``PUT`` (see conftest).
 """
 
 from __future__ import annotations
