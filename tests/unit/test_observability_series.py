@@ -67,7 +67,11 @@ async def fed_metrics() -> Metrics:
     limits = '- users: ["sue"]\n  maxresources: {cpu: 3}\n  maxapplications: 2\n'
     limits += '- groups: ["dev"]\n  maxresources: {cpu: 4}\n  maxapplications: 3\n'
     state.on_quota(quota_body("dept", min={"cpu": "2"}, max={"cpu": "8"}, is_parent=True))
-    annotations = {keys.ANNO_USER_LIMITS: limits}
+    annotations = {
+        keys.ANNO_USER_LIMITS: limits,
+        keys.ANNO_LENDING_LIMIT: '{"cpu": "1"}',
+        keys.ANNO_BORROWING_LIMIT: '{"cpu": "2"}',
+    }
     state.on_quota(
         quota_body(
             "team-a", min={"cpu": "1"}, max={"cpu": "4"}, parent="dept", annotations=annotations

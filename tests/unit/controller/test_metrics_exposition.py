@@ -56,14 +56,16 @@ def families(parsed: Iterable[Metric]) -> Families:
 @pytest.fixture
 def solved(state: ControllerState, k8s: Bodies) -> ControllerState:
     """Two trees (the default one and a profile's), cpu, memory and a GPU, the system quota
-    with its "no limit" sentinels, a running pod; every tree solved."""
+    with its "no limit" sentinels, a quota with lending and borrowing limits, a running pod;
+    every tree solved."""
     state.on_node(k8s.node("n1", allocatable={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}))
     reserved_max = {"cpu": str(keys.RESERVED_GROUP_MAX), "memory": str(keys.RESERVED_GROUP_MAX)}
     root = {keys.LABEL_TREE_ID: "1234", keys.LABEL_IS_ROOT: "true", keys.LABEL_PROFILE: "gpus"}
     bodies = [
         k8s.quota("dept", min={"cpu": "4"}, max={"cpu": "8", "memory": "16Gi"}, is_parent=True),
         k8s.quota("team-a", min={"cpu": "1500m", "memory": "1Gi"}, max={"cpu": "8"},
-                  parent="dept"),
+                  parent="dept", annotations={keys.ANNO_LENDING_LIMIT: '{"cpu": "1"}',
+                                              keys.ANNO_BORROWING_LIMIT: '{"memory": "2Gi"}'}),
         k8s.quota("team-b", "other-ns", min={"cpu": "500m"}, max={"cpu": "8", "memory": "8Gi"},
                   parent="dept"),
         k8s.quota(keys.SYSTEM_QUOTA, "koordinator-system", max=reserved_max,

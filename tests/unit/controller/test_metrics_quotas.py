@@ -184,6 +184,30 @@ async def test_an_unset_max_and_the_no_limit_sentinels_have_no_series(
     assert figure(metrics, "elastic_quota_used", keys.SYSTEM_QUOTA, "cpu") == 0.0  # a real 0
 
 
+async def test_lending_and_borrowing_limits_are_shown_as_their_annotations_set_them(
+    tree_loop: TreeLoop, metrics: Metrics, world: ControllerState, k8s: Bodies
+) -> None:
+    limits = {
+        keys.ANNO_LENDING_LIMIT: '{"cpu": "1500m"}',
+        keys.ANNO_BORROWING_LIMIT: '{"cpu": "3", "memory": "2Gi"}',
+    }
+    team_a = {"min": {"cpu": "2"}, "max": {"cpu": "8", "memory": "8Gi"}, "parent": "dept"}
+    world.on_quota(k8s.quota("team-a", **team_a, annotations=limits))
+    await tree_loop.reconcile_once()
+    assert figure(metrics, "elastic_quota_lending_limit", "team-a", "cpu") == 1.5
+    assert figure(metrics, "elastic_quota_lending_limit", "team-a", "memory") is None
+    assert figure(metrics, "elastic_quota_borrowing_limit", "team-a", "cpu") == 3.0
+    assert figure(metrics, "elastic_quota_borrowing_limit", "team-a", "memory") == 2 * GIB
+    assert figure(metrics, "elastic_quota_lending_limit", "team-b", "cpu") is None  # none set
+
+    borrowing_only = {keys.ANNO_BORROWING_LIMIT: '{"cpu": "1"}'}
+    world.on_quota(k8s.quota("team-a", **team_a, annotations=borrowing_only))
+    await tree_loop.reconcile_once()
+    assert figure(metrics, "elastic_quota_lending_limit", "team-a", "cpu") is None
+    assert figure(metrics, "elastic_quota_borrowing_limit", "team-a", "cpu") == 1.0
+    assert figure(metrics, "elastic_quota_borrowing_limit", "team-a", "memory") is None
+
+
 def test_display_units() -> None:
     assert display_value("cpu", 1500) == 1.5
     assert display_value("memory", 3 * GIB) == 3 * GIB

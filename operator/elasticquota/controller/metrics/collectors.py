@@ -115,6 +115,12 @@ def figure_help(name: str) -> str:
     return f"{QUOTA_FIGURES[name][1]}, per quota and resource"
 
 
+def quota_figure(result: QuotaResult, field: str) -> Mapping[str, int]:
+    """The figure ``field`` of ``result`` (``QUOTA_FIGURES``); an unset limit has no keys."""
+    figures: Mapping[str, int] | None = getattr(result, field)
+    return figures or {}
+
+
 def _quota_families() -> dict[str, GaugeMetricFamily]:
     return {
         name: GaugeMetricFamily(name, figure_help(name), labels=QUOTA_LABELS)
@@ -152,7 +158,7 @@ class QuotaCollector(ViewCollector):
         families = _quota_families()
         for result in self.shown_results():
             for name, (field, _) in QUOTA_FIGURES.items():
-                _add_figures(families[name], result, getattr(result, field))
+                _add_figures(families[name], result, quota_figure(result, field))
         yield from families.values()
 
     def shown_results(self) -> Iterator[QuotaResult]:

@@ -20,14 +20,19 @@ the interpreter's lock for 20-30 ms each time, the event loop's thread waiting.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from elasticquota.controller.metrics.collectors import QuotaCollector, display_value, figure_help
+from elasticquota.controller.metrics.collectors import (
+    QuotaCollector,
+    display_value,
+    figure_help,
+    quota_figure,
+)
 from elasticquota.controller.metrics.names import QUOTA_FIGURES, QUOTA_LABELS, resource_unit
 from elasticquota.core.solve.results import QuotaResult
 
@@ -98,7 +103,7 @@ def _sample_lines(
     values: _Values,
 ) -> Iterator[str]:
     for result, labels in quotas:
-        figures: Mapping[str, int] = getattr(result, field)
+        figures = quota_figure(result, field)
         for resource in sorted(figures):
             text = values.text(resource, figures[resource])
             if text is not None:

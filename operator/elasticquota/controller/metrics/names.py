@@ -17,8 +17,10 @@ QUOTA_REQUEST: Final = "elastic_quota_request"
 QUOTA_USED: Final = "elastic_quota_used"
 QUOTA_EFFECTIVE_MIN: Final = "elastic_quota_effective_min"
 QUOTA_LIMITED_REQUEST: Final = "elastic_quota_limited_request"
+QUOTA_LENDING_LIMIT: Final = "elastic_quota_lending_limit"
+QUOTA_BORROWING_LIMIT: Final = "elastic_quota_borrowing_limit"
 
-#: Each per-quota gauge, the ``QuotaResult`` field it shows, and its help text.
+#: Each per-quota gauge, the ``QuotaResult`` field it shows (None: no series), and its help text.
 QUOTA_FIGURES: Final = {
     QUOTA_MIN: ("min", "Guaranteed amount (spec.min)"),
     QUOTA_MAX: ("max", "Upper limit (spec.max)"),
@@ -27,6 +29,14 @@ QUOTA_FIGURES: Final = {
     QUOTA_USED: ("used", "What its running pods hold"),
     QUOTA_EFFECTIVE_MIN: ("effective_min", "Guaranteed amount after scaling to the tree total"),
     QUOTA_LIMITED_REQUEST: ("limited_request", "Request capped at max (what the parent sees)"),
+    QUOTA_LENDING_LIMIT: (
+        "lending_limit",
+        "Most of its unused min lent outside its subtree (lending-limit annotation)",
+    ),
+    QUOTA_BORROWING_LIMIT: (
+        "borrowing_limit",
+        "Most its subtree may use beyond its min (borrowing-limit annotation)",
+    ),
 }
 QUOTA_LABELS: Final = ("tree", "quota", "namespace", "parent", "resource", "unit")
 

@@ -40,6 +40,10 @@ class QuotaResult:
     non_preemptible_used: ResourceList
     #: Reserved quotas (root, system, default) are never limited by their runtime.
     reserved: bool = False
+    #: Extension: its lending and borrowing limits as its annotations set them (None: not set),
+    #: carried for the metrics (the solve reads them from the spec).
+    lending_limit: ResourceList | None = None
+    borrowing_limit: ResourceList | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,8 +124,8 @@ def _quota_result(
     at: int,
     lists: _Lists,
 ) -> QuotaResult:
-    """One quota's result from its row (``at`` in ``columns``); its min, max and weight are the
-    spec's own lists (neither is ever changed in place)."""
+    """One quota's result from its row (``at`` in ``columns``); its min, max, weight and limits
+    are the spec's own lists (none is ever changed in place)."""
     return QuotaResult(
         name=spec.name,
         namespace=spec.namespace,
@@ -137,6 +137,8 @@ def _quota_result(
         effective_min=lists.kept(columns["effective_min"][at], frozenset(spec.min)),
         shared_weight=spec.effective_weight,
         **_figures(columns, at, frozenset(spec.max), lists),
+        lending_limit=spec.lending_limit,
+        borrowing_limit=spec.borrowing_limit,
     )
 
 
