@@ -208,6 +208,8 @@ QUOTAS: dict[str, dict[str, Any]] = {
             "limited_request": 8,
             "used": 6,
             "runtime": 7,
+            "lending_limit": 2,
+            "borrowing_limit": 3,
         },
     },
     "team-b": {
