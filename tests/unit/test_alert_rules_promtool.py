@@ -266,6 +266,9 @@ def synthetic_series() -> list[dict[str, str]]:
     for reason, count in (("quota", 2), ("user-limit", 1)):
         held = {**TARGET, "quota": "team-a", "reason": reason}
         found.append(series("elastic_quota_gated_pods", held, f"{count}{SAMPLES}"))
+    over = {**TARGET, "namespace": "quotas", "quota": "team-a", "parent": "koordinator-root-quota"}
+    found.append(series("elastic_quota_over_used_since_timestamp_seconds", over, f"60{SAMPLES}"))
+    found.append(series("elastic_quota_revocation_min_runtime_seconds", over, f"600{SAMPLES}"))
     found.extend(subject_series())
     counters = {
         "elastic_quota_evictions_total": {

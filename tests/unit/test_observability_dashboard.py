@@ -53,6 +53,7 @@ PANEL_IDS = {
     26: "timeseries",
     27: "stat",
     28: "timeseries",
+    29: "timeseries",
 }
 
 

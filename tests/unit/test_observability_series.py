@@ -26,6 +26,7 @@ from quota_bodies import quota_body
 from test_observability_rules import strip_helm
 
 from elasticquota.controller.metrics import METRIC_NAMES, Metrics
+from elasticquota.controller.metrics.overuse import OverUseTimers
 from elasticquota.controller.solving import solve_tree_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.core import keys
@@ -98,6 +99,7 @@ async def fed_metrics() -> Metrics:
     metrics.reconciled(0.1)
     metrics.pod_event_written(0.2)
     metrics.loop_lag(0.01)
+    metrics.over_use_timers(OverUseTimers({"team-a": 1_700_000_000.0}, 60.0))
     return metrics
 
 

@@ -18,9 +18,11 @@ from revocation_rounds import delayed_round
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.revocation import (
     RECHECK_INTERVAL,
+    SOLVE_EVERY,
     RevocationController,
     over_use_summary,
 )
+from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_since
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_PREEMPTIBLE, POD_LABEL_QUOTA
@@ -313,6 +315,41 @@ async def test_an_over_use_record_refused_is_written_at_the_next_check(
     now[0] += 1
     await controller.check_once()
     assert len(cluster.named("patch_quota")) == 2  # refused, then written once
+
+
+def timed(metrics: Metrics) -> dict[str, dict[str, float]]:
+    """The over-use gauges the loop feeds: family -> quota -> value."""
+    families = ("elastic_quota_over_used_since_timestamp_seconds",
+                "elastic_quota_revocation_min_runtime_seconds")  # fmt: skip
+    return {
+        family.name: {sample.labels["quota"]: sample.value for sample in family.samples}
+        for family in metrics.registry.collect()
+        if family.name in families
+    }
+
+
+@pytest.mark.looptime
+async def test_the_metrics_show_an_over_use_while_the_loop_times_it(
+    world: ControllerState, cluster: FakeCluster
+) -> None:
+    loop = asyncio.get_running_loop()
+    leading = asyncio.Event()
+    leading.set()
+    metrics = Metrics()
+    metrics.watch(world, leading)
+    world.results[""] = world.engine.solve_tree("")  # what the tree loops publish
+    settings = Settings(revocation_delay=DELAY, revocation_interval=1.0, revocation_min_runtime=45)
+    context = LoopContext(world, cluster, settings, leading, metrics)
+    controller = RevocationController(context, clock=loop.time)
+    start = loop.time()
+    async with looping(controller):
+        await asyncio.sleep(2)
+        shown = timed(metrics)
+        assert shown["elastic_quota_revocation_min_runtime_seconds"] == {"team": 45.0}
+        assert start <= shown["elastic_quota_over_used_since_timestamp_seconds"]["team"] < start + 1
+        world.on_pod_deleted(running("extra", "1", 0))  # the over-use ends
+        await asyncio.sleep(SOLVE_EVERY + 2)  # the loop's own solve sees it
+        assert all(not quotas for quotas in timed(metrics).values())
 
 
 def test_the_over_use_summary_quotes_amounts_of_bytes_with_their_suffix() -> None:

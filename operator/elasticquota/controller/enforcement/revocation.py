@@ -49,6 +49,7 @@ from elasticquota.controller.enforcement.evictions import (
     pod_involved,
 )
 from elasticquota.controller.metrics.names import OVER_USE
+from elasticquota.controller.metrics.overuse import OverUseTimers
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
 from elasticquota.core.decisions.overuse import (
@@ -134,6 +135,8 @@ class RevocationController(WritingLoop):
         self._solved_at: float | None = None
         #: Quotas whose over-use record could not be written (sent again at the next check).
         self._unrecorded: set[str] = set()
+        #: The over-use starts the metrics show (``_publish_timers``).
+        self._published: dict[str, float] = {}
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -182,6 +185,14 @@ class RevocationController(WritingLoop):
                 await self._persist_since(result)
             if due:
                 await self._round(name, now)
+        self._publish_timers()
+
+    def _publish_timers(self) -> None:
+        """Show the timed over-uses in the metrics, when they changed (a copy: timers go on)."""
+        if self._timer.since != self._published:
+            self._published = dict(self._timer.since)
+            default = self._settings.revocation_min_runtime
+            self._metrics.over_use_timers(OverUseTimers(self._published, default))
 
     async def _round(self, name: str, now: float) -> None:
         """One revocation round of quota ``name``, on a fresh solve; with a minimum runtime, the

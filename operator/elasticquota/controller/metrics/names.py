@@ -60,6 +60,14 @@ def resource_unit(resource: str) -> str:
     return UNIT_PLAIN
 
 
+# -- per over-used quota, from the revocation loop's timers at scrape time -----------------------
+
+#: When the quota's current over-use began (epoch seconds): the start of its revocation timer.
+OVER_USED_SINCE: Final = "elastic_quota_over_used_since_timestamp_seconds"
+#: The minimum runtime of the over-used quota's pods (its annotation, an ancestor's, the setting).
+REVOCATION_MIN_RUNTIME: Final = "elastic_quota_revocation_min_runtime_seconds"
+OVER_USE_LABELS: Final = ("tree", "quota", "namespace", "parent")
+
 # -- per user (group) and quota, read from the user limits' frozen view at scrape time ---------
 
 USER_USED: Final = "elastic_quota_user_used"
@@ -122,6 +130,8 @@ WATCH_RELISTS: Final = "elastic_quota_watch_relists_total"
 METRIC_NAMES: Final = frozenset(
     {
         *QUOTA_FIGURES,
+        OVER_USED_SINCE,
+        REVOCATION_MIN_RUNTIME,
         *SUBJECT_FAMILIES["user"],
         *SUBJECT_FAMILIES["group"],
         USER_SUBJECTS_FOLDED,

@@ -42,6 +42,7 @@ from elasticquota.controller.metrics.names import (
     SOLVE_SECONDS,
     WEBHOOK_REQUESTS,
 )
+from elasticquota.controller.metrics.overuse import OverUseCollector, OverUseTimers
 from elasticquota.controller.metrics.readers import ReaderCollector
 from elasticquota.controller.metrics.users import DEFAULT_USERS_PER_QUOTA, UserLimitCollector
 
@@ -62,6 +63,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.registry.register(self.served)
         self._figures: QuotaCollector | None = None
+        self._over_uses: OverUseCollector | None = None
         on = self.served
         self._evictions = Counter(
             EVICTIONS, "Pod evictions per quota, by what decided them (over-use: revocation; "
@@ -129,6 +131,8 @@ class Metrics:
         self.served.register(TreeInfoCollector(state, leading))
         self.served.register(UserLimitCollector(state, leading, users_per_quota))
         self.served.register(StateCollector(state, leading))
+        self._over_uses = OverUseCollector(state, leading)
+        self.served.register(self._over_uses)
         self.served.register(ReaderCollector(state))
 
     def exposition(self, accept: str) -> tuple[list[bytes], str]:
@@ -173,6 +177,12 @@ class Metrics:
 
     def pod_event_written(self, seconds: float) -> None:
         self._pod_event_to_write.observe(seconds)
+
+    def over_use_timers(self, timers: OverUseTimers) -> None:
+        """The revocation loop's over-use timers, shown from the next scrape on (per quota: since
+        when, and its pods' minimum runtime); nothing before ``watch``."""
+        if self._over_uses is not None:
+            self._over_uses.timers = timers
 
     def loop_lag(self, seconds: float) -> None:
         self._loop_lag.observe(seconds)
