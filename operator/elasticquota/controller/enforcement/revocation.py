@@ -21,7 +21,8 @@ Event, which the Event series counts (``kube.events``): one Event object whose c
 new Event every delay. In dry-run, rounds are reported and nothing is evicted: the dry run's
 ``Cluster`` sends nothing and logs what it would evict. Every eviction (here and by in-quota
 preemption, through ``counted_eviction``) is counted by quota, reason (``over-use`` here,
-``preemption`` there) and outcome.
+``preemption`` there) and outcome; each check shows the timed over-uses in the metrics
+(``controller.metrics.overuse``), which the over-runtime alerts wait on.
 
 A check does not solve the trees itself more often than every ``SOLVE_EVERY`` seconds: between
 those it judges over-use on what the tree loops last solved (``QuotaEngine.latest``, at most a
