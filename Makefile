@@ -137,6 +137,21 @@ test-fresh: ## `make test` from a clean clone of HEAD with empty caches, as on a
 	echo "test-fresh: .ci/run in a clean clone exited $$status after $$(( $$(date +%s) - start )) s (log: $$dir/test.log)"; \
 	exit $$status
 
+# The runtime dependencies at the lowest releases pyproject.toml allows (eqdev.lowest: each
+# `>=X` as `==X`), the dev tools at what pip picks around them, in a venv of their own: the unit
+# and KMock tiers must pass there too (about 10 minutes), else the failure names a bound to raise.
+LOWEST := $(VENV)/lowest
+.PHONY: test-lowest
+test-lowest: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) ## The unit and KMock tiers on the lowest dependency releases pyproject.toml allows
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/pip install --quiet --upgrade pip
+	$(BIN)/python -m eqdev.lowest pyproject.toml > $(LOWEST)/constraints.txt
+	$(LOWEST)/bin/pip install --quiet --only-binary=:all: --constraint $(LOWEST)/constraints.txt -e '.[dev]'
+	HELM=$(CURDIR)/$(HELM) PROMTOOL=$(CURDIR)/$(PROMTOOL) NUMBA_CACHE_DIR=$(LOWEST)/numba-cache \
+	  $(LOWEST)/bin/pytest tests/unit tests/kmock -q -p no:cacheprovider \
+	  --deselect tests/unit/test_constraints.py::test_the_suite_runs_on_the_pinned_versions
+
 .PHONY: cluster
 cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; prints KUBECONFIG; Ctrl-C stops it
 	$(BIN)/python -m eqdev.cluster up
