@@ -139,7 +139,8 @@ test-fresh: ## `make test` from a clean clone of HEAD with empty caches, as on a
 
 # The runtime dependencies at the lowest releases pyproject.toml allows (eqdev.lowest: each
 # `>=X` as `==X`), the dev tools at what pip picks around them, in a venv of their own: the unit
-# and KMock tiers must pass there too (20 minutes on 2 cores), else the failure names a bound to raise.
+# and KMock tiers must pass there too (20 minutes on 2 cores), else the failure names a bound to
+# raise.
 LOWEST := $(VENV)/lowest
 .PHONY: test-lowest
 test-lowest: $(STAMP) $(HELM_STAMP) $(PROMTOOL_STAMP) ## The unit and KMock tiers on the lowest dependency releases pyproject.toml allows

@@ -60,13 +60,13 @@ class OverUseCollector(ViewCollector):
         timers, view = self.timers, self.view()
         if timers is not None and view.leading:
             results = dict(view.results)
+            quota_of, default = self._state.engine.quota, timers.default_min_runtime
             for name, since in sorted(timers.since.items()):
                 result = self._result(results, name)
                 if result is None:
                     continue
                 labels = [result.tree, result.name, result.namespace, result.parent]
                 since_family.add_metric(labels, since)
-                quota_of, default = self._state.engine.quota, timers.default_min_runtime
                 min_runtime_family.add_metric(
                     labels, inherited_min_runtime(name, quota_of, default)
                 )
