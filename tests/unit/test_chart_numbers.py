@@ -44,6 +44,7 @@ WITHIN: dict[str, str] = {
     "operator.revocationDelay": "90.5",
     "operator.revocationInterval": "0.25",
     "operator.revocationMinRuntime": "60.5",
+    "operator.preemptionMinRuntime": "30.5",
     "operator.evictionRate": "0.2",
     "operator.leaseDuration": "7.5",
     "operator.leaseRenewDeadline": "9.5",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from elasticquota.core.decisions.revocation import MinRuntime
+from elasticquota.core.decisions.minruntime import MinRuntime
 from elasticquota.settings.values import WEEK
 
 

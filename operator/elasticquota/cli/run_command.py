@@ -63,6 +63,10 @@ def add_run_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     run.add_argument(
         "--revocation-min-runtime", help="seconds a pod must have run before it may be revoked"
     )
+    run.add_argument(
+        "--preemption-min-runtime",
+        help="seconds a pod must have run before in-quota preemption may evict it",
+    )
     _off_switch(run, "--no-revocation", "revocation", "never evict pods of over-used quotas")
     run.add_argument(
         "--dry-run", action="store_true", default=None, help="compute and log, write nothing"
@@ -172,6 +176,7 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
             "reconcile_interval",
             "revocation_delay",
             "revocation_min_runtime",
+            "preemption_min_runtime",
             "revocation",
             "dry_run",
             "metrics_port",

@@ -49,6 +49,10 @@ ANNO_BORROWING_LIMIT: Final = f"{EXT_PREFIX}/borrowing-limit"
 #: run less than this (seconds or a Go duration); absent: the parent's, else the operator's
 #: ``revocation_min_runtime``.
 ANNO_REVOCATION_MIN_RUNTIME: Final = f"{EXT_PREFIX}/revocation-min-runtime"
+#: In-quota preemption spares the quota's pods (and its descendants' without one of their own)
+#: that have run less than this; absent: the parent's, else the operator's
+#: ``preemption_min_runtime``.
+ANNO_PREEMPTION_MIN_RUNTIME: Final = f"{EXT_PREFIX}/preemption-min-runtime"
 #: On a quota left out of its tree (a rule it breaks): why; its computed annotations are removed.
 ANNO_INVALID: Final = f"{EXT_PREFIX}/invalid"
 #: Written by the operator on the quota that owns a name several quotas share (its own uid as the

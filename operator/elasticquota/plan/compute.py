@@ -29,13 +29,8 @@ from elasticquota.api.parse import (
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
-from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIMES,
-    MinRuntime,
-    MinRuntimes,
-    RoundChoice,
-    revocation_choices,
-)
+from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIMES, MinRuntime, MinRuntimes
+from elasticquota.core.decisions.revocation import RoundChoice, revocation_choices
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elasticquota.core.decisions.revocation import moment_text
+from elasticquota.core.decisions.minruntime import moment_text
 from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan

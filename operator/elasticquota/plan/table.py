@@ -24,7 +24,7 @@ import textwrap
 from collections.abc import Iterable, Iterator
 
 from elasticquota.core.decisions.admission import Verdict
-from elasticquota.core.decisions.revocation import moment_text
+from elasticquota.core.decisions.minruntime import moment_text
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import (

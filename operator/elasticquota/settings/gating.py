@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from elasticquota.settings.values import NamespaceName
+from elasticquota.settings.values import WEEK, NamespaceName
 
 
 class GatingSettings(BaseModel):
@@ -20,3 +20,10 @@ class GatingSettings(BaseModel):
 
     gating_exclude_namespaces: list[NamespaceName] = Field(default_factory=lambda: ["kube-system"])
     """Pods of these namespaces are never gated."""
+
+    preemption_min_runtime: float = Field(default=0.0, ge=0, le=WEEK)
+    """Seconds a pod must have run (since its ``status.startTime``) before in-quota preemption
+    may evict it to make room for a more important pod of its quota: other lower-priority pods
+    make the room if they can, else the waiting pod waits until the young ones may go (KAI's
+    ``preemptMinRuntime``). 0: every lower-priority pod may go, as in the reference. Revocation
+    has its own (``revocation_min_runtime``)."""

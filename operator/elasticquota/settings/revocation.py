@@ -32,7 +32,7 @@ class RevocationSettings(BaseModel):
     """Seconds a pod must have run (since its ``status.startTime``) before revocation may evict
     it: a round chooses other pods of the quota, and the next round comes when the first pod it
     spared may go (KAI's reclaim minimum runtime, Kueue KEP-9876). 0: every pod may go, as in
-    the reference. In-quota preemption is not affected."""
+    the reference. In-quota preemption has its own (``preemption_min_runtime``)."""
 
     revoke_default_quota: bool = False
     """Also revoke pods of koordinator-default-quota (never those of the system quota)."""

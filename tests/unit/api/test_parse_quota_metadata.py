@@ -126,14 +126,15 @@ def test_malformed_namespaces_are_a_problem_and_ignored(text: str) -> None:
     assert problems[0].message.endswith("; ignored")
 
 
-def test_a_minimum_runtime_reads_and_a_bad_one_is_a_problem_read_as_absent() -> None:
-    raw = quota_raw(annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: "1h30m"})
-    assert clean_quota(raw).revocation_min_runtime == 5400.0
-    assert clean_quota(quota_raw()).revocation_min_runtime is None
-    spec, problems = quota_of(quota_raw(annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: "soon"}))
-    assert spec.revocation_min_runtime is None
+@pytest.mark.parametrize("eviction", ["revocation", "preemption"])
+def test_a_minimum_runtime_reads_and_a_bad_one_is_a_problem_read_as_absent(eviction: str) -> None:
+    annotation, field = f"{keys.EXT_PREFIX}/{eviction}-min-runtime", f"{eviction}_min_runtime"
+    assert getattr(clean_quota(quota_raw(annotations={annotation: "1h30m"})), field) == 5400.0
+    assert getattr(clean_quota(quota_raw()), field) is None
+    spec, problems = quota_of(quota_raw(annotations={annotation: "soon"}))
+    assert getattr(spec, field) is None
     assert [problem.message for problem in problems] == [
-        f"annotation {keys.ANNO_REVOCATION_MIN_RUNTIME}: 'soon': expected seconds (600) or a "
+        f"annotation {annotation}: 'soon': expected seconds (600) or a "
         "duration of hours, minutes and seconds (10m, 1h30m); the parent's or the operator's "
         "minimum runtime is used"
     ]

@@ -15,7 +15,7 @@ from gate_rounds import new_needs_both_small_pods, stepped
 from team_pods import team_of_four
 from team_pods import team_pod as pod
 
-from elasticquota.controller.enforcement.gating import BUDGET_RETRY
+from elasticquota.controller.enforcement.preemption import BUDGET_RETRY
 from elasticquota.controller.state import ControllerState
 from elasticquota.kube.evictions import EvictionOutcome
 

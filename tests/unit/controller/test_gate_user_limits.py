@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fake_cluster import FakeCluster
-from team_pods import team_pod
+from team_pods import team_pod, team_quota
 
 from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.gating import GateController
@@ -19,7 +19,6 @@ from elasticquota.controller.state import ControllerState
 from elasticquota.core.keys import (
     ANNO_USER_INFO,
     ANNO_USER_LIMITS,
-    LABEL_ALLOW_LENT,
 )
 from elasticquota.core.solve.engine import EngineSettings
 from elasticquota.settings import Settings
@@ -35,17 +34,7 @@ def pod(name: str, cpu: str, *, user: str = "sue", **shape: Any) -> dict[str, An
 
 def world_with(quota_cpu: str) -> ControllerState:
     state = ControllerState.create(EngineSettings())
-    state.on_quota(
-        {
-            "metadata": {
-                "name": "team",
-                "namespace": "ns",
-                "labels": {LABEL_ALLOW_LENT: "false"},
-                "annotations": {ANNO_USER_LIMITS: SUE_LIMIT},
-            },
-            "spec": {"min": {"cpu": quota_cpu}, "max": {"cpu": quota_cpu}},
-        }
-    )
+    state.on_quota(team_quota(quota_cpu, {ANNO_USER_LIMITS: SUE_LIMIT}))
     state.on_node({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "100"}}})
     state.mark_synced()
     return state

@@ -44,12 +44,13 @@ def test_run_names_the_flag_of_a_bad_flag_value(capsys: pytest.CaptureFixture[st
     )
 
 
-def test_run_takes_the_minimum_runtime_as_plan_and_explain_do(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("eviction", ["revocation", "preemption"])
+def test_run_takes_the_minimum_runtimes_and_names_the_flag_of_a_bad_one(
+    capsys: pytest.CaptureFixture[str], eviction: str
 ) -> None:
-    assert main(["run", "--revocation-min-runtime", "-5"]) == 2
+    assert main(["run", f"--{eviction}-min-runtime", "-5"]) == 2
     assert capsys.readouterr().err == (
-        "error: invalid settings: revocation_min_runtime = '-5' (from --revocation-min-runtime): "
+        f"error: invalid settings: {eviction}_min_runtime = '-5' (from --{eviction}-min-runtime): "
         "allowed: a number from 0 to 604800\n"
     )
 

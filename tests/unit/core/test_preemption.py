@@ -4,49 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from preemption_pods import names, pending, running, solve
+
 from elasticquota.core.decisions.gating import gate_decisions
 from elasticquota.core.decisions.preemption import preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.engine import QuotaEngine
-from elasticquota.core.solve.results import Snapshot
 
 MAX = {"cpu": 10_000}
-
-
-def running(name: str, cpu: int, priority: int, quota: str = "team", **extra: object) -> PodInfo:
-    return PodInfo(
-        namespace="ns",
-        name=name,
-        requests={"cpu": cpu},
-        quota_label=quota,
-        priority=priority,
-        node_name="n1",
-        phase="Running",
-        start_time=float(priority),
-        **extra,  # type: ignore[arg-type]
-    )
-
-
-def pending(name: str, cpu: int, priority: int, quota: str = "team") -> PodInfo:
-    return PodInfo(
-        namespace="ns", name=name, requests={"cpu": cpu}, quota_label=quota, priority=priority
-    )
-
-
-def solve(*pods: PodInfo) -> Snapshot:
-    """Two quotas with min = max = 4 cpu each on an 8-cpu cluster: runtime 4 whatever happens."""
-    quotas = [
-        Quota(name=name, namespace="ns", min={"cpu": 4000}, max={"cpu": 4000}, allow_lent=False)
-        for name in ("team", "other")
-    ]
-    node = NodeInfo(name="n1", allocatable={"cpu": 8000})
-    return QuotaEngine().load(quotas=quotas, pods=pods, nodes=[node]).solve()
-
-
-def names(victims: list[PodInfo] | None) -> list[str] | None:
-    return None if victims is None else [pod.name for pod in victims]
 
 
 def test_a_pod_that_fits_needs_no_victim() -> None:

@@ -4,6 +4,7 @@ quota, the rule and the numbers in the message) and accepted at its boundary."""
 
 from __future__ import annotations
 
+import pytest
 from rule_objects import Raw, messages, quota, rules, view
 
 from elasticquota.core import keys
@@ -172,25 +173,28 @@ def test_limits_and_weights_write_amounts_of_bytes_with_their_suffix() -> None:
     ]
 
 
-def test_the_minimum_runtime_is_seconds_or_a_duration_of_at_most_a_week() -> None:
+@pytest.mark.parametrize("rule", ["revocation-min-runtime", "preemption-min-runtime"])
+def test_a_minimum_runtime_is_seconds_or_a_duration_of_at_most_a_week(rule: str) -> None:
+    """Each annotation is checked by the rule of its name."""
+    annotation = f"{keys.EXT_PREFIX}/{rule}"
+
     def with_min_runtime(text: str) -> Raw:
         return quota("q", min={"cpu": "4"}, max={"cpu": "8"},
-                     annotations={keys.ANNO_REVOCATION_MIN_RUNTIME: text})  # fmt: skip
+                     annotations={annotation: text})  # fmt: skip
 
     for good in ("600", "10m", "1h30m", "0"):
         assert validate_quota_create(with_min_runtime(good), view()) == []
     found = validate_quota_create(with_min_runtime("ten minutes"), view())
-    assert rules(found) == ["revocation-min-runtime"]
+    assert rules(found) == [rule]
     assert messages(found) == [
-        f"q annotation {keys.ANNO_REVOCATION_MIN_RUNTIME} is invalid: 'ten minutes': expected "
+        f"q annotation {annotation} is invalid: 'ten minutes': expected "
         "seconds (600) or a duration of hours, minutes and seconds (10m, 1h30m)"
     ]
     assert messages(validate_quota_create(with_min_runtime("8d"), view()))[0].endswith(
         "'8d': expected seconds (600) or a duration of hours, minutes and seconds (10m, 1h30m)"
     )
     assert messages(validate_quota_create(with_min_runtime("200h"), view())) == [
-        f"q annotation {keys.ANNO_REVOCATION_MIN_RUNTIME} is invalid: '200h': allowed from 0 to "
-        "604800 seconds"
+        f"q annotation {annotation} is invalid: '200h': allowed from 0 to 604800 seconds"
     ]
 
 

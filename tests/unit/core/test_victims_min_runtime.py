@@ -12,11 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_revocation import TRACKED, names, pod, result, snapshot
 
+from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIME, MinRuntime, MinRuntimes
 from elasticquota.core.decisions.overuse import OverUseTimer
 from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIME,
-    MinRuntime,
-    MinRuntimes,
     revocation_choices,
     revocation_plan,
     round_choice,

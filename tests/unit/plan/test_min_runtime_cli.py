@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from elasticquota.core.decisions.revocation import moment_text
+from elasticquota.core.decisions.minruntime import moment_text
 from elasticquota.core.keys import ANNO_REVOCATION_MIN_RUNTIME
 
 if TYPE_CHECKING:

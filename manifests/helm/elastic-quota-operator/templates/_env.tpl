@@ -108,6 +108,8 @@ passed: the operator's own default), the pod's identity, numba's cache, Python's
   value: {{ $op.gating | quote }}
 - name: ELASTIC_QUOTA_GATING_EXCLUDE_NAMESPACES
   value: {{ toJson $op.gatingExcludeNamespaces | quote }}
+- name: ELASTIC_QUOTA_PREEMPTION_MIN_RUNTIME
+  value: {{ $op.preemptionMinRuntime | quote }}
 - name: ELASTIC_QUOTA_USER_LIMITS_REFUSE_PODS
   value: {{ $op.userLimitsRefusePods | quote }}
 - name: ELASTIC_QUOTA_IGNORE_NAMESPACES

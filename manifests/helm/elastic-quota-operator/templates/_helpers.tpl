@@ -127,6 +127,7 @@ ranges equal to the schema's. A range of one bound has no maximum.
   "operator.revocationDelay" (list 0 604800)
   "operator.revocationInterval" (list 0.01 3600)
   "operator.revocationMinRuntime" (list 0 604800)
+  "operator.preemptionMinRuntime" (list 0 604800)
   "operator.evictionRate" (list 0.01 1000)
   "operator.leaseDuration" (list 1 3600)
   "operator.leaseRenewDeadline" (list 0.01 3600)

@@ -6,14 +6,8 @@ replica decides for every gated pod (``core.decisions.gating``): pods that fit l
 not keep it, with the condition ``ElasticQuotaAdmission=False`` and an Event naming the quota, the
 resource and the numbers (written again only when the reason changes). A waiting pod that would fit
 if strictly lower-priority pods of its own quota were gone has the fewest of them evicted (in-quota
-preemption, ``core.decisions.preemption``; one quota at a time, rate-limited like revocation; at
-most one preemption per quota per round, one an eviction error cut short included), unless a user
-or group limit holds it too (evictions would not lift the limit). Each victim gets an Event: one
-evicted ``PreemptedInQuota``; one a PodDisruptionBudget kept a Warning ``PreemptionBlocked``
-(spared for ``BUDGET_RETRY`` seconds, others chosen instead where they make room); one whose
-eviction request failed (an API error, not a budget's refusal nor a pod gone) a Warning
-``PreemptionFailed`` naming the error and the pod it was making room for, and the failure is
-logged so too; a failure repeated every round is one Event whose count grows (``kube.events``).
+preemption: ``controller.enforcement.preemption``; at most one preemption per quota per round),
+unless a user or group limit holds it too (evictions would not lift the limit).
 A pod held by a user limit is checked again every round, so it is released once pods of its user
 finish or are deleted.
 On older API servers, which drop the field, this is detected once, logged, and the operator runs
@@ -37,40 +31,23 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.enforcement.evictions import (
-    RateLimiter,
-    counted_eviction,
-    pod_involved,
-)
+from elasticquota.controller.enforcement.evictions import RateLimiter, pod_involved
+from elasticquota.controller.enforcement.preemption import RECENT, InQuotaPreemption
 from elasticquota.controller.metrics.names import (
     HELD_BY_GROUP_LIMIT,
     HELD_BY_QUOTA,
     HELD_BY_USER_LIMIT,
-    PREEMPTION,
 )
 from elasticquota.controller.solving import solved_snapshot
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import GateDecision, gate_decisions, gate_wait, is_gated
-from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.results import Snapshot
-from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import EvictionOutcome, uid_of_failure
 from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
-
-#: How many recent pod keys a controller keeps of what it did (for tests and debugging).
-RECENT = 1000
-
-#: Seconds a victim a PodDisruptionBudget kept is spared before its eviction is asked again (the
-#: operator does not watch budgets: it learns from the 429). Every round (a second) asked it
-#: again where no other set made room: a request refused each second for as long as the pod
-#: waited, taken from the eviction rate revocation shares. Kubernetes' scheduler retries a pod
-#: within its backoff, at most 10 s by default.
-BUDGET_RETRY = 10.0
 
 
 def held_reason(verdict: Verdict) -> str:
@@ -121,24 +98,24 @@ class GateController(WritingLoop):
         epoch seconds, what a pod's creation time is compared with (its wait at the gate)."""
         super().__init__(context)
         self._clock = clock
-        self._told: dict[str, str] = {}  # pod -> the reason it was last told it waits
+        #: pod -> the reason it was last told it waits, and its uid as that answer named it.
+        self._told: dict[str, tuple[str, str]] = {}
         self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
         self._outage = OutageLog(logger, "gate updates")
-        self._evictions = OutageLog(logger, "in-quota preemption's evictions")
-        #: The most recent releases and in-quota preemptions (bounded: the metrics count them all).
+        self._preemption = InQuotaPreemption(context, self._limiter, self._outage, clock)
+        #: The most recent releases (bounded: the metrics count them all).
         self.released: collections.deque[str] = collections.deque(maxlen=RECENT)
-        self.preempted: collections.deque[str] = collections.deque(maxlen=RECENT)
         #: Pods released whose release memory has not shown yet (key -> creation time).
         self._unseen: dict[str, str] = {}
         #: Released pods whose "admitted" condition is still to be written (key -> creation time
         #: and reason): written again each round until it lands or the pod is gone, so that no
         #: pod keeps the "waits" condition of its last hold once it runs.
         self._owed: dict[str, tuple[str, str]] = {}
-        #: The preemption candidates of the quotas with waiting pods, sorted once per change of
-        #: their pods rather than once per waiting pod and round.
-        self._candidates = PreemptionMemo()
-        #: Victims a PodDisruptionBudget kept: key -> the loop time they may be asked again.
-        self._kept: dict[str, float] = {}
+
+    @property
+    def preempted(self) -> collections.deque[str]:
+        """The most recent in-quota preemption victims evicted (bounded)."""
+        return self._preemption.preempted
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -156,7 +133,8 @@ class GateController(WritingLoop):
         self._unseen = _still_unseen(snapshot, self._unseen)
         decisions = gate_decisions(snapshot, released_unseen=self._unseen)
         held = [decision for decision in decisions if not decision.release]
-        self._candidates.keep_only({snapshot.pod_quota[d.pod.key] for d in held})
+        waiting = {decision.pod.key for decision in decisions}
+        self._preemption.keep_only({snapshot.pod_quota[d.pod.key] for d in held}, waiting)
         preempting: set[str] = set()  # at most one preemption per quota per round
         if not (
             await self._write_owed_conditions(snapshot)
@@ -165,8 +143,7 @@ class GateController(WritingLoop):
         ):
             return  # the Lease was lost: no write of this round can be sent any more
         self._state.gated = held_per_quota(snapshot, decisions)
-        waiting = {decision.pod.key for decision in decisions}
-        self._told = {pod: reason for pod, reason in self._told.items() if pod in waiting}
+        self._told = {pod: told for pod, told in self._told.items() if pod in waiting}
 
     async def _each(
         self, decisions: list[GateDecision], act: Callable[[GateDecision], Awaitable[None]]
@@ -244,102 +221,13 @@ class GateController(WritingLoop):
     async def _preempt(
         self, snapshot: Snapshot, preempting: set[str], decision: GateDecision
     ) -> None:
-        """In-quota preemption: evict the fewest lower-priority pods that make room.
-
-        Never for a pod a user or group limit holds: evicting pods makes room in the quota, not
-        under the limit (YuniKorn's user-limit refusals never preempt either). The quota goes
-        into ``preempting`` before the first eviction: a round makes one preemption per quota,
-        even one an eviction error cut short (the round's snapshot does not know its victims
-        are going; another pod of the quota would choose them again). A victim a
-        PodDisruptionBudget keeps (429) is reprieved: the victims are chosen again without it
-        (those already evicted are chosen again first, being less important, and not evicted
-        twice), so the preemption stops only where no other set makes room; it stays spared for
-        ``BUDGET_RETRY`` seconds, not asked again every round. A failed eviction
-        ends the preemption: the victims are the fewest that make room together, so without
-        that one the others' evictions would make none; the next round decides again."""
-        quota = snapshot.pod_quota[decision.pod.key]
-        if quota in preempting or decision.verdict.limit_refusals:
-            return
-        kept = self._recently_kept()  # victims a budget kept, not to be asked again yet
-        done: set[str] = set()  # victims evicted (or gone already)
-        while victims := preemption_victims(decision.seen, decision.pod, self._candidates, kept):
-            going = [victim for victim in victims if victim.key not in done]
-            if not going:
-                return
-            preempting.add(quota)
-            blocked = await self._evict_victims(quota, going, decision.pod, done)
-            if blocked is None:
-                return
-            kept.add(blocked)
-            self._kept[blocked] = asyncio.get_running_loop().time() + BUDGET_RETRY
-
-    def _recently_kept(self) -> set[str]:
-        """The victims a budget kept less than ``BUDGET_RETRY`` seconds ago (the others are
-        forgotten: the memory holds what the last seconds' 429s named, no more)."""
-        now = asyncio.get_running_loop().time()
-        self._kept = {key: until for key, until in self._kept.items() if until > now}
-        return set(self._kept)
-
-    async def _evict_victims(
-        self, quota: str, victims: list[PodInfo], waiting: PodInfo, done: set[str]
-    ) -> str | None:
-        """Evict ``victims`` in turn to make room for ``waiting``, adding each that went to
-        ``done``. The key of the first a PodDisruptionBudget keeps (told so; the rest are left);
-        None when all went, or when a failure ended the preemption."""
-        logger.info("preempting %s for %s", ", ".join(v.key for v in victims), waiting.key)
-        for victim in victims:
-            await self._limiter.acquire()
-            try:
-                eviction = await counted_eviction(
-                    self._cluster, self._metrics, quota, victim, PREEMPTION
-                )
-            except NotLeadingError:
-                raise  # the round ends: no write of it can be sent any more
-            except Exception as error:
-                await self._preemption_failed(victim, waiting, error)
-                return None
-            self._evictions.succeeded()
-            involved = pod_involved(victim, eviction.uid)
-            if eviction.outcome is EvictionOutcome.BLOCKED:
-                message = (
-                    f"a PodDisruptionBudget refused the eviction to make room for {waiting.key}"
-                )
-                await self._tell_victim(victim, involved, "PreemptionBlocked", message)
-                return victim.key
-            done.add(victim.key)
-            if eviction.outcome is EvictionOutcome.EVICTED:
-                self.preempted.append(victim.key)
-                message = f"evicted to make room in its quota for {waiting.key}"
-                await self._tell_victim(victim, involved, "PreemptedInQuota", message)
-        return None
-
-    async def _preemption_failed(self, victim: PodInfo, waiting: PodInfo, error: Exception) -> None:
-        """Say why ``victim`` stays, in the log and on the pod (naming its uid when the eviction
-        read it, so that ``kubectl describe pod`` lists it)."""
-        self._evictions.failed(f"{victim.key} (making room for {waiting.key})", error)
-        message = f"the eviction to make room in its quota for {waiting.key} failed: "
-        involved = pod_involved(victim, uid_of_failure(error))
-        await self._tell_victim(victim, involved, "PreemptionFailed", message + describe(error))
-
-    async def _tell_victim(
-        self, victim: PodInfo, involved: dict[str, str], reason: str, message: str
-    ) -> None:
-        """Post an Event on a preemption's victim. One that fails is logged naming the victim
-        and the Event (not the waiting pod the round was deciding about) and not tried again;
-        the preemption goes on (as revocation does): stopping after a victim's eviction would
-        leave its room unmade, the other victims being needed with it."""
-        try:
-            await self._cluster.post_event(involved, reason, message)
-        except NotLeadingError:
-            raise
-        except Exception as error:
-            self._outage.failed(f"the {reason} Event on {victim.key}", error)
-            return
-        self._answered()
+        """In-quota preemption for a held pod (``InQuotaPreemption.preempt``)."""
+        uid = self._told.get(decision.pod.key, ("", ""))[1]
+        await self._preemption.preempt(snapshot, preempting, decision, uid)
 
     async def _hold(self, decision: GateDecision) -> None:
         pod, reason = decision.pod, decision.verdict.reason
-        if self._told.get(pod.key) == reason:
+        if self._told.get(pod.key, ("", ""))[0] == reason:
             return
         uid = await self._cluster.set_waiting_condition(
             pod.namespace, pod.name, True, reason, created=pod.created
@@ -349,4 +237,4 @@ class GateController(WritingLoop):
             return  # another pod has the name now: the round that sees it decides about it
         await self._cluster.post_event(pod_involved(pod, uid), "WaitingForQuota", reason, "Normal")
         self._answered()
-        self._told[pod.key] = reason
+        self._told[pod.key] = (reason, uid)

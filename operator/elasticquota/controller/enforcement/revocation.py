@@ -53,6 +53,11 @@ from elasticquota.controller.metrics.names import OVER_USE
 from elasticquota.controller.metrics.overuse import OverUseTimers
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
+from elasticquota.core.decisions.minruntime import (
+    NO_MIN_RUNTIME,
+    MinRuntime,
+    inherited_min_runtime,
+)
 from elasticquota.core.decisions.overuse import (
     ANNO_OVER_USED_SINCE,
     OverUseTimer,
@@ -60,10 +65,7 @@ from elasticquota.core.decisions.overuse import (
     parse_since,
 )
 from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIME,
-    MinRuntime,
     RoundChoice,
-    inherited_min_runtime,
     quota_is_over_used,
     round_choice,
     victims_of,

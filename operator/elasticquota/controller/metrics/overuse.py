@@ -33,7 +33,7 @@ from elasticquota.controller.metrics.names import (
     OVER_USED_SINCE,
     REVOCATION_MIN_RUNTIME,
 )
-from elasticquota.core.decisions.revocation import inherited_min_runtime
+from elasticquota.core.decisions.minruntime import inherited_min_runtime
 from elasticquota.core.solve.results import QuotaResult
 
 

@@ -25,13 +25,8 @@ from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, Verdict
 from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
-from elasticquota.core.decisions.revocation import (
-    NO_MIN_RUNTIMES,
-    MinRuntime,
-    MinRuntimes,
-    quota_is_over_used,
-    round_choice,
-)
+from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIMES, MinRuntime, MinRuntimes
+from elasticquota.core.decisions.revocation import quota_is_over_used, round_choice
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.quantity import format_quantity

@@ -19,6 +19,12 @@ budget keeps a pod when the pod's eviction is refused (429), and chooses again w
 Kubernetes' preemption reprieves the victims whose eviction would violate a budget: the other
 lower-priority pods of the quota make the room if they can (Koordinator #2651 asks for this).
 
+``young``: with a minimum runtime (``preemption_min_runtime``, or the quota's
+``preemption-min-runtime`` annotation: KAI's ``preemptMinRuntime``; off by default, the
+reference has none) a pod that started less than that long ago is not chosen either: other
+lower-priority pods make the room if they can, else the waiting pod waits until the young ones
+may go (``deferred_by_min_runtime`` names them and when).
+
 A quota's candidates, least important first, are a prefix of the order of all its preemptible
 assigned pods (the order starts with the priority): ``QuotaCandidates`` sorts them once, and a
 waiting pod takes the prefix below its priority. The gate keeps them across rounds
@@ -34,6 +40,7 @@ from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIME, MinRuntime
 from elasticquota.core.decisions.revocation import least_important_first
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -112,12 +119,14 @@ def preemption_victims(
     pod: PodInfo,
     memo: PreemptionMemo | None = None,
     spared: Collection[str] = (),
+    young: MinRuntime = NO_MIN_RUNTIME,
 ) -> list[PodInfo] | None:
     """The pods to evict so that ``pod`` fits its quota (empty: it fits already).
 
     None when no set of allowed victims makes room (or the pod's quota is reserved). ``memo``:
     the quotas' candidates as sorted for earlier pods; without it, the quota's pods of lower
-    priority are sorted here (all that this pod needs). ``spared``: keys of pods never chosen.
+    priority are sorted here (all that this pod needs). ``spared``: keys of pods never chosen;
+    nor are the pods ``young`` protects.
     """
     quota = snapshot.pod_quota[pod.key]
     result = snapshot.quotas[quota]
@@ -140,7 +149,7 @@ def preemption_victims(
         return None
     victims: list[PodInfo] = []
     for candidate in candidates.below(pod.priority):
-        if candidate.key in spared:
+        if candidate.key in spared or young.protects(candidate):
             continue
         victims.append(candidate)
         used = subtract_clamped(used, mask(candidate.requests, result.max))
@@ -165,3 +174,32 @@ def _spare_unneeded(
         else:
             kept.append(victim)
     return list(reversed(kept))
+
+
+@dataclass(frozen=True, slots=True)
+class Deferral:
+    """A preemption the minimum runtime holds back: the young pods it would evict, least
+    important first, and when the last of them may go (epoch seconds)."""
+
+    young: tuple[PodInfo, ...]
+    until: float
+
+
+def deferred_by_min_runtime(
+    snapshot: Snapshot,
+    pod: PodInfo,
+    young: MinRuntime,
+    memo: PreemptionMemo | None = None,
+    spared: Collection[str] = (),
+) -> Deferral | None:
+    """Why ``pod`` takes nobody's place although lower-priority pods could make room: the choice
+    without the minimum runtime would evict pods ``young`` protects. None when the protection
+    is not what holds it back (it fits, room can be made without the young pods, or none could
+    be made even with them)."""
+    if preemption_victims(snapshot, pod, memo, spared, young) is not None:
+        return None
+    victims = preemption_victims(snapshot, pod, memo, spared) or []
+    protected = tuple(victim for victim in victims if young.protects(victim))
+    if not protected:
+        return None
+    return Deferral(protected, max(young.ends(victim) for victim in protected))

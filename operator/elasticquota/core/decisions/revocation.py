@@ -18,16 +18,17 @@ operator passes the pods a PodDisruptionBudget kept in the round (their eviction
 chooses again: the quota's other pods give the resources back (Koordinator #2651 asks for this; the
 reference skips the kept pod and the quota stays over-used until the next round).
 
-``MinRuntime``: a pod that started less than ``revocation_min_runtime`` seconds ago is not
-chosen either, so that a pod makes some progress before it gives the resources back (KAI's reclaim
-minimum runtime, Kueue KEP-9876's ``reclaimMinAdmitDuration``; off by default: the reference has
-no such rule). The round evicts what it would evict without the rule but the protected pods;
-in their place, pods of their priority that started earlier may go, never a pod of a higher
-priority: the rule delays a revocation, it does not turn the priority order over. A pod
-without a start time has not run yet and is not protected. A ``RoundChoice`` names the pods the
-rule keeps out of a round beside its victims (the operator's next round comes when the first of
-them may go). ``MinRuntimes``: the minimum by quota, the quota's ``revocation-min-runtime``
-annotation, else its nearest ancestor's, else the operator's setting (KAI sets it per queue).
+``MinRuntime`` (``core.decisions.minruntime``): a pod that started less than
+``revocation_min_runtime`` seconds ago is not chosen either, so that a pod makes some progress
+before it gives the resources back (KAI's reclaim minimum runtime, Kueue KEP-9876's
+``reclaimMinAdmitDuration``; off by default: the reference has no such rule). The round evicts
+what it would evict without the rule but the protected pods; in their place, pods of their
+priority that started earlier may go, never a pod of a higher priority: the rule delays a
+revocation, it does not turn the priority order over. A pod without a start time has not run
+yet and is not protected. A ``RoundChoice`` names the pods the rule keeps out of a round beside
+its victims (the operator's next round comes when the first of them may go). ``MinRuntimes``:
+the minimum by quota, the quota's ``revocation-min-runtime`` annotation, else its nearest
+ancestor's, else the operator's setting (KAI sets it per queue).
 
 ``round_choice`` is the one entry point: ``plan`` (``revocation_choices``), ``explain`` and the
 live operator (``controller.enforcement.revocation``) all call it on their snapshot, so they cannot
@@ -37,13 +38,17 @@ choose differently from the same pods (all parse pods with ``api.parse.parse_pod
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from elasticquota.core.decisions.minruntime import (
+    NO_MIN_RUNTIME,
+    NO_MIN_RUNTIMES,
+    MinRuntime,
+    MinRuntimes,
+)
 from elasticquota.core.keys import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
-from elasticquota.core.model.quota import Quota
 from elasticquota.core.quantities.resources import ResourceList, add, mask
 from elasticquota.core.solve.results import Snapshot, is_over_used
 
@@ -59,78 +64,6 @@ def least_important_first(pods: Iterable[PodInfo]) -> list[PodInfo]:
             pod.key,
         ),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MinRuntime:
-    """Revocation's protection of young pods: one that started less than ``seconds`` before
-    ``now`` (epoch seconds, as ``PodInfo.start_time``) is not a victim; ``seconds`` 0: none is."""
-
-    seconds: float
-    now: float
-
-    def protects(self, pod: PodInfo) -> bool:
-        start = pod.start_time
-        return self.seconds > 0 and start is not None and self.now - start < self.seconds
-
-    def ends(self, pod: PodInfo) -> float:
-        """When the protection of ``pod`` (one it ``protects``) ends."""
-        start = pod.start_time
-        return (self.now if start is None else start) + self.seconds
-
-    def ends_text(self, pod: PodInfo) -> str:
-        """``ends`` as Kubernetes writes times: ``2026-11-28T12:50:04Z`` (UTC, whole seconds up)."""
-        return moment_text(self.ends(pod))
-
-
-def moment_text(epoch: float) -> str:
-    """Epoch seconds as RFC 3339 in UTC, rounded up to the second (a pod spared until then may
-    go at that second, not before)."""
-    return datetime.fromtimestamp(math.ceil(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-#: No pod is protected: the reference's rule.
-NO_MIN_RUNTIME = MinRuntime(0.0, 0.0)
-
-
-def _no_quota(name: str) -> Quota | None:
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class MinRuntimes:
-    """Revocation's protection by quota, as of ``default.now``: a quota's own
-    ``revocation-min-runtime`` annotation, else its nearest ancestor's, else ``default``'s
-    seconds (the operator's ``revocation_min_runtime``). ``quota_of``: a quota's spec by name
-    (None: unknown, the walk up ends there)."""
-
-    default: MinRuntime
-    quota_of: Callable[[str], Quota | None] = _no_quota
-
-    def of(self, quota: str) -> MinRuntime:
-        seconds = inherited_min_runtime(quota, self.quota_of, self.default.seconds)
-        if seconds == self.default.seconds:
-            return self.default
-        return MinRuntime(seconds, self.default.now)
-
-
-def inherited_min_runtime(
-    quota: str, quota_of: Callable[[str], Quota | None], default: float
-) -> float:
-    """The minimum runtime of ``quota``'s pods in seconds: its own annotation, else its nearest
-    ancestor's (``quota_of``: a spec by name, None ending the walk), else ``default``."""
-    seen: set[str] = set()
-    spec = quota_of(quota)
-    while spec is not None and spec.name not in seen:
-        if spec.revocation_min_runtime is not None:
-            return spec.revocation_min_runtime
-        seen.add(spec.name)
-        spec = quota_of(spec.parent) if spec.parent else None
-    return default
-
-
-#: No pod of any quota is protected (no quota is known): the reference's rule.
-NO_MIN_RUNTIMES = MinRuntimes(NO_MIN_RUNTIME)
 
 
 def select_victims(

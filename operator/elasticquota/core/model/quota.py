@@ -60,6 +60,8 @@ class Quota:
     #: Extension: the ``revocation-min-runtime`` annotation in seconds (None: absent or
     #: unreadable; the parent's then, else the operator's setting).
     revocation_min_runtime: float | None = None
+    #: Extension: the ``preemption-min-runtime`` annotation in seconds (the same rules).
+    preemption_min_runtime: float | None = None
     #: RFC 3339 creation time, used to pick the survivor among duplicated names.
     created: str = ""
     #: metadata.uid: the last tie-break among duplicated names, and what a name record names.

@@ -117,6 +117,11 @@ def read_quota(raw: Mapping[str, Any]) -> QuotaReading:
             min_runtime_seconds,
             "the parent's or the operator's minimum runtime is used",
         ),
+        preemption_min_runtime=notes.read(
+            keys.ANNO_PREEMPTION_MIN_RUNTIME,
+            min_runtime_seconds,
+            "the parent's or the operator's minimum runtime is used",
+        ),
         created=str(metadata.get("creationTimestamp") or ""),
         uid=str(metadata.get("uid") or ""),
         name_record=annotations.get(keys.ANNO_NAME_OWNER, ""),
@@ -143,7 +148,8 @@ def _resources(where: str, raw: Any, found: list[Unreadable]) -> ResourceList:
 
 
 def min_runtime_seconds(text: str) -> float:
-    """The ``revocation-min-runtime`` annotation: seconds, at most a week (the setting's range)."""
+    """A ``revocation-min-runtime`` or ``preemption-min-runtime`` annotation: seconds, at most a
+    week (the settings' range)."""
     return parse_duration(text, MAX_MIN_RUNTIME)
 
 

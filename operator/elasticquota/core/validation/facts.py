@@ -25,6 +25,7 @@ WATCHED_ANNOTATIONS: Final = (
     keys.ANNO_BORROWING_LIMIT,
     keys.ANNO_USER_LIMITS,
     keys.ANNO_REVOCATION_MIN_RUNTIME,
+    keys.ANNO_PREEMPTION_MIN_RUNTIME,
 )
 #: Exact amounts are counted in billionths of the Kubernetes value (every quantity is a whole
 #: number of them: Kubernetes rounds quantities up to the nano).

@@ -206,17 +206,24 @@ def _limits(quota: Quota) -> list[Violation]:
     return found
 
 
-def _min_runtime(quota: Quota) -> list[Violation]:
-    """The ``revocation-min-runtime`` annotation: seconds or a duration, at most a week."""
-    text = quota.annotations.get(keys.ANNO_REVOCATION_MIN_RUNTIME)
-    if text is None:
-        return []
-    try:
-        min_runtime_seconds(text)
-    except ValueError as error:
-        message = f"{quota.name} annotation {keys.ANNO_REVOCATION_MIN_RUNTIME} is invalid: {error}"
-        return [Violation("revocation-min-runtime", message)]
-    return []
+#: The minimum-runtime annotations, each checked by the rule named after it.
+MIN_RUNTIME_ANNOTATIONS = (keys.ANNO_REVOCATION_MIN_RUNTIME, keys.ANNO_PREEMPTION_MIN_RUNTIME)
+
+
+def _min_runtimes(quota: Quota) -> list[Violation]:
+    """The ``revocation-min-runtime`` and ``preemption-min-runtime`` annotations: seconds or a
+    duration, at most a week."""
+    found: list[Violation] = []
+    for annotation in MIN_RUNTIME_ANNOTATIONS:
+        text = quota.annotations.get(annotation)
+        if text is None:
+            continue
+        try:
+            min_runtime_seconds(text)
+        except ValueError as error:
+            message = f"{quota.name} annotation {annotation} is invalid: {error}"
+            found.append(Violation(annotation.rpartition("/")[2], message))
+    return found
 
 
 def self_item_violations(quota: Quota) -> list[Violation]:
@@ -228,5 +235,5 @@ def self_item_violations(quota: Quota) -> list[Violation]:
         *_min_within_max(quota),
         *_max_strict_keys(quota),
         *_limits(quota),
-        *_min_runtime(quota),
+        *_min_runtimes(quota),
     ]
