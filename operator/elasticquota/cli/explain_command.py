@@ -33,6 +33,7 @@ def add_explain_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--check-parent-quota", action="store_true", help="also check every ancestor quota"
     )
     add_min_runtime_option(command)
+    add_min_runtime_option(command, "preemption")
     add_cluster_options(command, lists=False)
     add_output_option(command)
     command.set_defaults(handler=run_explain)
@@ -57,6 +58,7 @@ def explanation_document(found: Explanation) -> dict[str, Any]:
             "verdict": found.verdict,
             "notes": list(found.notes),
             "heldBy": list(found.held_by),
+            "preemption": found.preemption,
             "path": [
                 {
                     "quota": level.quota,
@@ -94,12 +96,23 @@ def missing_pod(key: str, plan: Plan) -> NotFoundError:
 def run_explain(args: argparse.Namespace) -> int:
     key = _pod_key(args)
     manifests, _ = read_files_or_cluster(args)
-    young = min_runtime_of(args)
-    plan = compute_plan(manifests, check_ancestors=args.check_parent_quota, min_runtime=young)
+    plan = compute_plan(
+        manifests,
+        check_ancestors=args.check_parent_quota,
+        min_runtime=min_runtime_of(args),
+        preemption_min_runtime=min_runtime_of(args, "preemption"),
+    )
     snapshot = plan.snapshot
     if key not in snapshot.pods:
         raise missing_pod(key, plan)
-    found = explain(snapshot, key, args.check_parent_quota, plan.released, plan.min_runtimes)
+    found = explain(
+        snapshot,
+        key,
+        args.check_parent_quota,
+        plan.released,
+        plan.min_runtimes,
+        plan.preemption_min_runtimes,
+    )
     sys.stdout.write(
         render(args.output, doc=lambda: explanation_document(found), table=found.render)
     )

@@ -29,7 +29,12 @@ from elasticquota.api.parse import (
 from elasticquota.core.decisions.admission import Verdict
 from elasticquota.core.decisions.gating import pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
-from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIMES, MinRuntime, MinRuntimes
+from elasticquota.core.decisions.minruntime import (
+    NO_MIN_RUNTIMES,
+    MinRuntime,
+    MinRuntimes,
+    of_preemption,
+)
 from elasticquota.core.decisions.revocation import RoundChoice, revocation_choices
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
@@ -61,6 +66,9 @@ class Plan:
     #: Revocation's protection of young pods by quota (the annotations of the quotas read, over
     #: ``compute_plan``'s ``min_runtime``).
     min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
+    #: In-quota preemption's protection of young pods by quota (the quotas' annotations over
+    #: ``compute_plan``'s ``preemption_min_runtime``): ``explain`` says what preemption does.
+    preemption_min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
 
 
 def compute_plan(
@@ -69,10 +77,12 @@ def compute_plan(
     check_ancestors: bool = False,
     judge: bool = False,
     min_runtime: MinRuntime | None = None,
+    preemption_min_runtime: MinRuntime | None = None,
 ) -> Plan:
     """Parse, apply profiles, solve, and derive admission and revocation (pods younger than
     their quota's ``revocation-min-runtime`` annotation, else ``min_runtime``'s seconds, spared;
-    None: 0 s, judged as of now); with ``judge`` (the ``plan`` command), also the webhooks' refusals
+    None: 0 s, judged as of now; ``preemption_min_runtime`` likewise for in-quota preemption's
+    ``preemption_min_runtimes``); with ``judge`` (the ``plan`` command), also the webhooks' refusals
     and the schema's warnings (``plan.lint``), which cost about as much again as the rest on a
     large cluster's objects."""
     problems = list(manifests.problems)
@@ -95,7 +105,9 @@ def compute_plan(
     _hold_names(engine, parses)
     snapshot = replace(engine.solve(), tree_profiles=tree_profiles(raw_quotas))
     released = _released(manifests.pods)
-    min_runtimes = MinRuntimes(min_runtime or MinRuntime(0.0, time.time()), engine.quota)
+    now = MinRuntime(0.0, time.time())
+    min_runtimes = MinRuntimes(min_runtime or now, engine.quota)
+    preemption = MinRuntimes(preemption_min_runtime or now, engine.quota, of_preemption)
     choices = revocation_choices(snapshot, min_runtimes)
     return Plan(
         snapshot=snapshot,
@@ -103,6 +115,7 @@ def compute_plan(
         revocations=[(quota, choice.victims) for quota, choice in choices],
         spared=_spared(choices),
         min_runtimes=min_runtimes,
+        preemption_min_runtimes=preemption,
         problems=problems + snapshot.problems + (_judged(manifests, raw_quotas) if judge else []),
         skipped=list(manifests.skipped),
         notes=list(manifests.notes),

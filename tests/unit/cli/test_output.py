@@ -53,8 +53,8 @@ def test_explain_documents() -> None:
     document = both("explain", "analytics/report-3", "-f", EXAMPLES)
     assert document["kind"] == "PodExplanation"
     assert list(document) == [
-        "apiVersion", "kind", "pod", "quota", "state", "verdict", "notes", "heldBy", "path",
-        "advice",
+        "apiVersion", "kind", "pod", "quota", "state", "verdict", "notes", "heldBy", "preemption",
+        "path", "advice",
     ]  # fmt: skip
     assert document["pod"] == "analytics/report-3"
     assert document["path"][0]["quota"] == document["quota"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from elasticquota.core.decisions.explain import explain
 from elasticquota.core.decisions.gating import gate_decisions
+from elasticquota.core.decisions.minruntime import MinRuntime, MinRuntimes, moment_text
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import NodeInfo, PodInfo
 from elasticquota.core.model.quota import Quota
@@ -67,3 +68,27 @@ def test_a_pod_the_gate_released_waits_for_the_scheduler_not_its_quota() -> None
     assert explain(snapshot, "team/r").verdict.startswith("waits: quota team: cpu used 3 ")
     assert explain(snapshot, "team/g", released=keys).verdict.startswith("waits: quota team")
     assert explain(snapshot, "team/busy", released=keys).verdict == "within its quota's runtime"
+
+
+def test_a_gated_pod_is_told_which_lower_priority_pods_preemption_evicts_for_it() -> None:
+    low = pod("low", 3000, running=True, priority=0, start_time=1000.0)
+    snapshot = solved(low, pod("new", 2000, gated=True, priority=5))
+    found = explain(snapshot, "team/new")
+    assert found.preemption == (
+        "the next gate round evicts 1 lower-priority pod(s) of quota team to make room: team/low"
+    )
+    assert "preemption: the next gate round evicts 1" in found.render()
+    same = solved(low, pod("peer", 2000, gated=True, priority=0))
+    assert explain(same, "team/peer").preemption == ""  # nobody of lower priority
+
+
+def test_a_gated_pod_is_told_whose_minimum_runtime_it_waits_for() -> None:
+    low = pod("low", 3000, running=True, priority=0, start_time=1000.0)
+    snapshot = solved(low, pod("new", 2000, gated=True, priority=5))
+    young = MinRuntimes(MinRuntime(600.0, 1100.0))
+    found = explain(snapshot, "team/new", preemption_min_runtimes=young)
+    assert found.preemption == (
+        "waits for the minimum runtime (600 s) of team/low, lower-priority pods of quota team: "
+        f"they may be evicted to make room from {moment_text(1600.0)}"
+    )
+    assert explain(snapshot, "team/new", min_runtimes=young).preemption.startswith("the next")

@@ -13,8 +13,8 @@ from elasticquota.core.decisions.minruntime import (
     MinRuntime,
     MinRuntimes,
     inherited_min_runtime,
-    preemption_min_runtime,
-    revocation_min_runtime,
+    of_preemption,
+    of_revocation,
 )
 from elasticquota.core.decisions.preemption import deferred_by_min_runtime, preemption_victims
 from elasticquota.core.model.models import PodInfo
@@ -109,10 +109,10 @@ def family() -> dict[str, Quota]:
 def test_the_preemption_annotation_is_inherited_and_revocations_is_another_walk() -> None:
     specs = family()
     for quota, preemption, revocation in [("team", 600.0, 60.0), ("solo", 0.0, 60.0)]:
-        assert inherited_min_runtime(quota, specs.get, 30.0, preemption_min_runtime) == preemption
-        assert inherited_min_runtime(quota, specs.get, 30.0, revocation_min_runtime) == revocation
-    assert inherited_min_runtime("unknown", specs.get, 30.0, preemption_min_runtime) == 30.0
-    walk = MinRuntimes(MinRuntime(30.0, 1000.0), specs.get, preemption_min_runtime)
+        assert inherited_min_runtime(quota, specs.get, 30.0, of_preemption) == preemption
+        assert inherited_min_runtime(quota, specs.get, 30.0, of_revocation) == revocation
+    assert inherited_min_runtime("unknown", specs.get, 30.0, of_preemption) == 30.0
+    walk = MinRuntimes(MinRuntime(30.0, 1000.0), specs.get, of_preemption)
     assert walk.of("team") == MinRuntime(600.0, 1000.0) and walk.of("solo").seconds == 0.0
 
 
@@ -122,5 +122,5 @@ def test_a_quota_with_its_own_minimum_protects_its_pods_in_a_live_solve() -> Non
         running("low", 2000, 0, start_time=900.0), pending("new", 4000, 5), quotas=quotas
     )
     specs = {spec.name: spec for spec in quotas}
-    walk = MinRuntimes(MinRuntime(0.0, 1000.0), specs.get, preemption_min_runtime)
+    walk = MinRuntimes(MinRuntime(0.0, 1000.0), specs.get, of_preemption)
     assert preemption_victims(snapshot, snapshot.pods["ns/new"], young=walk.of("team")) is None

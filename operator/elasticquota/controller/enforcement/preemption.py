@@ -32,7 +32,7 @@ from elasticquota.core.decisions.minruntime import (
     MinRuntime,
     inherited_min_runtime,
     moment_text,
-    preemption_min_runtime,
+    of_preemption,
 )
 from elasticquota.core.decisions.preemption import (
     PreemptionMemo,
@@ -142,9 +142,7 @@ class InQuotaPreemption:
         """The protection of ``quota``'s pods from in-quota preemption, as of now: its
         ``preemption-min-runtime`` annotation (or an ancestor's), else the setting."""
         setting = self._settings.preemption_min_runtime
-        seconds = inherited_min_runtime(
-            quota, self._state.engine.quota, setting, preemption_min_runtime
-        )
+        seconds = inherited_min_runtime(quota, self._state.engine.quota, setting, of_preemption)
         return MinRuntime(seconds, self._clock())
 
     async def _tell_deferral(

@@ -13,6 +13,11 @@ A pod held by a user or group limit (``core.userlimits``) gets a ``held by`` lin
 subject must drop to, or the value the limit must be raised to (or, for applications, that one of
 the running ones must stop).
 
+A pod the gate holds for its quota (not for a limit) gets a ``preemption`` line: the pods of
+its quota the next gate round evicts to make room for it (in-quota preemption, as the operator
+chooses them: ``core.decisions.preemption``), or the young pods whose minimum runtime it waits
+for and until when (``preemption_min_runtimes``); none where preemption cannot make room.
+
 For a running pod of a quota above its runtime: whether the next revocation round would evict it
 (``core.decisions.revocation.round_choice``, as the operator decides it). Pure: it reads a solved
 ``Snapshot``.
@@ -25,7 +30,13 @@ from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, Verdict
 from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
-from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIMES, MinRuntime, MinRuntimes
+from elasticquota.core.decisions.minruntime import (
+    NO_MIN_RUNTIMES,
+    MinRuntime,
+    MinRuntimes,
+    moment_text,
+)
+from elasticquota.core.decisions.preemption import deferred_by_min_runtime, preemption_victims
 from elasticquota.core.decisions.revocation import quota_is_over_used, round_choice
 from elasticquota.core.keys import DEFAULT_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -57,6 +68,8 @@ class Explanation:
     notes: list[str] = field(default_factory=list)
     #: The user and group limits that hold the pod back, one line each.
     held_by: list[str] = field(default_factory=list)
+    #: What in-quota preemption does for a pod the gate holds ("" where it does nothing).
+    preemption: str = ""
 
     def render(self) -> str:
         lines = [
@@ -65,6 +78,7 @@ class Explanation:
             *(f"note: {note}" for note in self.notes),
             f"verdict: {self.verdict}",
             *(f"held by: {line}" for line in self.held_by),
+            *([f"preemption: {self.preemption}"] if self.preemption else []),
         ]
         if self.levels:
             lines.append("path to the root (pod's resources: runtime / used / request):")
@@ -192,12 +206,16 @@ def explain(
     check_ancestors: bool = False,
     released: Collection[str] = (),
     min_runtimes: MinRuntimes = NO_MIN_RUNTIMES,
+    preemption_min_runtimes: MinRuntimes = NO_MIN_RUNTIMES,
 ) -> Explanation:
     """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown.
     ``released``: the keys of the pods whose ``ElasticQuotaAdmission`` condition is True (the gate
     released them; ``PodInfo`` does not keep it); ``min_runtimes``: revocation's protection of
-    young pods by quota (``revocation_min_runtime`` and the quotas' annotations)."""
-    found = _explain(snapshot, pod_key, check_ancestors, released, min_runtimes)
+    young pods by quota (``revocation_min_runtime`` and the quotas' annotations);
+    ``preemption_min_runtimes``: in-quota preemption's (``preemption_min_runtime`` and theirs)."""
+    found = _explain(
+        snapshot, pod_key, check_ancestors, released, (min_runtimes, preemption_min_runtimes)
+    )
     found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
     return found
 
@@ -207,8 +225,9 @@ def _explain(
     pod_key: str,
     check_ancestors: bool,
     released: Collection[str],
-    min_runtimes: MinRuntimes,
+    protections: tuple[MinRuntimes, MinRuntimes],
 ) -> Explanation:
+    """``protections``: the minimum runtimes of revocation and of in-quota preemption."""
     pod = snapshot.pods[pod_key]
     quota = snapshot.pod_quota[pod_key]
     levels = _levels(snapshot, quota, pod) if not snapshot.quotas[quota].reserved else []
@@ -221,7 +240,7 @@ def _explain(
         )
         return Explanation(pod_key, quota, "terminating", going, levels)
     if pod.is_assigned:
-        return _explain_running(snapshot, pod, quota, levels, min_runtimes.of(quota))
+        return _explain_running(snapshot, pod, quota, levels, protections[0].of(quota))
     verdict, seen = _pending_verdict(snapshot, pod, check_ancestors, released)
     if seen is not snapshot and levels:
         levels = _levels(seen, quota, pod)
@@ -237,6 +256,8 @@ def _explain(
         user = limits.user if limits is not None else snapshot.user_limits.default_user
         found.held_by = [_held_by(item, user) for item in verdict.limit_refusals]
         found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
+    elif is_gated(pod):
+        found.preemption = _preemption(seen, pod, quota, protections[1].of(quota))
     return found
 
 
@@ -279,3 +300,23 @@ def _explain_running(
     else:
         verdict = "its quota uses more than its runtime, but this pod is not among the victims"
     return Explanation(pod.key, quota, state, verdict, levels)
+
+
+def _preemption(seen: Snapshot, pod: PodInfo, quota: str, young: MinRuntime) -> str:
+    """What the next gate round's in-quota preemption does for ``pod``, held at the gate for its
+    quota, on the figures the gate holds it on (``seen``): which pods of its quota it evicts, or
+    whose minimum runtime it waits for ("": nothing, no set of pods makes room)."""
+    victims = preemption_victims(seen, pod, young=young)
+    if victims:
+        return (
+            f"the next gate round evicts {len(victims)} lower-priority pod(s) of quota {quota} "
+            f"to make room: {', '.join(victim.key for victim in victims)}"
+        )
+    deferral = deferred_by_min_runtime(seen, pod, young) if young.seconds else None
+    if deferral is None:
+        return ""
+    return (
+        f"waits for the minimum runtime ({young.seconds:g} s) of "
+        f"{', '.join(victim.key for victim in deferral.young)}, lower-priority pods of quota "
+        f"{quota}: they may be evicted to make room from {moment_text(deferral.until)}"
+    )

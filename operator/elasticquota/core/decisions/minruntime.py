@@ -12,8 +12,8 @@ may accept the second sooner than the first.
 ``MinRuntime``: a pod that started less than ``seconds`` before ``now`` is protected; a pod
 without a start time has not run yet and is not. ``MinRuntimes``: the minimum by quota, the
 quota's own annotation, else its nearest ancestor's, else the operator's setting (KAI sets both
-per queue, inherited down the queue tree); ``revocation_min_runtime`` and
-``preemption_min_runtime`` read which annotation a walk follows.
+per queue, inherited down the queue tree); ``of_revocation`` and ``of_preemption`` read which
+annotation a walk follows.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ NO_MIN_RUNTIME = MinRuntime(0.0, 0.0)
 OwnMinRuntime = Callable[[Quota], float | None]
 
 
-def revocation_min_runtime(spec: Quota) -> float | None:
+def of_revocation(spec: Quota) -> float | None:
     """The quota's ``revocation-min-runtime`` annotation in seconds."""
     return spec.revocation_min_runtime
 
 
-def preemption_min_runtime(spec: Quota) -> float | None:
+def of_preemption(spec: Quota) -> float | None:
     """The quota's ``preemption-min-runtime`` annotation in seconds."""
     return spec.preemption_min_runtime
 
@@ -85,7 +85,7 @@ class MinRuntimes:
 
     default: MinRuntime
     quota_of: Callable[[str], Quota | None] = _no_quota
-    own: OwnMinRuntime = revocation_min_runtime
+    own: OwnMinRuntime = of_revocation
 
     def of(self, quota: str) -> MinRuntime:
         seconds = inherited_min_runtime(quota, self.quota_of, self.default.seconds, self.own)
@@ -98,7 +98,7 @@ def inherited_min_runtime(
     quota: str,
     quota_of: Callable[[str], Quota | None],
     default: float,
-    own: OwnMinRuntime = revocation_min_runtime,
+    own: OwnMinRuntime = of_revocation,
 ) -> float:
     """The minimum runtime of ``quota``'s pods in seconds: its own annotation (``own`` reads
     which), else its nearest ancestor's (``quota_of``: a spec by name, None ending the walk),
