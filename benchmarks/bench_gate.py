@@ -10,7 +10,10 @@ finds them in the engine's pod index (``pods_labelled``: the pods counted in the
 every pod; side by side, the judgement of one quota's DELETE with the index and without it. The
 round's in-quota preemption looks for victims among the waiting pod's quota's pods: with 100 pods
 waiting in a quota of a tenth of the cluster (full, nobody of lower priority), side by side, the
-quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod. Where
+quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod; then
+(``no_room_ms``) the same pods at a higher priority than the quota's, each asking more than the
+quota's max: no set of its pods makes room, which the candidates' running totals tell without
+walking them (before them: every candidate walked, per waiting pod and round). Where
 the API server has no gates, the pod webhook checks a new pod's user limits with the pods it
 admitted a moment ago counted: side by side, with N/10 of them, their figures kept as they come
 (``PendingPods``) and each added to an overlay of the ledger for the request. Last, the
@@ -20,7 +23,7 @@ a figure to hold under the event loop's 100 ms. Prints one line per size and pat
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
-    preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X
+    preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X no_room_ms=R
     admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
     revoke quotas=Q pods=N over_used=O check_ms=C
 
@@ -65,11 +68,15 @@ REVOKE_QUOTAS = 10_000
 REVOKE_PODS = 10
 
 
-def cluster(pods: int, quotas: int = QUOTAS, full: bool = False) -> QuotaEngine:
+def cluster(
+    pods: int, quotas: int = QUOTAS, full: bool = False, hopeless: bool = False
+) -> QuotaEngine:
     """``quotas`` quotas under the root, one node, ``pods`` pods of 1 cpu (``GATED`` gated),
     solved. ``full``: each quota's max is its share of the pods, the bound pods have priority 1
     and the gated pods (priority 0) are all of the first quota: most of them wait, and no pod of
-    lower priority can make room for them."""
+    lower priority can make room for them. ``hopeless``: the gated pods have priority 2 and ask
+    for more than the quota's max: every bound pod of the quota is a candidate, and evicting all
+    of them makes no room."""
     engine = QuotaEngine()
     engine.upsert_node(NodeInfo(name="n", allocatable={"cpu": 10 * pods * 1000}))
     limit = pods // quotas * 1000 if full else 10 * pods * 1000
@@ -81,9 +88,9 @@ def cluster(pods: int, quotas: int = QUOTAS, full: bool = False) -> QuotaEngine:
             PodInfo(
                 namespace="team",
                 name=f"p{index}",
-                requests={"cpu": 1000},
+                requests={"cpu": limit + 1000 if gated and hopeless else 1000},
                 quota_label="q0" if gated and full else f"q{index % quotas}",
-                priority=int(full and not gated),
+                priority=2 if gated and hopeless else int(full and not gated),
                 phase="Pending" if gated else "Running",
                 node_name="" if gated else "n",
                 scheduling_gates=(ADMISSION_GATE,) if gated else (),
@@ -229,9 +236,11 @@ def main() -> None:
         preempt_ms(crowded, memo)  # the round that sorts the quota's candidates
         held, kept = preempt_ms(crowded, memo)
         every = preempt_ms(crowded, None)[1]
+        no_room = preempt_ms(cluster(pods, PREEMPT_QUOTAS, True, True).latest(), memo)[1]
         print(
             f"preempt pods={pods} quota_pods={len(crowded.pods_of('q0'))} waiting={held} "
-            f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f}"
+            f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f} "
+            f"no_room_ms={no_room:.2f}"
         )
         limit = {"cpu": 10 * pods * 1000}
         engine.upsert_quota(Quota("q1", "team", {}, limit, user_limits=USER_LIMITS))

@@ -20,6 +20,7 @@ from elasticquota.core.decisions.preemption import (
 from elasticquota.core.decisions.revocation import least_important_first
 from elasticquota.core.keys import ADMISSION_GATE
 from elasticquota.core.model.models import PodInfo
+from elasticquota.core.quantities.resources import add, exceeding, mask, subtract_clamped
 from elasticquota.core.solve.engine import QuotaEngine
 from elasticquota.core.solve.rebuild import compute_rebuild
 from elasticquota.core.solve.results import Snapshot
@@ -83,9 +84,9 @@ def test_the_memo_gives_the_candidates_and_victims_of_every_pod(
                 for other in snapshot.pods_of(name)
             )
             assert candidates.terminating_below(waiting.priority) == going
-            assert preemption_victims(snapshot, waiting, memo) == preemption_victims(
-                snapshot, waiting
-            )
+            victims = preemption_victims(snapshot, waiting, memo)
+            assert victims == preemption_victims(snapshot, waiting)
+            check_room(snapshot, waiting, candidates, victims)
 
 
 def test_a_quota_whose_pods_did_not_change_is_not_sorted_again(
@@ -148,3 +149,25 @@ def test_the_memo_follows_rebuilds_and_solves_off_the_loop_and_older_snapshots(
                 expected.ordered,
                 expected.lowest_terminating,
             )
+
+
+def makes_room(snapshot: Snapshot, waiting: PodInfo, evicted: list[PodInfo]) -> bool:
+    """Whether ``waiting`` fits its runtime once ``evicted`` are gone (tracked resources)."""
+    result = snapshot.quotas[snapshot.pod_quota[waiting.key]]
+    used = dict(result.used)
+    for victim in evicted:
+        used = subtract_clamped(used, mask(victim.requests, result.max))
+    return not exceeding(add(used, mask(waiting.requests, result.max)), result.runtime)
+
+
+def check_room(
+    snapshot: Snapshot, waiting: PodInfo, candidates: QuotaCandidates, victims: list[PodInfo] | None
+) -> None:
+    """Victims make room; None only where even every candidate of lower priority would not (the
+    candidates' running totals answer that without walking them), or a rule forbids it."""
+    if victims:
+        assert makes_room(snapshot, waiting, victims)
+    elif victims is None and not (waiting.never_preempts or not waiting.preemptible):
+        every = list(candidates.below(waiting.priority))
+        gone = candidates.terminating_below(waiting.priority)
+        assert gone or not makes_room(snapshot, waiting, every)

@@ -30,7 +30,10 @@ assigned pods (the order starts with the priority): ``QuotaCandidates`` sorts th
 waiting pod takes the prefix below its priority. The gate keeps them across rounds
 (``PreemptionMemo``), made again only for a quota whose pods changed (the engine replaces a
 quota's pods tuple on every change): a round with 100 waiting pods in a quota of 10,000 looked at
-all 10,000 for each of them, 212 ms of the event loop in one go, every round.
+all 10,000 for each of them, 212 ms of the event loop in one go, every round. A pod that no set
+of them can make room for (it asks for more than evicting every one of them frees) is known so
+from their running totals (``freeable_below``) without walking them: the walk cost 28 ms per such
+pod and round at 10,000 candidates.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIME, MinRuntime
 from elasticquota.core.decisions.revocation import least_important_first
@@ -70,6 +74,8 @@ class QuotaCandidates:
     priorities: tuple[int, ...]
     #: The lowest priority among its terminating pods (infinity: none).
     lowest_terminating: float
+    #: Per resource, the running totals of their requests in that order (``[0]`` is 0).
+    totals: dict[str, list[int]]
 
     @classmethod
     def of(cls, pods: Sequence[PodInfo]) -> QuotaCandidates:
@@ -77,16 +83,27 @@ class QuotaCandidates:
             pod for pod in pods if pod.is_assigned and pod.preemptible and not pod.terminating
         )
         terminating = [pod.priority for pod in pods if pod.terminating]
+        names = {name for pod in ordered for name in pod.requests}
         return cls(
             pods,
             tuple(ordered),
             tuple(pod.priority for pod in ordered),
             min(terminating, default=math.inf),
+            {
+                name: list(accumulate((pod.requests.get(name, 0) for pod in ordered), initial=0))
+                for name in names
+            },
         )
 
     def below(self, priority: int) -> tuple[PodInfo, ...]:
         """The candidates of strictly lower priority, least important first."""
         return self.ordered[: bisect_left(self.priorities, priority)]
+
+    def freeable_below(self, priority: int) -> ResourceList:
+        """What evicting every candidate of strictly lower priority would free, per resource
+        (empty: there is none)."""
+        count = bisect_left(self.priorities, priority)
+        return {name: running[count] for name, running in self.totals.items()} if count else {}
 
     def terminating_below(self, priority: int) -> bool:
         """Some pod of strictly lower priority is terminating (an earlier victim going)."""
@@ -147,6 +164,11 @@ def preemption_victims(
         return []
     if quota == DEFAULT_QUOTA or pod.never_preempts:
         return None
+    freeable = candidates.freeable_below(pod.priority)
+    if not freeable or not _fits(
+        subtract_clamped(used, mask(freeable, result.max)), request, result.runtime
+    ):
+        return None  # not even every candidate makes room: no need to walk them
     victims: list[PodInfo] = []
     for candidate in candidates.below(pod.priority):
         if candidate.key in spared or young.protects(candidate):
@@ -192,12 +214,10 @@ def deferred_by_min_runtime(
     memo: PreemptionMemo | None = None,
     spared: Collection[str] = (),
 ) -> Deferral | None:
-    """Why ``pod`` takes nobody's place although lower-priority pods could make room: the choice
-    without the minimum runtime would evict pods ``young`` protects. None when the protection
-    is not what holds it back (it fits, room can be made without the young pods, or none could
-    be made even with them)."""
-    if preemption_victims(snapshot, pod, memo, spared, young) is not None:
-        return None
+    """Why ``pod`` takes nobody's place although lower-priority pods could make room, asked where
+    ``preemption_victims`` with ``young`` made none: the choice without the minimum runtime
+    would evict pods ``young`` protects. None when the protection is not what holds it back (it
+    fits, or no room could be made even with the young pods)."""
     victims = preemption_victims(snapshot, pod, memo, spared) or []
     protected = tuple(victim for victim in victims if young.protects(victim))
     if not protected:
