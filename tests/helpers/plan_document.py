@@ -12,6 +12,7 @@ PLAN_DOCUMENT_KEYS = (
     "trees",
     "revocations",
     "admission",
+    "preemptions",
     "problems",
     "users",
     "groups",

@@ -54,6 +54,7 @@ def add_plan_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         help="admission also checks every ancestor quota (enableCheckParentQuota)",
     )
     add_min_runtime_option(plan)
+    add_min_runtime_option(plan, "preemption")
     plan.add_argument(
         "--resources",
         metavar="NAMES",
@@ -84,6 +85,7 @@ def run_plan(args: argparse.Namespace) -> int:
         check_ancestors=args.check_parent_quota,
         judge=True,
         min_runtime=min_runtime_of(args),
+        preemption_min_runtime=min_runtime_of(args, "preemption"),
     )
     for note in plan.skipped:
         print(f"note: skipped {note}: not a kind plan reads", file=sys.stderr)

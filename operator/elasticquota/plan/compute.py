@@ -3,8 +3,8 @@
 Profiles are applied first, exactly as the operator's profile controller would (their root quotas
 are created or overwritten), then every object is parsed, fed to the engine and solved; admission
 verdicts for pending pods (``gating.pending_verdicts``: a gated pod's is the gate's decision, a pod
-the gate released waits for the scheduler) and the next revocation round are derived from the
-snapshot.
+the gate released waits for the scheduler), the next gate round's in-quota preemptions and the
+next revocation round are derived from the snapshot.
 
 The problems are the operator's (what the engine and the parsers report), then every refusal the
 admission webhooks would give an object of the set (``core.decisions.manifest_set``: the same
@@ -27,7 +27,7 @@ from elasticquota.api.parse import (
     released_by_gate,
 )
 from elasticquota.core.decisions.admission import Verdict
-from elasticquota.core.decisions.gating import pending_verdicts
+from elasticquota.core.decisions.gating import gate_decisions, pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.minruntime import (
     NO_MIN_RUNTIMES,
@@ -35,6 +35,7 @@ from elasticquota.core.decisions.minruntime import (
     MinRuntimes,
     of_preemption,
 )
+from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
 from elasticquota.core.decisions.revocation import RoundChoice, revocation_choices
 from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSpec
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
@@ -43,6 +44,16 @@ from elasticquota.core.tree.profiles import root_owners, root_quota_manifest, tr
 from elasticquota.plan.findings import Finding, Origin, object_ref
 from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """One in-quota preemption of the next gate round: the pods evicted to make room for a pod
+    waiting at the gate, lower-priority pods of its quota (eviction order)."""
+
+    quota: str
+    waiting: PodInfo
+    victims: list[PodInfo]
 
 
 @dataclass(slots=True)
@@ -66,6 +77,8 @@ class Plan:
     #: Revocation's protection of young pods by quota (the annotations of the quotas read, over
     #: ``compute_plan``'s ``min_runtime``).
     min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
+    #: The next gate round's in-quota preemptions (``next_preemptions``).
+    preemptions: list[Preemption] = field(default_factory=list)
     #: In-quota preemption's protection of young pods by quota (the quotas' annotations over
     #: ``compute_plan``'s ``preemption_min_runtime``): ``explain`` says what preemption does.
     preemption_min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
@@ -112,6 +125,7 @@ def compute_plan(
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors, released),
+        preemptions=next_preemptions(snapshot, check_ancestors, preemption),
         revocations=[(quota, choice.victims) for quota, choice in choices],
         spared=_spared(choices),
         min_runtimes=min_runtimes,
@@ -122,6 +136,26 @@ def compute_plan(
         origins=dict(manifests.origins),
         released=released,
     )
+
+
+def next_preemptions(
+    snapshot: Snapshot, check_ancestors: bool, young: MinRuntimes
+) -> list[Preemption]:
+    """The in-quota preemptions of the next gate round, as the operator's round makes them: for
+    the pods the gate holds for their quota (a limit's are left: evictions would not lift it), in
+    the gate's order, the victims of the first of each quota that lower-priority pods of its
+    quota make room for (one preemption per quota and round); pods younger than their minimum
+    runtime (``young``) are not chosen. A PodDisruptionBudget may keep a victim: the operator
+    then chooses others, which a plan cannot know."""
+    memo, found = PreemptionMemo(), dict[str, Preemption]()
+    for decision in gate_decisions(snapshot, check_ancestors):
+        quota = snapshot.pod_quota[decision.pod.key]
+        if decision.release or decision.verdict.limit_refusals or quota in found:
+            continue
+        victims = preemption_victims(decision.seen, decision.pod, memo, young=young.of(quota))
+        if victims:
+            found[quota] = Preemption(quota, decision.pod, victims)
+    return list(found.values())
 
 
 def _spared(choices: list[tuple[str, RoundChoice]]) -> dict[str, list[tuple[PodInfo, float]]]:

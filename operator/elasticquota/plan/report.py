@@ -84,6 +84,14 @@ def plan_report(plan: Plan) -> dict[str, Any]:
             }
             for verdict in plan.admission
         ],
+        "preemptions": [
+            {
+                "quota": preemption.quota,
+                "pod": preemption.waiting.key,
+                "victims": [victim.key for victim in preemption.victims],
+            }
+            for preemption in plan.preemptions
+        ],
         "problems": [
             problem_entry(problem, plan.origins) for problem in [*plan.problems, *plan.notes]
         ],

@@ -295,9 +295,16 @@ def _revocation_line(plan: Plan, quota: str, victims: list[PodInfo]) -> str:
 
 
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
-    """The whole table output: trees, pending pods, revocations, problems."""
+    """The whole table output: trees, pending pods, preemptions, revocations, problems."""
     lines = render_trees(plan.snapshot, resources)
     lines += _section("Pending pods", (_verdict(verdict) for verdict in plan.admission))
+    lines += _section(
+        "Next gate round's in-quota preemptions (quota: waiting pod <- evicted pods)",
+        (
+            f"{each.quota}: {each.waiting.key} <- {', '.join(v.key for v in each.victims)}"
+            for each in plan.preemptions
+        ),
+    )
     lines += _section(
         "Next revocation round (over-used quotas, eviction order)",
         (_revocation_line(plan, quota, pods) for quota, pods in plan.revocations),

@@ -61,7 +61,7 @@ def example(plan_json: PlanJson, examples: Path) -> Any:
 # -- shape ------------------------------------------------------------------------------------
 
 
-def test_the_document_is_versioned_and_has_exactly_the_seven_sections(example: Any) -> None:
+def test_the_document_is_versioned_and_has_exactly_its_eight_sections(example: Any) -> None:
     assert list(example) == list(PLAN_DOCUMENT_KEYS)
 
 

@@ -1,4 +1,5 @@
-"""``explain`` of a pod at the admission gate says what in-quota preemption does for it: the
+"""In-quota preemption in the CLI: ``plan`` lists the next gate round's preemptions (one per quota),
+and ``explain`` of a pod at the admission gate says what preemption does for it: the
 lower-priority pods of its quota the next round evicts, or, with ``--preemption-min-runtime`` (or
 the quota's ``preemption-min-runtime`` annotation), the young ones it waits for and from when."""
 
@@ -19,15 +20,20 @@ if TYPE_CHECKING:
 STARTED = math.ceil(time.time() - 60)
 
 
-def manifests(k8s: type[K8s], write: Writer, annotations: dict[str, str] | None = None) -> Path:
+def manifests(
+    k8s: type[K8s], write: Writer, annotations: dict[str, str] | None = None, waiting: int = 1
+) -> Path:
     """Quota ``team`` (4 cpu, lending nothing) full with ``low`` (priority 0, started at
-    ``STARTED``); ``new`` (priority 5, 2 cpu) at the gate."""
-    new = k8s.pod("new", "team", {"cpu": "2"}, priority=5)
-    new["spec"]["schedulingGates"] = [{"name": ADMISSION_GATE}]
+    ``STARTED``); ``new`` (priority 5, 2 cpu) at the gate, and ``waiting - 1`` more like it
+    (``new-1``... of priority 4)."""
+    gated = [k8s.pod("new", "team", {"cpu": "2"}, priority=5)]
+    gated += [k8s.pod(f"new-{n}", "team", {"cpu": "2"}, priority=4) for n in range(1, waiting)]
+    for pod in gated:
+        pod["spec"]["schedulingGates"] = [{"name": ADMISSION_GATE}]
     started = moment_text(STARTED)
     low = k8s.pod("low", "team", {"cpu": "4"}, node="n1", priority=0, start_time=started)
     quota = k8s.quota("team", {"cpu": "4"}, {"cpu": "4"}, allow_lent=False, annotations=annotations)
-    return write(quota, k8s.node("n1", {"cpu": "8"}), low, new)
+    return write(quota, k8s.node("n1", {"cpu": "8"}), low, *gated)
 
 
 def test_explain_names_the_pods_preemption_evicts_and_whose_minimum_it_waits_for(
@@ -57,3 +63,21 @@ def test_explain_reads_the_quotas_preemption_annotation(
     path = manifests(k8s, write, {ANNO_PREEMPTION_MIN_RUNTIME: "1h"})
     found = run_cli("explain", "team/new", "-f", path, "-o", "json").json()["preemption"]
     assert found.startswith("waits for the minimum runtime (3600 s) of team/low")
+
+
+def test_plan_lists_one_preemption_per_quota_and_spares_young_pods_when_asked(
+    run_cli: CliRunner, k8s: type[K8s], write: Writer
+) -> None:
+    path = manifests(k8s, write, waiting=2)
+    document = run_cli("plan", "-f", path, "-o", "json").json()
+    assert document["preemptions"] == [
+        {"quota": "team", "pod": "team/new", "victims": ["team/low"]}
+    ]  # new-1 waits too, but a round makes one preemption per quota
+    table = run_cli("plan", "-f", path).out
+    assert (
+        "in-quota preemptions (quota: waiting pod <- evicted pods):\n  team: team/new <- team/low\n"
+        in table
+    )
+    spared = run_cli("plan", "-f", path, "--preemption-min-runtime", "3600", "-o", "json").json()
+    assert spared["preemptions"] == []
+    assert "preemptions" not in run_cli("plan", "-f", path, "--preemption-min-runtime", "3600").out
