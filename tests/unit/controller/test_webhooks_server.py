@@ -26,7 +26,6 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, serving
 from cryptography import x509
-from kopf._core.reactor.inventory import ResourceMemory
 from ports import reserved_port
 
 from elasticquota.controller.runner import kopf_settings, make_registry
@@ -88,8 +87,8 @@ def test_the_self_signed_certificate_names_every_host_and_loads() -> None:
         assert client.cert_store_stats()["x509_ca"] == 1
 
 
-def test_the_server_makes_its_certificate_without_kopfs_extras() -> None:
-    cert_pem, key_pem = WebhookServer.build_certificate(["localhost", "127.0.0.1"], "secret")
+def test_a_password_encrypts_the_self_signed_key() -> None:
+    cert_pem, key_pem = self_signed_certificate(["localhost", "127.0.0.1"], "secret")
     assert b"ENCRYPTED PRIVATE KEY" in key_pem
     assert x509.load_pem_x509_certificate(cert_pem).subject.rfc4514_string() == "CN=localhost"
 
@@ -112,8 +111,8 @@ async def start(server: WebhookServer) -> None:
 
 async def test_a_stopped_server_has_stopped_listening() -> None:
     """Kopf serves the webhooks inside ``async with server`` (its admission engine), whose exit
-    closes the generators of Kopf's own server that ours iterates: the port is free at once."""
-    server = WebhookServer(addr="127.0.0.1", host="127.0.0.1")  # Kopf picks a free port
+    closes what the server serves: the port is free at once."""
+    server = WebhookServer(addr="127.0.0.1", host="127.0.0.1")  # a free port
     async with server:
         async for config in server(cast(kopf.WebhookFn, never_called)):
             port = urlsplit(config["url"] or "").port
@@ -126,7 +125,7 @@ async def test_a_stopped_server_has_stopped_listening() -> None:
 async def test_a_taken_port_is_a_listen_error_naming_the_webhook_settings() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
-        taken.listen()  # without SO_REUSEPORT: Kopf's reuse_port bind is refused
+        taken.listen()  # without SO_REUSEPORT: the server's reuse_port bind is refused
         port = taken.getsockname()[1]
         server = WebhookServer(addr="127.0.0.1", port=port, host="127.0.0.1")
         with pytest.raises(ListenError) as raised:
@@ -151,10 +150,11 @@ async def test_an_unreadable_certificate_is_not_a_listen_error(tmp_path: Path) -
     assert raised.value.errno == errno.ENOENT
 
 
-def kopf_memories() -> int:
-    """How many per-object memories Kopf holds in this process (it keeps one per object uid it
-    was asked about in an UPDATE or DELETE, until a watch of Kopf's sees the object deleted)."""
-    return sum(isinstance(item, ResourceMemory) for item in gc.get_objects())
+def kopf_memos() -> int:
+    """How many memos this process holds (Kopf's own memories keep one per object uid it was
+    asked about in an UPDATE or DELETE, until a watch of Kopf's sees the object deleted)."""
+    gc.collect()
+    return sum(isinstance(item, kopf.Memo) for item in gc.get_objects())
 
 
 async def test_the_server_keeps_no_memory_of_the_objects_it_was_asked_about(
@@ -163,7 +163,7 @@ async def test_the_server_keeps_no_memory_of_the_objects_it_was_asked_about(
     """The operator has no Kopf watch to forget them: every pod or workload ever updated (each
     gated pod, when its gate is removed) would stay in memory for the process's lifetime."""
     async with serving(make_registry(synced, webhook_settings)) as served:
-        held = kopf_memories()
+        held = kopf_memos()
         for index in range(20):
             pod = k8s.pod(f"p{index}", quota="team")
             pod["metadata"]["uid"] = f"uid-{index}"
@@ -172,7 +172,7 @@ async def test_the_server_keeps_no_memory_of_the_objects_it_was_asked_about(
                     webhook, POD_RESOURCE, operation="UPDATE", object=pod, oldObject=pod
                 )
                 assert answer["allowed"] is True
-        assert kopf_memories() == held
+        assert kopf_memos() == held
 
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}}

@@ -1,5 +1,10 @@
 """The webhooks' HTTPS server and the configurations Kopf manages for them.
 
+The server is the operator's own, on aiohttp, implementing Kopf's public protocol for an admission
+server: assigned to ``settings.admission.server``, called with Kopf's admission function, it yields
+the webhooks' client configuration (URL and CA bundle), again each time renewed certificate files
+are served. What it still needs of Kopf's private modules is in ``kopfhooks``.
+
 When ``webhook_configuration`` is set, Kopf creates the webhook configurations and keeps their URL
 and CA bundle current; a replica that stops cleanly removes its webhooks again (Kopf's
 non-persistent webhooks), one that crashes leaves them to the failure policy. The pod webhooks get
@@ -11,17 +16,23 @@ matched: label it yourself).
 from __future__ import annotations
 
 import base64
-import functools
+import contextlib
+import dataclasses
+import ipaddress
+import json
+import socket
 import ssl
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping
-from typing import Any, cast
+import tempfile
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Self
 
 import aiohttp.web
 import kopf
 from kopf import WebhookClientConfig, WebhookFn
-from kopf._core.engines import admission as kopf_admission
-from kopf._core.reactor.inventory import ResourceMemories, ResourceMemory
 
+from elasticquota.controller.webhooks import kopfhooks
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
@@ -39,34 +50,14 @@ FILE_CHECK_INTERVAL = 1.0
 #: The settings of the webhooks' listening socket, named when it cannot listen.
 LISTEN_SETTINGS = ("webhook_port", "webhook_address")
 
+#: The answers to a review that cannot be served, by status (Kopf's errors: ``kopfhooks``).
+HTTP_ERRORS: dict[int, type[aiohttp.web.HTTPException]] = {
+    400: aiohttp.web.HTTPBadRequest,
+    404: aiohttp.web.HTTPNotFound,
+    409: aiohttp.web.HTTPConflict,
+}
 
-class AdmissionMemories(ResourceMemories):
-    """Kopf's per-object memories as the webhooks use them: none is kept.
-
-    Kopf keeps one for every object an UPDATE or DELETE review names (by uid), to be forgotten
-    when a watch of Kopf's sees the object deleted; the operator has no such watch and no use
-    for the memo, so each pod or workload ever updated (every gated pod, when its gate is removed)
-    would stay in memory for the process's lifetime."""
-
-    async def recall(
-        self,
-        raw_body: Any,
-        *,
-        memobase: Any = None,
-        noticed_by_listing: bool = False,
-        ephemeral: bool = False,
-    ) -> ResourceMemory:
-        return await super().recall(
-            raw_body, memobase=memobase, noticed_by_listing=noticed_by_listing, ephemeral=True
-        )
-
-
-def without_memories(fn: WebhookFn) -> WebhookFn:
-    """Kopf's admission function (its ``serve_admission_request`` with what it needs bound) with
-    ``AdmissionMemories``; any other function as it is."""
-    if isinstance(fn, functools.partial) and "memories" in fn.keywords:
-        return cast(WebhookFn, functools.partial(fn, memories=AdmissionMemories()))
-    return fn
+Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.Response]]
 
 
 def review_problem(review: Any) -> str | None:
@@ -90,53 +81,147 @@ def review_problem(review: Any) -> str | None:
     return None
 
 
-def checking_reviews(fn: WebhookFn) -> WebhookFn:
-    """``fn`` answering a malformed review with HTTP 400 and the reason (Kopf's answer to a
-    review without userInfo or object), not a 500 and a traceback."""
+def answering(fn: WebhookFn, errors: Iterable[tuple[type[Exception], int]]) -> Handler:
+    """The handler of ``POST {path}/{id}``: the review's JSON to ``fn`` for webhook ``id``, with
+    the request's headers and the client's certificate, and its answer as JSON. A body that is
+    not JSON or no AdmissionReview (``review_problem``) is a 400 with the reason, not a 500 and a
+    traceback; Kopf's errors of a review it cannot serve get their statuses (``errors``)."""
+    statuses = tuple(errors)
 
-    async def serve(request: Any, **details: Any) -> Any:
-        problem = review_problem(request)
+    async def answer(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        try:
+            review = json.loads(await request.text())
+        except ValueError as error:  # not JSON, or not UTF-8
+            raise aiohttp.web.HTTPBadRequest(reason=str(error) or None) from error
+        problem = review_problem(review)
         if problem is not None:
-            raise kopf_admission.MissingDataError(problem)
-        return await fn(request, **details)
+            raise aiohttp.web.HTTPBadRequest(reason=problem)
+        transport = request.transport
+        try:
+            response = await fn(
+                review,
+                webhook=request.match_info.get("id"),
+                headers=dict(request.headers),
+                sslpeer=transport.get_extra_info("peercert") if transport else None,
+            )
+        except Exception as error:
+            status = next((status for kind, status in statuses if isinstance(error, kind)), None)
+            if status is None:
+                raise
+            raise HTTP_ERRORS[status](reason=str(error) or None) from error
+        return aiohttp.web.json_response(response)
 
-    return cast(WebhookFn, serve)
+    return answer
 
 
-class WebhookServer(kopf.WebhookServer):
-    """Kopf's HTTPS server, making its self-signed certificate with ``cryptography`` and keeping
-    no memory per object (``without_memories``), answering a malformed review with 400
-    (``checking_reviews``); a port it cannot listen on is a ``ListenError``
-    naming the settings (Kopf re-raises a failed server's error as the operator's own: ``run``
-    then says which setting to change). Its serving loop is its own: renewed certificate files
-    are served without closing the port (Kopf's restarts the server)."""
+def accessible_host(addr: str | None) -> str:
+    """Where a client reaches a server listening on ``addr``: loopback for every interface (none,
+    or a catch-all address: 0.0.0.0, ::), else ``addr`` itself."""
+    if addr is None:
+        return "localhost"
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return addr  # a host name
+    if ip.is_unspecified:
+        return "127.0.0.1" if ip.version == 4 else "::1"
+    return addr
 
-    @staticmethod
-    def build_certificate(
-        hostnames: Collection[str], password: str | None = None
-    ) -> tuple[bytes, bytes]:
-        return self_signed_certificate(hostnames, password)
 
-    async def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
+def webhook_url(host: str, port: int, path: str) -> str:
+    """The HTTPS URL of ``path`` on ``host:port``: an IPv6 address in brackets, port 443 left out
+    (HTTPS's own)."""
+    with contextlib.suppress(ValueError):
+        host = f"[{ipaddress.IPv6Address(host)}]"
+    netloc = host if port == 443 else f"{host}:{port}"
+    return urllib.parse.urlunsplit(("https", netloc, path, "", ""))
+
+
+def free_port() -> int:
+    """A port nothing listens on (the kernel's choice, released at once): the same one for every
+    interface a server listening on all of them binds."""
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@dataclasses.dataclass(kw_only=True, eq=False)
+class WebhookServer:
+    """The webhooks' HTTPS server: Kopf's admission server protocol (``__call__``), an async
+    context manager whose exit closes what it serves (Kopf serves inside ``async with``: the
+    port is free at once).
+
+    ``addr``/``port``: where it listens (None: every interface, a free port); ``host``: the host
+    of the webhooks' URL (else ``addr``'s, loopback for a catch-all one); ``path``: the URL's root
+    path. ``certfile``/``pkeyfile`` (may be one file)/``cafile``: the served certificate, the
+    bundle the API server checks it against (else the certificate itself); without them a
+    self-signed certificate for the host and the address, made in memory. Files are checked every
+    ``file_check_interval`` seconds and renewed ones served without closing the port. A port it
+    cannot listen on is a ``ListenError`` naming the settings (Kopf re-raises a failed server's
+    error as the operator's own: ``run`` then says which setting to change)."""
+
+    addr: str | None = None
+    port: int | None = None
+    host: str | None = None
+    path: str = ""
+    certfile: str | None = None
+    pkeyfile: str | None = None
+    cafile: str | None = None
+    file_check_interval: float = FILE_CHECK_INTERVAL
+    #: What ``__call__`` started and ``__aexit__`` closes.
+    _served: list[AsyncGenerator[WebhookClientConfig, None]] = dataclasses.field(
+        default_factory=list, init=False, repr=False
+    )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        while self._served:
+            await self._served.pop().aclose()
+
+    def __call__(self, fn: WebhookFn) -> AsyncIterator[WebhookClientConfig]:
         """Listen once and yield the webhooks' client configuration; again, on the same port,
         each time renewed certificate files are served (``tlsfiles``: never a closed port)."""
-        handler = checking_reviews(without_memories(fn))
+        served = self._serve(fn)
+        self._served.append(served)
+        return served
 
-        async def serve(request: aiohttp.web.Request) -> aiohttp.web.Response:
-            return await self._serve(handler, request)
-
-        certificate = ServedCertificate(self._build_ssl, self._certificate_files())
+    async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
+        handler = answering(kopfhooks.without_memories(fn), kopfhooks.review_error_statuses())
+        certificate = ServedCertificate(self._ssl, self._certificate_files())
         app = aiohttp.web.Application()
-        app.add_routes([aiohttp.web.post(f"{(self.path or '').rstrip('/')}/{{id:.*}}", serve)])
+        app.add_routes([aiohttp.web.post(f"{self.path.rstrip('/')}/{{id:.*}}", handler)])
         runner = aiohttp.web.AppRunner(app, handle_signals=False)
         await runner.setup()
         try:
             port = await self._listen(runner, certificate.listening)
+            url = webhook_url(self.host or accessible_host(self.addr), port, self.path)
             while True:
-                yield self._client_config(certificate, port)
+                config = WebhookClientConfig(url=url)
+                if certificate.cadata is not None:
+                    config["caBundle"] = base64.b64encode(certificate.cadata).decode("ascii")
+                yield config
                 await certificate.renewed(self.file_check_interval)
         finally:
             await runner.cleanup()  # on any exit: the port is free at once
+
+    def _ssl(self) -> tuple[bytes, ssl.SSLContext]:
+        """The CA bundle of the client configuration and the server's SSL context."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        if self.certfile is not None and self.pkeyfile is not None:
+            context.load_cert_chain(self.certfile, self.pkeyfile)
+            return Path(self.cafile or self.certfile).read_bytes(), context
+        address = accessible_host(self.addr)
+        certificate, key = self_signed_certificate([self.host or address, address])
+        # ssl loads a certificate from files only: these live until loaded, never after.
+        with tempfile.TemporaryDirectory(prefix="webhook-certificate-") as directory:
+            certfile, keyfile = Path(directory, "tls.crt"), Path(directory, "tls.key")
+            certfile.write_bytes(certificate)
+            keyfile.write_bytes(key)
+            context.load_cert_chain(certfile, keyfile)
+        return certificate, context
 
     def _certificate_files(self) -> list[str]:
         """The files whose change renews the served certificate (none: made in memory)."""
@@ -146,8 +231,9 @@ class WebhookServer(kopf.WebhookServer):
         return [str(path) for path in dict.fromkeys(paths) if path is not None]
 
     async def _listen(self, runner: aiohttp.web.AppRunner, context: ssl.SSLContext | None) -> int:
-        """The port listened on (Kopf's reuse options); a bind refused is a ``ListenError``."""
-        port = self.port or self._allocate_free_port()
+        """The port listened on (shared with sockets that allow it: ``SO_REUSEPORT``); a bind
+        refused is a ``ListenError``."""
+        port = self.port or free_port()
         site = aiohttp.web.TCPSite(
             runner, self.addr or None, port, ssl_context=context,
             reuse_port=True, reuse_address=True,
@@ -161,17 +247,8 @@ class WebhookServer(kopf.WebhookServer):
             raise ListenError(LISTEN_SETTINGS, address, port, error) from error
         return port
 
-    def _client_config(self, certificate: ServedCertificate, port: int) -> WebhookClientConfig:
-        """The URL the API server calls (Kopf's rules for the host) and the CA bundle."""
-        schema = "http" if certificate.listening is None else "https"
-        host = self.host or self.DEFAULT_HOST or self._get_accessible_addr(self.addr)
-        config = WebhookClientConfig(url=self._build_url(schema, host, port, self.path or ""))
-        if certificate.cadata is not None:
-            config["caBundle"] = base64.b64encode(certificate.cadata).decode("ascii")
-        return config
 
-
-def webhook_server(settings: Settings) -> kopf.WebhookServer:
+def webhook_server(settings: Settings) -> WebhookServer:
     """The webhook server the settings describe: a provided certificate, else a self-signed one
     for the advertised host and the listen address."""
     return WebhookServer(
@@ -181,18 +258,23 @@ def webhook_server(settings: Settings) -> kopf.WebhookServer:
         certfile=settings.webhook_cert_file,
         pkeyfile=settings.webhook_key_file,
         cafile=settings.webhook_ca_file,
-        file_check_interval=FILE_CHECK_INTERVAL,
     )
 
 
 def configure_admission(tuned: kopf.OperatorSettings, settings: Settings) -> None:
     """Serve the webhooks, and manage their configurations unless someone else does (then with
-    the pod webhooks' namespaceSelector)."""
+    the pod webhooks' namespaceSelector). An installed Kopf without a private member this needs
+    is an ``UnsupportedKopfError`` naming it (``kopfhooks``), here, at start-up."""
+    managed = settings.webhook_configuration
+    hooks = (
+        (*kopfhooks.SERVING_HOOKS, kopfhooks.BUILD_WEBHOOKS) if managed else kopfhooks.SERVING_HOOKS
+    )
+    kopfhooks.require_kopf_hooks(hooks)
     tuned.admission.server = webhook_server(settings)
-    tuned.admission.managed = settings.webhook_configuration or None
-    if settings.webhook_configuration:
-        _POD_EXCLUSIONS[settings.webhook_configuration] = pod_webhook_excluded_namespaces(settings)
-        kopf_admission.build_webhooks = build_webhooks_excluding_namespaces
+    tuned.admission.managed = managed or None
+    if managed:
+        _POD_EXCLUSIONS[managed] = pod_webhook_excluded_namespaces(settings)
+        kopfhooks.replace(kopfhooks.BUILD_WEBHOOKS, build_webhooks_excluding_namespaces)
 
 
 def pod_namespace_selector(excluded: Iterable[str]) -> dict[str, Any]:
@@ -219,8 +301,6 @@ def matches_pods(webhook: Mapping[str, Any]) -> bool:
     )
 
 
-#: Kopf's own builder of the managed configurations' webhooks.
-_KOPF_BUILD_WEBHOOKS = kopf_admission.build_webhooks
 #: The pod webhooks' excluded namespaces, by managed configuration (Kopf's name suffix).
 _POD_EXCLUSIONS: dict[str, tuple[str, ...]] = {}
 
@@ -237,10 +317,10 @@ def build_webhooks_excluding_namespaces(
 
     Kopf builds the configurations it manages with ``build_webhooks`` (every time the URL or CA
     bundle changes) and has no option for a namespaceSelector, so this replaces that function in
-    Kopf's admission engine (``configure_admission``);
+    Kopf's admission engine (``configure_admission``, through ``kopfhooks``);
     tests/integration/test_admission_webhooks_crashed.py reads the selector back from the API
     server, so a Kopf that stopped calling it is noticed."""
-    webhooks = _KOPF_BUILD_WEBHOOKS(
+    webhooks: list[dict[str, Any]] = kopfhooks.kopf_own(kopfhooks.BUILD_WEBHOOKS)(
         handlers_,
         resources=resources,
         name_suffix=name_suffix,
