@@ -3,7 +3,7 @@
 Rules (controller/webhooks/server.py): called with a webhook function, the server listens and
 yields the client configuration, whose URL the API server calls (an IPv6 host in brackets, port
 443 left out, a catch-all listen address reached on loopback) and whose caBundle verifies the
-served certificate. ``POST {path}/{id}`` hands the review's JSON to the function for webhook
+served certificate (self-signed, made in memory: no file is left). ``POST {path}/{id}`` hands the review's JSON to the function for webhook
 ``id`` with the request's headers and answers its result as JSON; a body that is not JSON or no
 AdmissionReview is a 400 with the reason, without calling the function; Kopf's errors of a review
 it cannot serve are 409 (ambiguous resource), 404 (unknown resource), 400 (any other).
@@ -14,8 +14,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, cast
 
 import aiohttp
@@ -124,6 +128,33 @@ async def test_the_self_signed_certificate_is_its_own_ca_bundle_for_host_and_add
     assert names.get_values_for_type(x509.DNSName) == ["eq.svc"]
     assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert certificate.issuer == certificate.subject
+
+
+#: A process that starts the server with a self-signed certificate, under the ``TMPDIR`` given.
+START_IN_TMPDIR = """
+import asyncio, sys, tempfile
+from elasticquota.controller.webhooks import WebhookServer
+
+async def never_called(*request, **details):
+    raise AssertionError("no review is sent")
+
+async def main():
+    assert tempfile.gettempdir() == sys.argv[1], tempfile.gettempdir()
+    async with WebhookServer(addr="127.0.0.1", host="127.0.0.1") as server:
+        config = await anext(aiter(server(never_called)))
+        assert config["caBundle"]
+
+asyncio.run(main())
+"""
+
+
+def test_the_self_signed_certificate_leaves_no_file(tmp_path: Path) -> None:
+    """``ssl`` loads a certificate from files only: they are gone once it is loaded."""
+    environment = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run(
+        [sys.executable, "-c", START_IN_TMPDIR, str(tmp_path)], env=environment, check=True
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 def json_error(text: str) -> str:
