@@ -10,7 +10,6 @@ bound pyproject.toml declares to the version constraints.txt pins.
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 import tomllib
 import types
@@ -33,6 +32,8 @@ from elasticquota.controller.webhooks.kopfhooks import (
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "operator" / "elasticquota"
 EVERY_HOOK = (*SERVING_HOOKS, BUILD_WEBHOOKS)
+#: The names of Kopf's errors of a review it cannot serve.
+REVIEW_ERRORS = ("AmbiguousResourceError", "UnknownResourceError", "WebhookError")
 
 
 def kopf_range() -> str:
@@ -45,22 +46,44 @@ def kopf_range() -> str:
     return f"{lowest} to {pinned[1]}"
 
 
-def admission_without(name: str, **replacing: Any) -> types.ModuleType:
-    """A stand-in for Kopf's admission engine: the real one's members but ``name``, and those
-    ``replacing`` gives."""
-    real = importlib.import_module(ADMISSION)
+class MemoGetter:
+    """A stand-in for Kopf's interface of the memories its admission function recalls from."""
+
+    async def recall_memo(self, raw_body: object, *, memobase: object = None) -> object:
+        return memobase
+
+
+async def serve_admission_request(request: object, *, memories: MemoGetter, **_: object) -> None:
+    """A stand-in for Kopf's admission function."""
+
+
+def build_webhooks(handlers: object, **_: object) -> list[dict[str, Any]]:
+    """A stand-in for Kopf's builder of the managed configurations' webhooks."""
+    return []
+
+
+def admission(**replacing: object) -> types.ModuleType:
+    """A stand-in for Kopf's admission engine with a member of each name the hooks look up, but
+    those ``replacing`` gives instead (None: left out)."""
+    members = {
+        "MemoGetter": MemoGetter,
+        "serve_admission_request": serve_admission_request,
+        "build_webhooks": build_webhooks,
+        **{name: type(name, (Exception,), {}) for name in REVIEW_ERRORS},
+        **replacing,
+    }
     stand_in = types.ModuleType(ADMISSION)
-    stand_in.__dict__.update({key: value for key, value in vars(real).items() if key != name})
-    stand_in.__dict__.update(replacing)
+    stand_in.__dict__.update({name: member for name, member in members.items() if member})
     return stand_in
 
 
 def test_the_installed_kopf_has_every_hook() -> None:
     require_kopf_hooks(EVERY_HOOK)
+    require_kopf_hooks(EVERY_HOOK, lambda name: admission())  # the stand-in is complete too
 
 
 def test_a_kopf_without_a_hook_is_named_with_the_versions_tested() -> None:
-    stand_in = admission_without("build_webhooks")
+    stand_in = admission(build_webhooks=None)
     require_kopf_hooks(SERVING_HOOKS, lambda name: stand_in)  # what it does not need
     with pytest.raises(UnsupportedKopfError) as raised:
         require_kopf_hooks(EVERY_HOOK, lambda name: stand_in)
@@ -72,11 +95,17 @@ def test_a_kopf_without_a_hook_is_named_with_the_versions_tested() -> None:
 
 
 def test_a_member_without_the_parameter_the_operator_passes_is_missing() -> None:
-    async def serve_admission_request(request: object, **_: object) -> None:
+    async def takes_no_memories(request: object, **_: object) -> None:
         """Kopf's admission function, if it took its memories under another name."""
 
-    stand_in = admission_without("", serve_admission_request=serve_admission_request)
+    stand_in = admission(serve_admission_request=takes_no_memories)
     with pytest.raises(UnsupportedKopfError, match=re.escape("serve_admission_request(memories=")):
+        require_kopf_hooks(SERVING_HOOKS, lambda name: stand_in)
+
+
+def test_a_method_is_looked_up_on_its_class() -> None:
+    stand_in = admission(MemoGetter=type("MemoGetter", (), {}))
+    with pytest.raises(UnsupportedKopfError, match=re.escape("MemoGetter.recall_memo (")):
         require_kopf_hooks(SERVING_HOOKS, lambda name: stand_in)
 
 
