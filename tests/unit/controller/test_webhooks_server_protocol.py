@@ -3,10 +3,11 @@
 Rules (controller/webhooks/server.py): called with a webhook function, the server listens and
 yields the client configuration, whose URL the API server calls (an IPv6 host in brackets, port
 443 left out, a catch-all listen address reached on loopback) and whose caBundle verifies the
-served certificate (self-signed, made in memory: no file is left). ``POST {path}/{id}`` hands the review's JSON to the function for webhook
-``id`` with the request's headers and answers its result as JSON; a body that is not JSON or no
-AdmissionReview is a 400 with the reason, without calling the function; Kopf's errors of a review
-it cannot serve are 409 (ambiguous resource), 404 (unknown resource), 400 (any other).
+served certificate (self-signed, made in memory: no file is left). ``POST {path}/{id}`` hands the
+review's JSON to the function for webhook ``id`` with the request's headers and answers its
+result as JSON; a body that is not JSON or no AdmissionReview is a 400 with the reason, without
+calling the function; Kopf's errors of a review it cannot serve are 409 (ambiguous resource), 404
+(unknown resource), 400 (any other).
 """
 
 from __future__ import annotations

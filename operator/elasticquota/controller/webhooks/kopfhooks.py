@@ -70,6 +70,8 @@ REVIEW_ERRORS = (
     (Hook(ADMISSION, "UnknownResourceError", "a review's 404 answer"), 404),
     (Hook(ADMISSION, "WebhookError", "a review's 400 answer"), 400),
 )
+#: What ``without_memories`` relies on: the keyword Kopf binds its memories to, and the one
+#: method its admission function calls on them (``AdmissionMemories`` implements it).
 MEMORIES = (
     Hook(ADMISSION, "serve_admission_request", "no memory per reviewed object", "memories"),
     Hook(ADMISSION, "MemoGetter.recall_memo", "no memory per reviewed object"),
