@@ -27,6 +27,9 @@ EXIT_UNREACHABLE = 4
 EXIT_FORBIDDEN = 5
 #: The API server answered another error status.
 EXIT_API = 6
+#: ``run``: the installed Kopf lacks a member the webhooks use (a release the operator was not
+#: tested with); the message names it and the releases tested.
+EXIT_UNSUPPORTED_KOPF = 7
 #: An unexpected error: a bug (rerun with ``--debug`` for the traceback).
 EXIT_INTERNAL = 70
 #: ``tree | head``: the reader of the output went away (128 + SIGPIPE, as a shell reports it).

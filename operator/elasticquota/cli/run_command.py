@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from elasticquota.cli.cluster import ClusterTarget, check_kubeconfig
-from elasticquota.cli.errors import KubeconfigError
+from elasticquota.cli.errors import EXIT_UNSUPPORTED_KOPF, KubeconfigError
 from elasticquota.settings import (
     ListenError,
     Settings,
@@ -206,7 +206,12 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
     from kubernetes_asyncio.config import ConfigException
 
     from elasticquota.controller.runner import run_operator
+    from elasticquota.controller.webhooks.kopfhooks import UnsupportedKopfError, kopf_problem
 
+    problem = kopf_problem(settings.webhook_enabled, bool(settings.webhook_configuration))
+    if problem is not None:  # before anything starts: one line naming the member
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_UNSUPPORTED_KOPF
     try:
         asyncio.run(run_operator(settings, extra_loops))
     except ListenError as error:  # the probes' or webhooks' port taken, or an address not ours
@@ -215,6 +220,9 @@ def run_cli(args: argparse.Namespace, extra_loops: Sequence[ExtraLoop] = ()) -> 
             file=sys.stderr,
         )
         return EXIT_BAD_SETTINGS
+    except UnsupportedKopfError as error:  # a member looked up later than the start-up check
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_UNSUPPORTED_KOPF
     except ConfigException as error:  # e.g. in a pod without its token, a failing exec plugin
         raise KubeconfigError(f"cannot load the credentials: {error}") from error
     return 0

@@ -26,6 +26,7 @@ from elasticquota.controller.webhooks.kopfhooks import (
     BUILD_WEBHOOKS,
     SERVING_HOOKS,
     UnsupportedKopfError,
+    kopf_problem,
     require_kopf_hooks,
 )
 
@@ -92,6 +93,16 @@ def test_a_kopf_without_a_hook_is_named_with_the_versions_tested() -> None:
         "pod webhooks' namespaceSelector); elastic-quota-operator is tested with kopf "
         f"{kopf_range()}"
     )
+
+
+def test_run_says_what_the_kopf_lacks_for_the_webhooks_it_serves_before_starting() -> None:
+    """``elastic-quota run`` prints this and exits 7 (cli.errors.EXIT_UNSUPPORTED_KOPF)."""
+    stand_in = admission(build_webhooks=None)
+    assert kopf_problem(True, False, lambda name: stand_in) is None  # not managed: not needed
+    assert kopf_problem(False, True, lambda name: stand_in) is None  # no webhooks at all
+    problem = kopf_problem(True, True, lambda name: stand_in)
+    assert problem is not None and "lacks kopf._core.engines.admission.build_webhooks" in problem
+    assert kopf_problem(True, True) is None  # the installed Kopf
 
 
 def test_a_member_without_the_parameter_the_operator_passes_is_missing() -> None:

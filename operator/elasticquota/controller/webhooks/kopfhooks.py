@@ -124,6 +124,12 @@ def unsupported_message(missing: Iterable[Hook]) -> str:
     return f"kopf {installed} lacks {lacks}; elastic-quota-operator is tested with {tested_kopf()}"
 
 
+def hooks_for(managed: bool) -> tuple[Hook, ...]:
+    """The hooks the webhooks need: serving them, and with ``managed`` configurations (the
+    ``webhook_configuration`` setting) the builder of their webhooks too."""
+    return (*SERVING_HOOKS, BUILD_WEBHOOKS) if managed else SERVING_HOOKS
+
+
 def require_kopf_hooks(
     hooks: Iterable[Hook], import_module: ModuleFinder = importlib.import_module
 ) -> None:
@@ -131,6 +137,20 @@ def require_kopf_hooks(
     missing = [hook for hook in hooks if _lookup(hook, import_module) is None]
     if missing:
         raise UnsupportedKopfError(unsupported_message(missing))
+
+
+def kopf_problem(
+    webhooks: bool, managed: bool, import_module: ModuleFinder = importlib.import_module
+) -> str | None:
+    """What the installed Kopf lacks for the webhooks (``webhooks``: served at all; ``managed``:
+    their configurations too), as ``run`` says it before starting; None: nothing."""
+    if not webhooks:
+        return None
+    try:
+        require_kopf_hooks(hooks_for(managed), import_module)
+    except UnsupportedKopfError as error:
+        return str(error)
+    return None
 
 
 def find(hook: Hook, import_module: ModuleFinder = importlib.import_module) -> Any:

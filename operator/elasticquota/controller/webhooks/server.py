@@ -266,10 +266,7 @@ def configure_admission(tuned: kopf.OperatorSettings, settings: Settings) -> Non
     the pod webhooks' namespaceSelector). An installed Kopf without a private member this needs
     is an ``UnsupportedKopfError`` naming it (``kopfhooks``), here, at start-up."""
     managed = settings.webhook_configuration
-    hooks = (
-        (*kopfhooks.SERVING_HOOKS, kopfhooks.BUILD_WEBHOOKS) if managed else kopfhooks.SERVING_HOOKS
-    )
-    kopfhooks.require_kopf_hooks(hooks)
+    kopfhooks.require_kopf_hooks(kopfhooks.hooks_for(bool(managed)))
     tuned.admission.server = webhook_server(settings)
     tuned.admission.managed = managed or None
     if managed:
