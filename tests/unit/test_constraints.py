@@ -4,8 +4,8 @@ Every dependency ``pyproject.toml`` declares (the runtime ones and the ``dev`` e
 there with ``==``, to a version its specifier allows; the suite runs on exactly those versions
 (``make install`` installs with ``--constraint``, and reinstalls when the file changes); the
 image's build stage installs the wheel with the same file. A release upstream (Kopf's private
-modules, which the webhook server uses, move between minor versions) then changes nothing until
-``make constraints`` moves the pins and a ``make test`` passes on them.
+members the webhooks use, ``controller.webhooks.kopfhooks``, may move in any minor release) then
+changes nothing until ``make constraints`` moves the pins and a ``make test`` passes on them.
 """
 
 from __future__ import annotations
