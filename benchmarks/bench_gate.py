@@ -13,7 +13,10 @@ waiting in a quota of a tenth of the cluster (full, nobody of lower priority), s
 quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod; then
 (``no_room_ms``) the same pods at a higher priority than the quota's, each asking more than the
 quota's max: no set of its pods makes room, which the candidates' running totals tell without
-walking them (before them: every candidate walked, per waiting pod and round). Where
+walking them (before them: every candidate walked, per waiting pod and round); and
+(``young_ms``) pods of a higher priority that only the quota's pods could make room for, all of
+them started a second ago under a ten-minute minimum runtime: the protected ones are found by
+bisection, not looked at one by one. Where
 the API server has no gates, the pod webhook checks a new pod's user limits with the pods it
 admitted a moment ago counted: side by side, with N/10 of them, their figures kept as they come
 (``PendingPods``) and each added to an overlay of the ledger for the request. Last, the
@@ -23,7 +26,7 @@ a figure to hold under the event loop's 100 ms. Prints one line per size and pat
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
-    preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X no_room_ms=R
+    preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X no_room_ms=R young_ms=Y
     admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
     revoke quotas=Q pods=N over_used=O check_ms=C
 
@@ -43,6 +46,7 @@ from elasticquota.controller.context import LoopContext
 from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.gating import gate_decisions
+from elasticquota.core.decisions.minruntime import NO_MIN_RUNTIME, MinRuntime
 from elasticquota.core.decisions.preemption import PreemptionMemo, preemption_victims
 from elasticquota.core.keys import ADMISSION_GATE, POD_LABEL_QUOTA
 from elasticquota.core.model.models import NodeInfo, PodInfo
@@ -60,6 +64,9 @@ ROUNDS = 7
 QUOTAS = 100
 #: Quotas of the preemption figures: the first holds a tenth of the pods.
 PREEMPT_QUOTAS = 10
+#: The minimum runtime of the ``young_ms`` figure: ten minutes, every bound pod started a second
+#: before ``now``.
+YOUNG = MinRuntime(600.0, 1_000_000.0)
 #: The user limit of the admission figures (quota q1): one that counts every application.
 USER_LIMITS = "- users: [sue]\n  maxapplications: 1000000\n"
 #: The revocation figure: this many quotas of ``REVOKE_PODS`` 1-cpu pods each, on a node of half
@@ -69,14 +76,19 @@ REVOKE_PODS = 10
 
 
 def cluster(
-    pods: int, quotas: int = QUOTAS, full: bool = False, hopeless: bool = False
+    pods: int,
+    quotas: int = QUOTAS,
+    full: bool = False,
+    hopeless: bool = False,
+    started: float | None = None,
 ) -> QuotaEngine:
     """``quotas`` quotas under the root, one node, ``pods`` pods of 1 cpu (``GATED`` gated),
     solved. ``full``: each quota's max is its share of the pods, the bound pods have priority 1
     and the gated pods (priority 0) are all of the first quota: most of them wait, and no pod of
     lower priority can make room for them. ``hopeless``: the gated pods have priority 2 and ask
     for more than the quota's max: every bound pod of the quota is a candidate, and evicting all
-    of them makes no room."""
+    of them makes no room. ``started``: the bound pods' start time (epoch seconds; with
+    ``full``, the gated pods then have priority 2: every bound pod of the quota is a candidate)."""
     engine = QuotaEngine()
     engine.upsert_node(NodeInfo(name="n", allocatable={"cpu": 10 * pods * 1000}))
     limit = pods // quotas * 1000 if full else 10 * pods * 1000
@@ -90,9 +102,10 @@ def cluster(
                 name=f"p{index}",
                 requests={"cpu": limit + 1000 if gated and hopeless else 1000},
                 quota_label="q0" if gated and full else f"q{index % quotas}",
-                priority=2 if gated and hopeless else int(full and not gated),
+                priority=2 if gated and (hopeless or started) else int(full and not gated),
                 phase="Pending" if gated else "Running",
                 node_name="" if gated else "n",
+                start_time=None if gated else started,
                 scheduling_gates=(ADMISSION_GATE,) if gated else (),
                 created=f"2026-11-27T10:{index // 60 % 60:02d}:{index % 60:02d}Z",
             )
@@ -127,15 +140,19 @@ def delete_ms(engine: QuotaEngine, indexed: bool) -> float:
     return statistics.median(times)
 
 
-def preempt_ms(snapshot: Snapshot, memo: PreemptionMemo | None) -> tuple[int, float]:
+def preempt_ms(
+    snapshot: Snapshot, memo: PreemptionMemo | None, young: MinRuntime = NO_MIN_RUNTIME
+) -> tuple[int, float]:
     """The round's in-quota preemption for its waiting pods (how many, and the median): with the
     quotas' candidates kept across rounds (``memo``, made by an earlier round) or sorted for each
-    waiting pod."""
+    waiting pod; ``young``: the minimum runtime that protects pods."""
     held = [decision for decision in gate_decisions(snapshot) if not decision.release]
     times = []
     for _ in range(ROUNDS):
         started = time.perf_counter()
-        chosen = [preemption_victims(decision.seen, decision.pod, memo) for decision in held]
+        chosen = [
+            preemption_victims(decision.seen, decision.pod, memo, young=young) for decision in held
+        ]
         times.append((time.perf_counter() - started) * 1000)
     assert held and chosen == [None] * len(held)
     return len(held), statistics.median(times)
@@ -237,10 +254,12 @@ def main() -> None:
         held, kept = preempt_ms(crowded, memo)
         every = preempt_ms(crowded, None)[1]
         no_room = preempt_ms(cluster(pods, PREEMPT_QUOTAS, True, True).latest(), memo)[1]
+        recent = cluster(pods, PREEMPT_QUOTAS, True, started=YOUNG.now - 1).latest()
+        young = preempt_ms(recent, memo, YOUNG)[1]
         print(
             f"preempt pods={pods} quota_pods={len(crowded.pods_of('q0'))} waiting={held} "
             f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f} "
-            f"no_room_ms={no_room:.2f}"
+            f"no_room_ms={no_room:.2f} young_ms={young:.2f}"
         )
         limit = {"cpu": 10 * pods * 1000}
         engine.upsert_quota(Quota("q1", "team", {}, limit, user_limits=USER_LIMITS))

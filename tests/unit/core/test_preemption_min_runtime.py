@@ -5,6 +5,8 @@ its nearest ancestor's) sets it per quota; revocation's annotation is another wa
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from preemption_pods import names, pending, running, solve, two_teams
 
@@ -16,7 +18,11 @@ from elasticquota.core.decisions.minruntime import (
     of_preemption,
     of_revocation,
 )
-from elasticquota.core.decisions.preemption import deferred_by_min_runtime, preemption_victims
+from elasticquota.core.decisions.preemption import (
+    QuotaCandidates,
+    deferred_by_min_runtime,
+    preemption_victims,
+)
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.solve.results import Snapshot
@@ -126,3 +132,31 @@ def test_a_quota_with_its_own_minimum_protects_its_pods_in_a_live_solve() -> Non
     specs = {spec.name: spec for spec in quotas}
     walk = MinRuntimes(MinRuntime(0.0, 1000.0), specs.get, of_preemption)
     assert preemption_victims(snapshot, snapshot.pods["ns/new"], young=walk.of("team")) is None
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_runs_a_minimum_runtime_leaves_are_the_candidates_it_does_not_protect(
+    seed: int,
+) -> None:
+    """``runs_below`` finds the protected pods by bisection: the runs must hold exactly the
+    candidates below the priority that ``young`` does not protect, in their order, and the
+    running totals what those request."""
+    rng = random.Random(seed)
+    starts = [None, *(float(second) for second in range(0, 1000, 50))]
+    pods = [
+        running(
+            f"p{n}", rng.randrange(1, 5) * 1000, rng.randrange(4), start_time=rng.choice(starts)
+        )
+        for n in range(rng.randrange(0, 40))
+    ]
+    candidates = QuotaCandidates.of(pods)
+    for _ in range(10):
+        young = MinRuntime(rng.choice([0.0, 100.0, 600.0]), 1000.0)
+        priority = rng.randrange(6)
+        runs = candidates.runs_below(priority, young)
+        walked = [candidates.ordered[i] for low, high in runs for i in range(low, high)]
+        allowed = [pod for pod in candidates.below(priority) if not young.protects(pod)]
+        assert walked == allowed
+        assert candidates.freeable(runs) == (
+            {"cpu": sum(pod.requests["cpu"] for pod in allowed)} if runs else {}
+        )
