@@ -27,7 +27,7 @@ from elasticquota.api.parse import (
     released_by_gate,
 )
 from elasticquota.core.decisions.admission import Verdict
-from elasticquota.core.decisions.gating import gate_decisions, pending_verdicts
+from elasticquota.core.decisions.gating import GateDecision, gate_decisions, pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.minruntime import (
     NO_MIN_RUNTIMES,
@@ -122,10 +122,11 @@ def compute_plan(
     min_runtimes = MinRuntimes(min_runtime or now, engine.quota)
     preemption = MinRuntimes(preemption_min_runtime or now, engine.quota, of_preemption)
     choices = revocation_choices(snapshot, min_runtimes)
+    decided = gate_decisions(snapshot, check_ancestors)
     return Plan(
         snapshot=snapshot,
-        admission=pending_verdicts(snapshot, check_ancestors, released),
-        preemptions=next_preemptions(snapshot, check_ancestors, preemption),
+        admission=pending_verdicts(snapshot, check_ancestors, released, decided),
+        preemptions=next_preemptions(snapshot, decided, preemption),
         revocations=[(quota, choice.victims) for quota, choice in choices],
         spared=_spared(choices),
         min_runtimes=min_runtimes,
@@ -139,16 +140,17 @@ def compute_plan(
 
 
 def next_preemptions(
-    snapshot: Snapshot, check_ancestors: bool, young: MinRuntimes
+    snapshot: Snapshot, decided: list[GateDecision], young: MinRuntimes
 ) -> list[Preemption]:
     """The in-quota preemptions of the next gate round, as the operator's round makes them: for
     the pods the gate holds for their quota (a limit's are left: evictions would not lift it), in
     the gate's order, the victims of the first of each quota that lower-priority pods of its
     quota make room for (one preemption per quota and round); pods younger than their minimum
-    runtime (``young``) are not chosen. A PodDisruptionBudget may keep a victim: the operator
+    runtime (``young``) are not chosen. ``decided``: the gate's decisions on ``snapshot``
+    (``gate_decisions``). A PodDisruptionBudget may keep a victim: the operator
     then chooses others, which a plan cannot know."""
     memo, found = PreemptionMemo(), dict[str, Preemption]()
-    for decision in gate_decisions(snapshot, check_ancestors):
+    for decision in decided:
         quota = snapshot.pod_quota[decision.pod.key]
         if decision.release or decision.verdict.limit_refusals or quota in found:
             continue

@@ -19,7 +19,7 @@ the operator would: a gated pod by the gate's decision, a pod the gate released 
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
@@ -209,11 +209,17 @@ def pending_verdict(
 
 
 def pending_verdicts(
-    snapshot: Snapshot, check_ancestors: bool = False, released: Collection[str] = ()
+    snapshot: Snapshot,
+    check_ancestors: bool = False,
+    released: Collection[str] = (),
+    decided: Sequence[GateDecision] | None = None,
 ) -> list[Verdict]:
     """A verdict for every pending pod (live, not bound to a node), sorted by pod key, each as
-    ``pending_verdict`` gives it: gated pods as the gate decides them."""
-    decisions = decisions_by_pod(snapshot, check_ancestors)
+    ``pending_verdict`` gives it: gated pods as the gate decides them (``decided``: the gate's
+    decisions on ``snapshot`` where the caller has made them; else made here)."""
+    if decided is None:
+        decided = gate_decisions(snapshot, check_ancestors)
+    decisions = {decision.pod.key: decision for decision in decided}
     return [
         pending_verdict(snapshot, pod, check_ancestors, decisions, released)[0]
         for key, pod in sorted(snapshot.pods.items())
