@@ -7,7 +7,8 @@ go (``Snapshot.unbound``), not every pod. Side by side in one run, for clusters 
 100 are gated and the rest bound, the round with that index and without it (every pod looked at,
 as before the index). A quota DELETE is refused while pods are labelled with the quota; the webhook
 finds them in the engine's pod index (``pods_labelled``: the pods counted in the quota), not among
-every pod; side by side, the judgement of one quota's DELETE with the index and without it. The
+every pod; side by side, the judgement of one quota's DELETE with the index and without it, and
+(``pending_ms``) with the index while another quota's change awaits its rebuild. The
 round's in-quota preemption looks for victims among the waiting pod's quota's pods: with 100 pods
 waiting in a quota of a tenth of the cluster (full, nobody of lower priority), side by side, the
 quota's candidates kept across rounds (``PreemptionMemo``) and sorted for each waiting pod; then
@@ -25,7 +26,7 @@ lost), whose pods it looks at, quota by quota: no side by side (nothing else to 
 a figure to hold under the event loop's 100 ms. Prints one line per size and path:
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
-    delete pods=N quota_pods=Q index_ms=I every_pod_ms=E ratio=X
+    delete pods=N quota_pods=Q index_ms=I pending_ms=P every_pod_ms=E ratio=X
     preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X no_room_ms=R young_ms=Y
     admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
     revoke quotas=Q pods=N over_used=O check_ms=C
@@ -244,9 +245,13 @@ def main() -> None:
             f"ratio={every / indexed:.0f}"
         )
         indexed, every = delete_ms(engine, True), delete_ms(engine, False)
+        engine.upsert_quota(Quota("q2", "team", {}, {"cpu": 1000}))  # awaits its rebuild
+        pending = delete_ms(engine, True)
+        engine.latest()
         print(
             f"delete pods={pods} quota_pods={len(snapshot.pods_of('q1'))} "
-            f"index_ms={indexed:.2f} every_pod_ms={every:.1f} ratio={every / indexed:.0f}"
+            f"index_ms={indexed:.2f} pending_ms={pending:.2f} every_pod_ms={every:.1f} "
+            f"ratio={every / indexed:.0f}"
         )
         crowded = cluster(pods, PREEMPT_QUOTAS, full=True).latest()
         memo = PreemptionMemo()

@@ -118,3 +118,24 @@ def test_the_index_answers_alike_around_a_rebuild_off_the_loop_and_for_finished_
             answered += found is not None
             assert found is None or found == by_filter(engine, name)
     assert answered >= 40
+
+
+def test_a_quota_delete_right_after_another_quota_change_reads_the_index_too(
+    make_engine: EngineFactory,
+) -> None:
+    """The index answers while a quota change awaits its rebuild, with the pods changed since."""
+    engine = make_engine().load(
+        [quota("a"), quota("b")],
+        [pod(f"p{index}", "ab"[index % 2], cpu=1) for index in range(6)],
+        [node("n", cpu=10)],
+    )
+    engine.solve()
+    engine.upsert_quota(quota("b", max={"cpu": 5}))
+    engine.upsert_pod(pod("p1", "a", cpu=1))  # relabelled while the change waits
+    engine.delete_pod("team", "p2")
+    assert engine.topology_stale
+    raw = {"metadata": {"name": "a", "namespace": "team"}, "spec": {}}
+    indexed = ClusterView([raw], Unread(engine.pods.values()), labelled=engine.pods_labelled)
+    refused = validate_quota_delete(raw, indexed)
+    assert "3 child pods: team/p0, team/p1, ..." in refused[0].message
+    assert engine.topology_stale  # answered without rebuilding
