@@ -28,8 +28,9 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from elasticquota.controller.quotalog import ObjectKey
 from elasticquota.controller.solving import rebuild_off_loop
-from elasticquota.controller.state import ControllerState, ObjectKey
+from elasticquota.controller.state import ControllerState
 from elasticquota.kube.quotas import PROFILES, QUOTAS
 from elasticquota.kube.readerparts import Kind
 from elasticquota.kube.reflector import Reflector

@@ -33,6 +33,7 @@ from elasticquota.api.parse import (
     parse_quota_object,
 )
 from elasticquota.controller.echoes import as_written, echoed, figures_written, same_inputs
+from elasticquota.controller.quotalog import ObjectKey, QuotaChangeLog
 from elasticquota.core.model.models import PodInfo, Problem, ProfileSpec
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.model.quotaread import quota_key, read_quota
@@ -42,13 +43,8 @@ from elasticquota.kube.readerparts import ReaderHealth
 
 logger = logging.getLogger(__name__)
 
-ObjectKey = tuple[str, str]
-
 #: Pod keys compared with a relist between two yields to the event loop (about 1 ms of work).
 FORGET_CHUNK = 2_000
-
-#: Deleted quotas the change log keeps beyond the live ones before it drops them (``forgotten``).
-TOMBSTONES_KEPT = 1024
 
 #: Seconds a reader may be disconnected before the replica stops being ready (a reconnect that
 #: heals at once does not flap readiness).
@@ -87,15 +83,9 @@ class ControllerState:
     changed_quotas: set[str] = field(default_factory=set)
     #: Each kind's reader: listed, connected, since when not (readiness and metrics read it).
     readers: dict[str, ReaderHealth] = field(default_factory=dict)
-    #: Every quota object key stored, replaced or dropped, with the number of its latest
-    #: change, oldest change first: what follows the quotas (the webhooks' catalog) reads only
-    #: what changed since it last looked (``quota_changes_since``), not all 10,000 of them.
-    #: Deleted keys stay until TOMBSTONES_KEPT more than the live quotas pile up; then they are
-    #: dropped, and ``forgotten`` is the latest change number dropped: a follower that last
-    #: looked before it drops what it holds that ``quotas`` does not.
-    quota_changes: dict[ObjectKey, int] = field(default_factory=dict)
-    quota_sequence: int = 0
-    forgotten: int = 0
+    #: Every quota object key stored, replaced or dropped, in change order: what follows the
+    #: quotas (the webhooks' catalog) reads only what changed since it last looked.
+    quota_log: QuotaChangeLog = field(default_factory=QuotaChangeLog)
     #: Per quota object: the object whose inputs the engine holds (the reader parsed it). The
     #: write path replaces ``quotas`` with what the cluster answered, never this: only the reader
     #: decides whether a quota is parsed again.
@@ -124,7 +114,7 @@ class ControllerState:
     def on_quota(self, body: Mapping[str, Any]) -> None:
         key = quota_key(body)
         previous = self.parsed.get(key)
-        self._note_quota_change(key)
+        self.quota_log.note(key, self.quotas)
         self.changed_quotas.add(key[1])
         if previous is not None and same_inputs(previous, body):
             self.quotas[key] = echoed(self.quotas.get(key), previous, body)
@@ -151,7 +141,7 @@ class ControllerState:
         namespace, name = quota_key(body)
         self.quotas.pop((namespace, name), None)
         self.parsed.pop((namespace, name), None)
-        self._note_quota_change((namespace, name))
+        self.quota_log.note((namespace, name), self.quotas)
         self.changed_quotas.add(name)
         self.parse_problems.pop(f"ElasticQuota {namespace}/{name}", None)
         self.engine.delete_quota(namespace, name)
@@ -340,23 +330,6 @@ class ControllerState:
 
     def _trees_changed(self) -> None:
         self.trees_changed.set()
-
-    def _note_quota_change(self, key: ObjectKey) -> None:
-        self.quota_sequence += 1
-        self.quota_changes.pop(key, None)  # re-inserted last: the log stays in change order
-        self.quota_changes[key] = self.quota_sequence
-        if len(self.quota_changes) > 2 * len(self.quotas) + TOMBSTONES_KEPT:
-            for gone in [k for k in self.quota_changes if k not in self.quotas and k != key]:
-                self.forgotten = max(self.forgotten, self.quota_changes.pop(gone))
-
-    def quota_changes_since(self, sequence: int) -> list[ObjectKey]:
-        """The quota keys changed after change number ``sequence`` (newest first)."""
-        changed = []
-        for key in reversed(self.quota_changes):
-            if self.quota_changes[key] <= sequence:
-                break
-            changed.append(key)
-        return changed
 
     def take_changed_quotas(self) -> set[str]:
         """The names of the quota objects seen since the last call (and forget them)."""

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from yielding import yields_during
 
-from elasticquota.controller.state import TOMBSTONES_KEPT, ControllerState
+from elasticquota.controller.quotalog import TOMBSTONES_KEPT
+from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import Admission, QuotaMirror, RecentAdmissions, cluster_view
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.validation.view import QuotaCatalog
@@ -192,8 +193,8 @@ def test_the_change_log_does_not_grow_with_every_quota_ever_deleted(
     """A quota per CI run's namespace, created and deleted: the log held each for good."""
     synced.on_quota(k8s.quota("kept", max={"cpu": "1"}))
     created_and_deleted(synced, k8s, 3 * TOMBSTONES_KEPT, "ci")
-    assert len(synced.quota_changes) <= TOMBSTONES_KEPT + 3
-    assert ("team", "kept") in synced.quota_changes
+    assert len(synced.quota_log) <= TOMBSTONES_KEPT + 3
+    assert ("team", "kept") in synced.quota_log
 
 
 async def test_a_mirror_behind_the_dropped_deletions_drops_those_quotas_too(
@@ -211,7 +212,7 @@ async def test_a_mirror_behind_the_dropped_deletions_drops_those_quotas_too(
         synced.on_quota_deleted(k8s.quota(f"old-{index}", namespace=f"old-{index}"))
     created_and_deleted(synced, k8s, TOMBSTONES_KEPT + 10, "ci")
     synced.on_quota(k8s.quota("new", max={"cpu": "1"}))
-    assert synced.forgotten > 0  # the deletions of old-0... are no longer in the log
+    assert synced.quota_log.forgotten > 0  # the deletions of old-0... are no longer in the log
     await behind.follow()
     for catalog in (mirror.refresh(), behind.catalog):
         assert len(catalog) == 2

@@ -17,6 +17,7 @@ import kopf
 import pytest
 from admission_reviews import POD_RESOURCE, QUOTA_RESOURCE, admission_review
 
+from elasticquota.controller.quotalog import ObjectKey, QuotaChangeLog
 from elasticquota.controller.runner import make_registry
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks import MUTATE_QUOTA, VALIDATE_POD, VALIDATE_QUOTA
@@ -90,17 +91,17 @@ async def test_a_refusal_is_logged_once_at_info_on_one_line(
     assert all("\n" not in message for _, _, message, _ in shown)
 
 
-class CorruptMemory(ControllerState):
-    """A memory that fails when a request reads the quotas."""
+class CorruptLog(QuotaChangeLog):
+    """A quota change log that fails when a request reads the quotas."""
 
-    def quota_changes_since(self, sequence: int) -> list[tuple[str, str]]:
+    def since(self, sequence: int) -> list[tuple[ObjectKey, int]]:
         raise RuntimeError("the memory is corrupt")
 
 
 async def test_a_failing_handler_is_still_an_error_with_its_traceback(
     webhook_settings: Settings, k8s: Bodies, caplog: pytest.LogCaptureFixture
 ) -> None:
-    corrupt = CorruptMemory(engine=QuotaEngine(EngineSettings()))
+    corrupt = ControllerState(engine=QuotaEngine(EngineSettings()), quota_log=CorruptLog())
     corrupt.mark_synced()
     registry = make_registry(corrupt, webhook_settings)
     caplog.set_level(logging.INFO)

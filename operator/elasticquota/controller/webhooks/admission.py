@@ -27,7 +27,8 @@ import kopf
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.metrics.names import ALLOWED, ERROR
 from elasticquota.controller.metrics.names import DENIED as DENIED_RESULT
-from elasticquota.controller.state import ControllerState, ObjectKey
+from elasticquota.controller.quotalog import ObjectKey
+from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks.identity import stamp_request, trust_rules
 from elasticquota.controller.webhooks.memory import QuotaMirror, RecentAdmissions, cluster_view
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elasticquota.controller.state import ControllerState, ObjectKey
+from elasticquota.controller.quotalog import ObjectKey
+from elasticquota.controller.state import ControllerState
 from elasticquota.core.generic.timeslice import TimeSlice
 from elasticquota.core.model.quota import Quota
 from elasticquota.core.validation import ClusterView, QuotaCatalog
@@ -82,7 +83,7 @@ class QuotaMirror:
     """A ``QuotaCatalog`` that follows the memory (and the recent admissions) incrementally.
 
     On each request only the quotas the memory changed since the last request
-    (``ControllerState.quota_changes_since``) and those an admission stands in for, now or at the
+    (``ControllerState.quota_log``) and those an admission stands in for, now or at the
     last request, are looked at; of those, the objects not already held (compared by identity: the
     memory replaces a quota's object on every event) are re-indexed. A request costs what changed,
     not a pass over 10,000 quotas.
@@ -101,14 +102,14 @@ class QuotaMirror:
         self._held: dict[ObjectKey, object] = {}
         self._sequence = 0
         self._overlaid: set[ObjectKey] = set()
-        #: The memory's ``forgotten`` as of this mirror's last sweep (``_drop_forgotten``).
+        #: The change log's ``forgotten`` as of this mirror's last sweep (``_drop_forgotten``).
         self._swept = 0
 
     def refresh(self) -> QuotaCatalog:
         self._drop_forgotten()
         overlay = self._recent.overlay(self._state)
-        changed = self._state.quota_changes_since(self._sequence)
-        self._sequence = self._state.quota_sequence
+        changed = [key for key, _ in self._state.quota_log.since(self._sequence)]
+        self._sequence = self._state.quota_log.sequence
         for key in {*changed, *overlay, *self._overlaid}:
             source = overlay[key] if key in overlay else self._state.quotas.get(key)
             self._hold(key, source)
@@ -122,10 +123,7 @@ class QuotaMirror:
         log moves with each quota indexed, so a request (``refresh``) or another ``follow`` in
         the meantime takes on only what this one has not reached yet."""
         self._drop_forgotten()
-        changes = self._state.quota_changes
-        pending = [
-            (key, changes[key]) for key in reversed(self._state.quota_changes_since(self._sequence))
-        ]
+        pending = self._state.quota_log.since(self._sequence)[::-1]
         stretch = TimeSlice()
         for position, (key, sequence) in enumerate(pending, start=1):
             if sequence > self._sequence:
@@ -137,10 +135,10 @@ class QuotaMirror:
         await asyncio.sleep(0)
 
     def _drop_forgotten(self) -> None:
-        """Deleted quotas the memory's change log dropped (``ControllerState.forgotten``) before
+        """Deleted quotas the memory's change log dropped (``QuotaChangeLog.forgotten``) before
         this mirror read them: every quota held that the memory no longer holds goes (an
         admission's stands until the next request's overlay decides)."""
-        forgotten = self._state.forgotten
+        forgotten = self._state.quota_log.forgotten
         if self._sequence < forgotten and self._swept < forgotten:
             quotas, overlaid = self._state.quotas, self._overlaid
             for key in [key for key in self._held if key not in quotas and key not in overlaid]:
