@@ -16,12 +16,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from revocation_rounds import delayed_round
 
 from elasticquota.controller.context import LoopContext
-from elasticquota.controller.enforcement.revocation import (
-    RECHECK_INTERVAL,
-    SOLVE_EVERY,
-    RevocationController,
-    over_use_summary,
-)
+from elasticquota.controller.enforcement.revocation import SOLVE_EVERY, RevocationController
+from elasticquota.controller.enforcement.rounds import RECHECK_INTERVAL, over_use_summary
 from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, format_since

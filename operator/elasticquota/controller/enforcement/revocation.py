@@ -30,9 +30,9 @@ pass old; the delay is minutes). During a burst every solve turns all 10,000 row
 into new results, and a solve forced every second took a third of the operator's time. Solves run
 off the event loop (``controller.solving``).
 A round's victims are always chosen on a fresh solve, and only if the quota is still over-used;
-each one is evicted only if, on a solve at most a second old when its turn comes (the evictions
-are paced; a fresh solve at most once a second, as a forced solve is costly in a burst), the
-quota still needs it gone.
+``rounds`` evicts each one only if, on a solve at most a second old when its turn comes (the
+evictions are paced; a fresh solve at most once a second, as a forced solve is costly in a
+burst), the quota still needs it gone.
 """
 
 from __future__ import annotations
@@ -44,12 +44,8 @@ import time
 from collections.abc import Callable
 
 from elasticquota.controller.context import LoopContext, WritingLoop
-from elasticquota.controller.enforcement.evictions import (
-    RateLimiter,
-    counted_eviction,
-    pod_involved,
-)
-from elasticquota.controller.metrics.names import OVER_USE
+from elasticquota.controller.enforcement.evictions import RateLimiter
+from elasticquota.controller.enforcement.rounds import RoundEvictions
 from elasticquota.controller.metrics.overuse import OverUseTimers
 from elasticquota.controller.solving import published_snapshot, solved_snapshot
 from elasticquota.core import keys
@@ -68,23 +64,11 @@ from elasticquota.core.decisions.revocation import (
     RoundChoice,
     quota_is_over_used,
     round_choice,
-    victims_of,
 )
-from elasticquota.core.model.models import PodInfo
-from elasticquota.core.quantities.quantity import format_quantity
 from elasticquota.core.solve.results import QuotaResult, Snapshot
-from elasticquota.kube.errors import describe
-from elasticquota.kube.evictions import EvictionOutcome, uid_of_failure
-from elasticquota.kube.fence import NotLeadingError
 from elasticquota.kube.outages import OutageLog
 
 logger = logging.getLogger(__name__)
-
-#: Seconds between two fresh solves that check a round's next victim (``_recheck_snapshot``).
-RECHECK_INTERVAL = 1.0
-
-#: How many recent evicted pod keys the controller keeps (for tests and debugging).
-RECENT = 1000
 
 #: Seconds between two solves a revocation check makes itself (see the module's docstring).
 SOLVE_EVERY = 5.0
@@ -94,16 +78,6 @@ SOLVE_EVERY = 5.0
 LEADING_POLL = 1.0
 
 NEVER_REVOKED = (keys.ROOT_QUOTA, keys.SYSTEM_QUOTA)
-
-
-def over_use_summary(result: QuotaResult) -> str:
-    """``cpu used 40 > runtime 28571m`` for every over-used resource."""
-    return ", ".join(
-        f"{key} used {format_quantity(key, used)} > runtime "
-        f"{format_quantity(key, result.runtime[key])}"
-        for key, used in sorted(result.used.items())
-        if key in result.runtime and used > result.runtime[key]
-    )
 
 
 class RevocationController(WritingLoop):
@@ -122,24 +96,22 @@ class RevocationController(WritingLoop):
         super().__init__(context)
         self._clock = clock
         self._judge = judge
-        #: When a victim's eviction last solved afresh (``_recheck_snapshot``; the loop's time).
-        self._rechecked_at: float | None = None
         self._timer = OverUseTimer(context.settings.revocation_delay)
-        self._limiter = limiter or RateLimiter(context.settings.eviction_rate)
-        #: One outage log per kind of request: an Event that tells of a failed eviction is sent
-        #: all the same, and Events go through while quota writes fail (the quota webhook down);
-        #: one log for all would end in the log an outage that goes on ("succeed again after
-        #: 0.0 s").
-        self._events = OutageLog(logger, "revocation's Events")
+        eviction_budget = limiter or RateLimiter(context.settings.eviction_rate)
+        self._rounds = RoundEvictions(context, eviction_budget, judge, self._min_runtime)
+        #: Its own outage log: the rounds' Events go through while quota writes fail (the quota
+        #: webhook down); one log for both would end in the log an outage that goes on.
         self._records = OutageLog(logger, "revocation's over-use records")
-        self._evictions = OutageLog(logger, "revocation's evictions")
-        #: The most recent evictions (bounded: ``elastic_quota_evictions_total`` counts them all).
-        self.evicted: collections.deque[str] = collections.deque(maxlen=RECENT)
         self._solved_at: float | None = None
         #: Quotas whose over-use record could not be written (sent again at the next check).
         self._unrecorded: set[str] = set()
         #: The over-use starts the metrics show (``_publish_timers``).
         self._published: dict[str, float] = {}
+
+    @property
+    def evicted(self) -> collections.deque[str]:
+        """The most recent evictions of the rounds (bounded)."""
+        return self._rounds.evicted
 
     async def run(self) -> None:
         await self._state.synced.wait()
@@ -207,7 +179,7 @@ class RevocationController(WritingLoop):
         young = choice.min_runtime
         if choice.spared:
             self._timer.due_again_by(name, min(young.ends(pod) for pod in choice.spared))
-        await self._revoke(fresh.quotas[name], choice.victims, self._spared_text(choice))
+        await self._rounds.revoke(fresh.quotas[name], choice.victims, self._spared_text(choice))
 
     def _min_runtime(self, quota: str, now: float | None = None) -> MinRuntime:
         """The protection of the quota's pods younger than its ``revocation-min-runtime``
@@ -275,121 +247,3 @@ class RevocationController(WritingLoop):
         self._records.succeeded()
         self._unrecorded.discard(result.name)
         self._state.keep_written(body)  # None: not sent (a dry run)
-
-    async def _revoke(self, result: QuotaResult, victims: list[PodInfo], spared: str) -> None:
-        summary = over_use_summary(result)
-        names = ", ".join(pod.key for pod in victims) or "none evictable"
-        message = (
-            f"over its runtime for more than {self._settings.revocation_delay:g}s ({summary}); "
-            f"evicting: {names}{spared}"
-        )
-        logger.warning("quota %s: %s", result.name, message)
-        await self._event_on_quota(result, "QuotaOverUsed", message)
-        try:
-            await self._evict_in_turn(result, victims, summary)
-        except NotLeadingError:
-            logger.info("quota %s: revocation round stopped: the Lease was lost", result.name)
-
-    async def _evict_in_turn(
-        self, result: QuotaResult, victims: list[PodInfo], summary: str
-    ) -> None:
-        """Evict ``victims`` in turn, each only while the quota still needs it gone, none twice.
-        With ``revocation_around_budgets`` a victim a PodDisruptionBudget keeps is reprieved:
-        the rest are chosen again around it (``_chosen_again``)."""
-        kept: set[str] = set()
-        sent: set[str] = set()
-        pending = list(victims)
-        while pending:
-            pod = pending.pop(0)
-            await self._limiter.acquire()
-            if not await self._still_a_victim(result.name, pod, kept):
-                continue
-            sent.add(pod.key)
-            outcome = await self._evict(pod, result, summary)
-            if outcome is EvictionOutcome.BLOCKED and self._settings.revocation_around_budgets:
-                kept.add(pod.key)
-                pending = await self._chosen_again(result.name, kept, sent)
-
-    async def _chosen_again(self, quota: str, kept: set[str], sent: set[str]) -> list[PodInfo]:
-        """The victims without those of ``kept``, the ones already ``sent`` left out: those
-        evicted are chosen again first while they run (less important than the rest), and make
-        the room they are making."""
-        fresh = await self._recheck_snapshot()
-        if quota not in fresh.quotas:
-            return []
-        chosen = victims_of(fresh, quota, kept, self._min_runtime(quota))
-        return [pod for pod in chosen if pod.key not in sent]
-
-    async def _still_a_victim(self, quota: str, pod: PodInfo, kept: set[str]) -> bool:
-        """Whether the quota still needs ``pod`` gone, on a fresh solve: the evictions of a round
-        are paced (``eviction_rate``), and meanwhile pods finish, runtimes grow, the round's
-        earlier victims are known to be going. Chosen around those a budget ``kept`` (keys)."""
-        fresh = await self._recheck_snapshot()
-        if quota not in fresh.quotas or not self._judge(fresh, quota):
-            return False
-        return any(
-            (victim.key, victim.created) == (pod.key, pod.created)
-            for victim in victims_of(fresh, quota, kept, self._min_runtime(quota))
-        )
-
-    async def _recheck_snapshot(self) -> Snapshot:
-        """A fresh solve at most every ``RECHECK_INTERVAL`` seconds, else the state as last
-        solved (that solve, or a tree loop's since): evictions come ``eviction_rate`` a second,
-        and during a burst each solve of a big tree turns all its rows into new results."""
-        now = asyncio.get_running_loop().time()
-        if self._rechecked_at is not None and now - self._rechecked_at < RECHECK_INTERVAL:
-            return await published_snapshot(self._state.engine, self._metrics)
-        self._rechecked_at = now
-        return await solved_snapshot(self._state.engine, self._metrics)
-
-    async def _evict(
-        self, pod: PodInfo, result: QuotaResult, summary: str
-    ) -> EvictionOutcome | None:
-        """Evict ``pod`` and tell it so; its outcome (None: the request failed)."""
-        try:
-            eviction = await counted_eviction(
-                self._cluster, self._metrics, result.name, pod, OVER_USE
-            )
-        except NotLeadingError:
-            raise  # the round ends: no write of it can be sent any more
-        except Exception as error:
-            self._evictions.failed(f"the eviction of {pod.key}", error)
-            uid = uid_of_failure(error)  # when the pod was read before the request failed
-            message = f"the eviction for quota {result.name}'s over-use failed: {describe(error)}"
-            await self._event_on_pod(pod, uid, "RevocationFailed", message)
-            return None
-        self._evictions.succeeded()
-        if eviction.outcome is EvictionOutcome.EVICTED:
-            self.evicted.append(pod.key)
-            message = f"evicted: quota {result.name} is over its runtime ({summary})"
-            await self._event_on_pod(pod, eviction.uid, "Revoked", message)
-        elif eviction.outcome is EvictionOutcome.BLOCKED:
-            instead = (
-                "other pods of the quota are chosen instead"
-                if self._settings.revocation_around_budgets
-                else "the next round tries again"
-            )
-            message = (
-                f"a PodDisruptionBudget refused the eviction for quota {result.name}'s over-use; "
-                f"{instead}"
-            )
-            await self._event_on_pod(pod, eviction.uid, "RevocationBlocked", message)
-        return eviction.outcome
-
-    async def _event_on_pod(self, pod: PodInfo, uid: str, reason: str, message: str) -> None:
-        """An Event about ``pod``, naming its ``uid`` when the eviction read it."""
-        await self._event(pod_involved(pod, uid), reason, message)
-
-    async def _event_on_quota(self, result: QuotaResult, reason: str, message: str) -> None:
-        quota = self._state.quotas.get((result.namespace, result.name))
-        if quota is not None:
-            await self._event(quota.involved(), reason, message)
-
-    async def _event(self, involved: dict[str, str], reason: str, message: str) -> None:
-        try:
-            await self._cluster.post_event(involved, reason, message)
-        except Exception as error:
-            about = f"{involved['namespace']}/{involved['name']}"
-            self._events.failed(f"the {reason} Event on {about}", error)
-            return
-        self._events.succeeded()
