@@ -17,17 +17,21 @@ quota's max: no set of its pods makes room, which the candidates' running totals
 walking them (before them: every candidate walked, per waiting pod and round); and
 (``young_ms``) pods of a higher priority that only the quota's pods could make room for, all of
 them started a second ago under a ten-minute minimum runtime: the protected ones are found by
-bisection, not looked at one by one. Where
-the API server has no gates, the pod webhook checks a new pod's user limits with the pods it
-admitted a moment ago counted: side by side, with N/10 of them, their figures kept as they come
-(``PendingPods``) and each added to an overlay of the ledger for the request. Last, the
-revocation check (once a second) in a mass over-use, every quota over its runtime (a node pool
-lost), whose pods it looks at, quota by quota: no side by side (nothing else to compare with),
-a figure to hold under the event loop's 100 ms. Prints one line per size and path:
+bisection, not looked at one by one; and (``budget_ms``) pods of a higher priority asking for the
+quota's max, which only evicting every one of its pods would make room for, while a
+PodDisruptionBudget has kept five of them: the totals less those five answer at once (before:
+every candidate walked to the end). Where the API server has no gates, the pod webhook checks a
+new pod's user limits with the pods it admitted a moment ago counted: side by side, with N/10 of
+them, their figures kept as they come (``PendingPods``) and each added to an overlay of the
+ledger for the request. Last, the revocation check (once a second) in a mass over-use, every
+quota over its runtime (a node pool lost), whose pods it looks at, quota by quota: no side by
+side (nothing else to compare with), a figure to hold under the event loop's 100 ms. Prints one
+line per size and path (the preempt line wrapped here):
 
     gate pods=N gated=G index_ms=I every_pod_ms=E ratio=X
     delete pods=N quota_pods=Q index_ms=I pending_ms=P every_pod_ms=E ratio=X
     preempt pods=N quota_pods=Q waiting=W memo_ms=M every_pod_ms=E ratio=X no_room_ms=R young_ms=Y
+           budget_ms=B
     admit pods=N admitted=A kept_ms=K every_admitted_ms=E ratio=X
     revoke quotas=Q pods=N over_used=O check_ms=C
 
@@ -68,6 +72,8 @@ PREEMPT_QUOTAS = 10
 #: The minimum runtime of the ``young_ms`` figure: ten minutes, every bound pod started a second
 #: before ``now``.
 YOUNG = MinRuntime(600.0, 1_000_000.0)
+#: The pods a PodDisruptionBudget kept in the ``budget_ms`` figure: five of quota q0's.
+BUDGET_KEPT = tuple(f"team/p{index}" for index in range(GATED, GATED + 5 * PREEMPT_QUOTAS, 10))
 #: The user limit of the admission figures (quota q1): one that counts every application.
 USER_LIMITS = "- users: [sue]\n  maxapplications: 1000000\n"
 #: The revocation figure: this many quotas of ``REVOKE_PODS`` 1-cpu pods each, on a node of half
@@ -82,6 +88,7 @@ def cluster(
     full: bool = False,
     hopeless: bool = False,
     started: float | None = None,
+    hungry: bool = False,
 ) -> QuotaEngine:
     """``quotas`` quotas under the root, one node, ``pods`` pods of 1 cpu (``GATED`` gated),
     solved. ``full``: each quota's max is its share of the pods, the bound pods have priority 1
@@ -89,7 +96,9 @@ def cluster(
     lower priority can make room for them. ``hopeless``: the gated pods have priority 2 and ask
     for more than the quota's max: every bound pod of the quota is a candidate, and evicting all
     of them makes no room. ``started``: the bound pods' start time (epoch seconds; with
-    ``full``, the gated pods then have priority 2: every bound pod of the quota is a candidate)."""
+    ``full``, the gated pods then have priority 2: every bound pod of the quota is a candidate).
+    ``hungry``: the gated pods have priority 2 and ask for the quota's max: only evicting every
+    bound pod of the quota makes room."""
     engine = QuotaEngine()
     engine.upsert_node(NodeInfo(name="n", allocatable={"cpu": 10 * pods * 1000}))
     limit = pods // quotas * 1000 if full else 10 * pods * 1000
@@ -101,9 +110,9 @@ def cluster(
             PodInfo(
                 namespace="team",
                 name=f"p{index}",
-                requests={"cpu": limit + 1000 if gated and hopeless else 1000},
+                requests={"cpu": gated_cpu(limit, gated, hopeless, hungry)},
                 quota_label="q0" if gated and full else f"q{index % quotas}",
-                priority=2 if gated and (hopeless or started) else int(full and not gated),
+                priority=pod_priority(gated, full, bool(hopeless or hungry or started)),
                 phase="Pending" if gated else "Running",
                 node_name="" if gated else "n",
                 start_time=None if gated else started,
@@ -113,6 +122,21 @@ def cluster(
         )
     engine.solve()
     return engine
+
+
+def gated_cpu(limit: int, gated: bool, hopeless: bool, hungry: bool) -> int:
+    """A pod's cpu request in ``cluster`` (millicores)."""
+    if gated and hopeless:
+        return limit + 1000
+    return limit if gated and hungry else 1000
+
+
+def pod_priority(gated: bool, full: bool, above: bool) -> int:
+    """A pod's priority in ``cluster``: a gated pod's 2 where it is ``above`` the quota's pods,
+    else 0; a bound pod's 1 in a ``full`` cluster, else 0."""
+    if gated:
+        return 2 if above else 0
+    return int(full)
 
 
 def median_ms(snapshot: Snapshot) -> float:
@@ -142,17 +166,22 @@ def delete_ms(engine: QuotaEngine, indexed: bool) -> float:
 
 
 def preempt_ms(
-    snapshot: Snapshot, memo: PreemptionMemo | None, young: MinRuntime = NO_MIN_RUNTIME
+    snapshot: Snapshot,
+    memo: PreemptionMemo | None,
+    young: MinRuntime = NO_MIN_RUNTIME,
+    spared: frozenset[str] = frozenset(),
 ) -> tuple[int, float]:
     """The round's in-quota preemption for its waiting pods (how many, and the median): with the
     quotas' candidates kept across rounds (``memo``, made by an earlier round) or sorted for each
-    waiting pod; ``young``: the minimum runtime that protects pods."""
+    waiting pod; ``young``: the minimum runtime that protects pods; ``spared``: the pods a
+    PodDisruptionBudget kept."""
     held = [decision for decision in gate_decisions(snapshot) if not decision.release]
     times = []
     for _ in range(ROUNDS):
         started = time.perf_counter()
         chosen = [
-            preemption_victims(decision.seen, decision.pod, memo, young=young) for decision in held
+            preemption_victims(decision.seen, decision.pod, memo, spared, young)
+            for decision in held
         ]
         times.append((time.perf_counter() - started) * 1000)
     assert held and chosen == [None] * len(held)
@@ -261,10 +290,12 @@ def main() -> None:
         no_room = preempt_ms(cluster(pods, PREEMPT_QUOTAS, True, True).latest(), memo)[1]
         recent = cluster(pods, PREEMPT_QUOTAS, True, started=YOUNG.now - 1).latest()
         young = preempt_ms(recent, memo, YOUNG)[1]
+        hungry = cluster(pods, PREEMPT_QUOTAS, True, hungry=True).latest()
+        budgets = preempt_ms(hungry, memo, spared=frozenset(BUDGET_KEPT))[1]
         print(
             f"preempt pods={pods} quota_pods={len(crowded.pods_of('q0'))} waiting={held} "
             f"memo_ms={kept:.2f} every_pod_ms={every:.1f} ratio={every / kept:.0f} "
-            f"no_room_ms={no_room:.2f} young_ms={young:.2f}"
+            f"no_room_ms={no_room:.2f} young_ms={young:.2f} budget_ms={budgets:.2f}"
         )
         limit = {"cpu": 10 * pods * 1000}
         engine.upsert_quota(Quota("q1", "team", {}, limit, user_limits=USER_LIMITS))

@@ -7,6 +7,7 @@ without the memo."""
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import replace
 
 import pytest
@@ -87,6 +88,10 @@ def test_the_memo_gives_the_candidates_and_victims_of_every_pod(
             victims = preemption_victims(snapshot, waiting, memo)
             assert victims == preemption_victims(snapshot, waiting)
             check_room(snapshot, waiting, candidates, victims)
+            spared = {key for key in snapshot.pods if rng.random() < 0.25}  # any quota, priority
+            around = preemption_victims(snapshot, waiting, memo, spared=spared)
+            assert around == preemption_victims(snapshot, waiting, spared=spared)
+            check_room(snapshot, waiting, candidates, around, spared)
 
 
 def test_a_quota_whose_pods_did_not_change_is_not_sorted_again(
@@ -161,13 +166,19 @@ def makes_room(snapshot: Snapshot, waiting: PodInfo, evicted: list[PodInfo]) -> 
 
 
 def check_room(
-    snapshot: Snapshot, waiting: PodInfo, candidates: QuotaCandidates, victims: list[PodInfo] | None
+    snapshot: Snapshot,
+    waiting: PodInfo,
+    candidates: QuotaCandidates,
+    victims: list[PodInfo] | None,
+    spared: Collection[str] = (),
 ) -> None:
-    """Victims make room; None only where even every candidate of lower priority would not (the
-    candidates' running totals answer that without walking them), or a rule forbids it."""
+    """Victims make room, none of them ``spared``; None only where even every candidate of lower
+    priority but those would not (the candidates' running totals answer that without walking
+    them), or a rule forbids it."""
     if victims:
         assert makes_room(snapshot, waiting, victims)
+        assert not {victim.key for victim in victims} & set(spared)
     elif victims is None and not (waiting.never_preempts or not waiting.preemptible):
-        every = list(candidates.below(waiting.priority))
+        every = [other for other in candidates.below(waiting.priority) if other.key not in spared]
         gone = candidates.terminating_below(waiting.priority)
         assert gone or not makes_room(snapshot, waiting, every)

@@ -59,6 +59,12 @@ CASES = {
         None,
         ["young"],
     ),
+    "a young pod spared as well is not taken off what the older ones free a second time": (
+        [running("young", 2000, 0, start_time=900.0), running("old", 2000, 1, start_time=0.0)],
+        {"ns/young"},
+        ["old"],
+        None,
+    ),
 }
 
 
