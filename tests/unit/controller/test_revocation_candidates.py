@@ -21,6 +21,7 @@ from elasticquota.controller.enforcement import revocation
 from elasticquota.controller.enforcement.revocation import RevocationController
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.revocation import quota_is_over_used
+from elasticquota.core.generic.timeslice import SLICE_BUDGET
 from elasticquota.core.keys import LABEL_ALLOW_LENT, POD_LABEL_QUOTA
 from elasticquota.core.model.models import PodInfo
 from elasticquota.core.solve.engine import EngineSettings
@@ -37,13 +38,12 @@ def checker(
     world: ControllerState,
     now: list[float],
     judge: Callable[[Snapshot, str], bool] = quota_is_over_used,
+    slice_budget: float = SLICE_BUDGET,
 ) -> RevocationController:
     """A dry-run controller (30-s delay, a check a second) whose clock reads ``now[0]``."""
     settings = Settings(revocation_delay=30.0, revocation_interval=1.0)
-    cluster = DryRunCluster()
-    return RevocationController(
-        LoopContext(world, cluster, settings, asyncio.Event()), clock=lambda: now[0], judge=judge
-    )
+    context = LoopContext(world, DryRunCluster(), settings, asyncio.Event())
+    return RevocationController(context, lambda: now[0], judge=judge, slice_budget=slice_budget)
 
 
 def quota(name: str, cpu: str) -> dict[str, Any]:
@@ -165,10 +165,10 @@ async def test_a_round_is_decided_on_a_fresh_solve(
     controller = checker(world, now)
     rounds: list[str] = []
 
-    async def record(result: Any, victims: Any) -> None:
+    async def record(result: Any, victims: Any, spared: str) -> None:
         rounds.append(result.name)
 
-    controller._revoke = record  # type: ignore[method-assign]
+    controller._rounds.revoke = record  # type: ignore[method-assign]
     await controller.check_once()  # greedy's over-use starts
     world.on_pod_deleted(running("greedy-b", "greedy", "1"))  # greedy fits, not solved yet
     now[0] = 131.0  # the delay has passed
@@ -176,3 +176,32 @@ async def test_a_round_is_decided_on_a_fresh_solve(
     await controller.check_once()
     assert rounds == []
     assert worker.names("compute") == 2  # the first check's, and the fresh one before the round
+
+
+async def test_a_check_yields_to_the_event_loop_between_quotas_once_its_slice_is_spent(
+    world: ControllerState,
+) -> None:
+    """A mass over-use (a node pool lost) must not hold the loop for the whole check: with a
+    budget of 0 the second check (no solve of its own, no record to write) yields before each
+    over-used quota but the first."""
+    for index in range(5):
+        world.on_quota(quota(f"over{index}", "1"))
+        world.on_pod(running(f"over{index}-a", f"over{index}", "2"))
+    now = [100.0]
+    controller = checker(world, now, slice_budget=0.0)
+    await controller.check_once()  # solves, starts the timers and writes their records
+    turns = [0]
+
+    async def count_turns() -> None:
+        while True:
+            await asyncio.sleep(0)
+            turns[0] += 1
+
+    ticker = asyncio.create_task(count_turns())
+    await asyncio.sleep(0)
+    now[0] += 1
+    before = turns[0]
+    await controller.check_once()
+    ticker.cancel()
+    assert set(controller._timer.since) == {"greedy", *(f"over{index}" for index in range(5))}
+    assert turns[0] - before >= 6  # greedy, leaving and the five: a yield before all but one

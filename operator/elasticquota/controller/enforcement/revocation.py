@@ -65,6 +65,7 @@ from elasticquota.core.decisions.revocation import (
     quota_is_over_used,
     round_choice,
 )
+from elasticquota.core.generic.timeslice import SLICE_BUDGET, TimeSlice
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.kube.outages import OutageLog
 
@@ -89,13 +90,15 @@ class RevocationController(WritingLoop):
         clock: Callable[[], float] = time.time,
         limiter: RateLimiter | None = None,
         judge: Callable[[Snapshot, str], bool] = quota_is_over_used,
+        slice_budget: float = SLICE_BUDGET,
     ) -> None:
         """``limiter`` is shared with in-quota preemption (one eviction budget); ``judge`` says
         whether a quota of a snapshot is due a round once its over-use lasts (a test watches it
-        look at the pods)."""
+        look at the pods); ``slice_budget``: seconds of a check between two yields."""
         super().__init__(context)
         self._clock = clock
         self._judge = judge
+        self._slice_budget = slice_budget
         self._timer = OverUseTimer(context.settings.revocation_delay)
         eviction_budget = limiter or RateLimiter(context.settings.eviction_rate)
         self._rounds = RoundEvictions(context, eviction_budget, judge, self._min_runtime)
@@ -149,10 +152,17 @@ class RevocationController(WritingLoop):
         return name != keys.DEFAULT_QUOTA or self._settings.revoke_default_quota
 
     async def check_once(self) -> None:
-        """One check of every monitored quota; a round for each one that is due."""
+        """One check of every monitored quota; a round for each one that is due. It yields to
+        the event loop after each slice of work (``SLICE_BUDGET``): in a mass over-use (a node
+        pool lost: 10,000 quotas over their runtime) a check looks at every quota's pods, 50-70
+        ms in one stretch before."""
         now = self._clock()
         snapshot = await self._snapshot(now)
+        stretch = TimeSlice(self._slice_budget)
         for name in self._candidates(snapshot):
+            if stretch.due():
+                await asyncio.sleep(0)
+                stretch.restart()
             result = snapshot.quotas[name]
             before = self._timer.since.get(name)
             due = self._timer.observe(name, self._judge(snapshot, name), now)
