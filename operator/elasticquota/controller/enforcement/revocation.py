@@ -111,11 +111,6 @@ class RevocationController(WritingLoop):
         #: The over-use starts the metrics show (``_publish_timers``).
         self._published: dict[str, float] = {}
 
-    @property
-    def evicted(self) -> collections.deque[str]:
-        """The most recent evictions of the rounds (bounded)."""
-        return self._rounds.evicted
-
     async def run(self) -> None:
         await self._state.synced.wait()
         while True:
@@ -171,6 +166,11 @@ class RevocationController(WritingLoop):
             if due:
                 await self._round(name, now)
         self._publish_timers()
+
+    @property
+    def evicted(self) -> collections.deque[str]:
+        """The most recent evictions of the rounds (bounded)."""
+        return self._rounds.evicted
 
     def _publish_timers(self) -> None:
         """Show the timed over-uses in the metrics, when they changed (a copy: timers go on)."""
