@@ -25,8 +25,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from elasticquota.controller.webhooks.certs import key_usage
-
 SERVING_DNS_NAMES = (
     "localhost",
     "kubernetes",
@@ -102,6 +100,23 @@ def _validity(builder: x509.CertificateBuilder, now: datetime.datetime) -> x509.
     )
 
 
+def key_usage(*, ca: bool) -> x509.KeyUsage:
+    """A CA signs certificates (and CRLs); a server signs its TLS handshakes. Never key
+    encipherment, which RFC 5480 forbids for the elliptic-curve keys made here (as the operator's
+    own webhook certificates, ``elasticquota.controller.webhooks.certs``)."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def make_ca(
     now: datetime.datetime,
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
@@ -115,7 +130,7 @@ def make_ca(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=True), critical=True)
+        .add_extension(key_usage(ca=True), critical=True)
         .add_extension(identifier, critical=False)
     )
     return key, _validity(builder, now).sign(key, hashes.SHA256())
@@ -134,7 +149,7 @@ def make_serving(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=False, crl_sign=False), critical=True)
+        .add_extension(key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier),

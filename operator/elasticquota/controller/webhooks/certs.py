@@ -80,7 +80,7 @@ def _private_key_pem(
     )
 
 
-def key_usage(*, cert_sign: bool, crl_sign: bool) -> x509.KeyUsage:
+def _usage(*, cert_sign: bool, crl_sign: bool) -> x509.KeyUsage:
     """Digital signatures always (an ECDSA key's TLS handshake); certificate and CRL signing as
     asked (a CA both, a serving certificate neither, the self-signed one certificates only); never
     key or data encipherment, which RFC 5480 forbids for elliptic-curve keys."""
@@ -113,7 +113,7 @@ def self_signed_certificate(
         _builder(subject, subject, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=False), critical=True)
+        .add_extension(_usage(cert_sign=True, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -147,7 +147,7 @@ def make_authority(common_name: str, days: int, now: datetime.datetime) -> dict[
     certificate = (
         _builder(name, name, key, now, now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(key_usage(cert_sign=True, crl_sign=True), critical=True)
+        .add_extension(_usage(cert_sign=True, crl_sign=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -176,7 +176,7 @@ def make_serving(
         _builder(subject, ca_certificate.subject, key, now, not_after)
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(key_usage(cert_sign=False, crl_sign=False), critical=True)
+        .add_extension(_usage(cert_sign=False, crl_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
