@@ -32,6 +32,7 @@ from elasticquota.cli.cluster_objects import cluster_manifests
 from elasticquota.core.decisions.diff import quota_write
 from elasticquota.core.userlimits.identity import Identity
 from elasticquota.kube.apply import apply_manifest, apply_order
+from elasticquota.kube.errors import raise_for_status
 from elasticquota.kube.quotas import (
     QUOTA_GROUP,
     QUOTA_PLURAL,
@@ -349,3 +350,25 @@ async def get_quota(api: client.ApiClient, namespace: str, name: str) -> dict[st
         QUOTA_GROUP, QUOTA_VERSION, namespace, QUOTA_PLURAL, name
     )
     return quota
+
+
+async def create_pdb(
+    api: client.ApiClient, namespace: str, app: str, name: str = "protect", minimum: int = 1
+) -> None:
+    """A PodDisruptionBudget keeping ``minimum`` pods labelled ``app`` available (policy/v1beta1
+    on 1.20)."""
+    body = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minAvailable": minimum, "selector": {"matchLabels": {"app": app}}},
+    }
+    response = await api.call_api(
+        f"/apis/policy/v1beta1/namespaces/{namespace}/poddisruptionbudgets",
+        "POST",
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+    await raise_for_status(response)

@@ -38,7 +38,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from elasticquota.core import keys
 from elasticquota.core.decisions.overuse import ANNO_OVER_USED_SINCE, parse_since
 from elasticquota.kube.apply import apply_manifest
-from elasticquota.kube.errors import raise_for_status
 from eqdev.kubelet import mark_running
 
 pytestmark = pytest.mark.timeout(300)
@@ -99,27 +98,6 @@ async def running_pod(
     await asyncio.sleep(1.1)  # distinct start times (second resolution): later = less important
 
 
-async def create_pdb(
-    api: client.ApiClient, namespace: str, app: str, name: str = "protect"
-) -> None:
-    """A PodDisruptionBudget keeping the one pod labelled ``app`` (policy/v1beta1 on 1.20)."""
-    body = {
-        "apiVersion": "policy/v1beta1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
-    }
-    response = await api.call_api(
-        f"/apis/policy/v1beta1/namespaces/{namespace}/poddisruptionbudgets",
-        "POST",
-        header_params={"Content-Type": "application/json", "Accept": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-    )
-    await raise_for_status(response)
-
-
 async def terminating(api: client.ApiClient, namespace: str) -> set[str]:
     pods = await client.CoreV1Api(api).list_namespaced_pod(namespace)
     return {pod.metadata.name for pod in pods.items if pod.metadata.deletion_timestamp}
@@ -151,7 +129,7 @@ async def test_an_over_used_quota_gives_back_its_least_important_pods_after_the_
     ):
         await running_pod(api, namespace, name, borrower, node, f"{priority}-{pool}")
     # b-low-b started last: the first to try; a PodDisruptionBudget protects it
-    await create_pdb(api, namespace, "b-low-b")
+    await harness.create_pdb(api, namespace, "b-low-b")
     args = ("--revocation-delay", str(DELAY))
     first = harness.OperatorProcess(f"rv-{pool}", *args).start()
     second: harness.OperatorProcess | None = None
@@ -278,7 +256,7 @@ async def test_around_budgets_the_next_pod_goes_instead_of_the_one_a_budget_keep
     its least important pod, b-low-b, is the one victim, a PodDisruptionBudget keeps it, and
     b-low-a goes in the same round instead."""
     pool, namespace = await borrower_of_three(api, "around", "b-low-a", "b-low-b")
-    await create_pdb(api, namespace, "b-low-b")
+    await harness.create_pdb(api, namespace, "b-low-b")
     env = {"ELASTIC_QUOTA_REVOCATION_AROUND_BUDGETS": "true"}
     async with only_one_goes(api, pool, namespace, env, "b-low-a", "b-low-b") as operator:
         events = await client.CoreV1Api(api).list_namespaced_event(namespace)
@@ -366,7 +344,7 @@ async def test_a_failed_eviction_is_listed_where_kubectl_describe_pod_looks(
         await mark_running(api, namespace, name)
         await asyncio.sleep(1.1)  # distinct start times: b-b, the later, is the victim
     for budget in ("one", "two"):
-        await create_pdb(api, namespace, "b", budget)
+        await harness.create_pdb(api, namespace, "b", budget)
     victim = await client.CoreV1Api(api).read_namespaced_pod("b-b", namespace)
     describe = (
         f"involvedObject.name=b-b,involvedObject.namespace={namespace},"

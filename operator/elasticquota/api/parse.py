@@ -23,12 +23,15 @@ from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.podfast import SHARED_REQUESTS, read_pod
 from elasticquota.api.schema import (
     ContainerView,
+    DisruptionBudgetView,
     ElasticQuotaView,
+    LabelSelectorView,
     NodeView,
     PodView,
     ProfileView,
 )
 from elasticquota.core import keys
+from elasticquota.core.decisions.budgets import DisruptionBudget, LabelSelector
 from elasticquota.core.keys import first_label
 from elasticquota.core.model.models import (
     LabelRequirement,
@@ -335,16 +338,13 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         f"using {list(keys.DEFAULT_PROFILE_RESOURCE_KEYS)}",
         problems,
     )
-    selector = view.spec.node_selector
+    selector = label_selector(view.spec.node_selector)
     profile = ProfileSpec(
         name=meta.name,
         namespace=meta.namespace,
         quota_name=view.spec.quota_name,
         match_labels=dict(selector.match_labels),
-        match_expressions=tuple(
-            LabelRequirement(item.key, item.operator, tuple(item.values))
-            for item in selector.match_expressions
-        ),
+        match_expressions=selector.match_expressions,
         quota_labels=dict(view.spec.quota_labels),
         resource_ratio=view.spec.resource_ratio,
         tree_id_label=meta.labels.get(keys.LABEL_TREE_ID, ""),
@@ -354,3 +354,38 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         uid=meta.uid,
     )
     return profile, problems
+
+
+def label_selector(view: LabelSelectorView) -> LabelSelector:
+    """A ``metav1.LabelSelector`` as the core matches it."""
+    return LabelSelector(
+        dict(view.match_labels),
+        tuple(
+            LabelRequirement(item.key, item.operator, tuple(item.values))
+            for item in view.match_expressions
+        ),
+    )
+
+
+# -- PodDisruptionBudget ----------------------------------------------------------------------
+
+
+def parse_disruption_budget(raw: Mapping[str, Any]) -> Parsed:
+    """A PodDisruptionBudget to a ``DisruptionBudget`` (``core.decisions.budgets``): an empty
+    selector selects every pod of its namespace in ``policy/v1`` and none in ``policy/v1beta1``."""
+    view, _, problems = _view(DisruptionBudgetView, "PodDisruptionBudget", raw)
+    if view is None:
+        return None, problems
+    selector = None if view.spec.selector is None else label_selector(view.spec.selector)
+    if selector is not None and selector.empty and view.api_version == "policy/v1beta1":
+        selector = None
+    status = view.status
+    budget = DisruptionBudget(
+        namespace=view.metadata.namespace,
+        name=view.metadata.name,
+        selector=selector,
+        disruptions_allowed=None if status is None else status.disruptions_allowed,
+        generation=view.metadata.generation,
+        observed_generation=0 if status is None else status.observed_generation,
+    )
+    return budget, problems

@@ -114,3 +114,24 @@ class ProfileSpecView(View):
 class ProfileView(View):
     metadata: ObjectMeta
     spec: ProfileSpecView
+
+
+class BudgetMeta(ObjectMeta):
+    generation: int = 0
+
+
+class DisruptionBudgetSpecView(View):
+    #: None: the selector is null (it selects no pod).
+    selector: LabelSelectorView | None = None
+
+
+class DisruptionBudgetStatusView(View):
+    disruptions_allowed: int = Field(default=0, alias="disruptionsAllowed")
+    observed_generation: int = Field(default=0, alias="observedGeneration")
+
+
+class DisruptionBudgetView(View):
+    api_version: str = Field(default="policy/v1", alias="apiVersion")
+    metadata: BudgetMeta
+    spec: DisruptionBudgetSpecView = Field(default_factory=DisruptionBudgetSpecView)
+    status: DisruptionBudgetStatusView | None = None

@@ -7,6 +7,7 @@ message is a single line for the command's stderr, never a traceback.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.cli.cluster import ClusterTarget, listed, read, translate
+from elasticquota.cli.errors import ClusterReadError
 from elasticquota.kube.errors import read_json
 from elasticquota.kube.quotas import (
     PROFILE_GROUP,
@@ -89,7 +91,48 @@ async def cluster_manifests(api: client.ApiClient) -> Manifests:
             "priorityclasses.scheduling.k8s.io", client.SchedulingV1Api(api).list_priority_class
         )
     ]
+    await read_budgets(api, manifests)
     return manifests
+
+
+#: The versions PodDisruptionBudgets are listed in, the first the server serves: ``policy/v1``
+#: from Kubernetes 1.21, ``policy/v1beta1`` before (and until 1.25).
+BUDGET_VERSIONS = ("v1", "v1beta1")
+
+
+async def read_budgets(api: client.ApiClient, manifests: Manifests) -> None:
+    """Every PodDisruptionBudget into ``manifests.budgets``; a user whose RBAC does not let them
+    be read (403) gets the rest and a line in ``manifests.unread`` (they only add notes)."""
+    for version in BUDGET_VERSIONS:
+        what = f"poddisruptionbudgets.policy ({version})"
+        try:
+            items = await _raw_items(what, functools.partial(_list_budgets, api, version))
+        except ClusterReadError as error:
+            cause = error.__cause__
+            if isinstance(cause, ApiException) and cause.status == 404:
+                continue
+            if isinstance(cause, ApiException) and cause.status == 403:
+                manifests.unread.append(
+                    f"PodDisruptionBudgets not read ({error}): evictions they would refuse are "
+                    "not shown"
+                )
+                return
+            raise
+        api_version = f"policy/{version}"
+        manifests.budgets = [
+            {"apiVersion": api_version, "kind": "PodDisruptionBudget", **item} for item in items
+        ]
+        return
+
+
+async def _list_budgets(api: client.ApiClient, version: str, **options: Any) -> Any:
+    return await api.call_api(
+        f"/apis/policy/{version}/poddisruptionbudgets",
+        "GET",
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+        **options,
+    )
 
 
 async def read_cluster(target: ClusterTarget) -> Manifests:

@@ -59,6 +59,7 @@ def explanation_document(found: Explanation) -> dict[str, Any]:
             "notes": list(found.notes),
             "heldBy": list(found.held_by),
             "preemption": found.preemption,
+            "keptByBudgets": [{"pod": pod, "reason": why} for pod, why in found.kept],
             "path": [
                 {
                     "quota": level.quota,
@@ -96,6 +97,8 @@ def missing_pod(key: str, plan: Plan) -> NotFoundError:
 def run_explain(args: argparse.Namespace) -> int:
     key = _pod_key(args)
     manifests, _ = read_files_or_cluster(args)
+    for unread in manifests.unread:
+        print(f"note: {unread}", file=sys.stderr)
     plan = compute_plan(
         manifests,
         check_ancestors=args.check_parent_quota,
@@ -112,6 +115,7 @@ def run_explain(args: argparse.Namespace) -> int:
         plan.released,
         plan.min_runtimes,
         plan.preemption_min_runtimes,
+        plan.budgets,
     )
     sys.stdout.write(
         render(args.output, doc=lambda: explanation_document(found), table=found.render)

@@ -27,6 +27,7 @@ from elasticquota.api.parse import (
     released_by_gate,
 )
 from elasticquota.core.decisions.admission import Verdict
+from elasticquota.core.decisions.budgets import PodBudgets
 from elasticquota.core.decisions.gating import GateDecision, gate_decisions, pending_verdicts
 from elasticquota.core.decisions.manifest_set import validate_manifest_set
 from elasticquota.core.decisions.minruntime import (
@@ -41,6 +42,7 @@ from elasticquota.core.model.models import NodeInfo, PodInfo, Problem, ProfileSp
 from elasticquota.core.solve.engine import EngineSettings, QuotaEngine
 from elasticquota.core.solve.results import Snapshot
 from elasticquota.core.tree.profiles import root_owners, root_quota_manifest, tree_profiles
+from elasticquota.plan.budgets import pod_budgets
 from elasticquota.plan.findings import Finding, Origin, object_ref
 from elasticquota.plan.lint import manifest_findings
 from elasticquota.plan.loader import Manifests
@@ -82,6 +84,9 @@ class Plan:
     #: In-quota preemption's protection of young pods by quota (the quotas' annotations over
     #: ``compute_plan``'s ``preemption_min_runtime``): ``explain`` says what preemption does.
     preemption_min_runtimes: MinRuntimes = NO_MIN_RUNTIMES
+    #: The PodDisruptionBudgets of the input, by the pods they select (``explain`` and the
+    #: reports say which victims' evictions they would refuse: ``budgets.eviction_refusal``).
+    budgets: PodBudgets = field(default_factory=dict)
 
 
 def compute_plan(
@@ -104,6 +109,7 @@ def compute_plan(
         ("Pod", manifests.pods),
         ("Node", manifests.nodes),
         ("ElasticQuotaProfile", manifests.profiles),
+        ("PodDisruptionBudget", manifests.budgets),
     ):
         _report_duplicates(kind, raws, problems)
     nodes: list[NodeInfo] = _parse_all(parse_node, manifests.nodes, problems)
@@ -123,6 +129,7 @@ def compute_plan(
     preemption = MinRuntimes(preemption_min_runtime or now, engine.quota, of_preemption)
     choices = revocation_choices(snapshot, min_runtimes)
     decided = gate_decisions(snapshot, check_ancestors)
+    budgets = pod_budgets(manifests.budgets, manifests.pods, problems)
     return Plan(
         snapshot=snapshot,
         admission=pending_verdicts(snapshot, check_ancestors, released, decided),
@@ -136,6 +143,7 @@ def compute_plan(
         notes=list(manifests.notes),
         origins=dict(manifests.origins),
         released=released,
+        budgets=budgets,
     )
 
 
@@ -147,8 +155,8 @@ def next_preemptions(
     the gate's order, the victims of the first of each quota that lower-priority pods of its
     quota make room for (one preemption per quota and round); pods younger than their minimum
     runtime (``young``) are not chosen. ``decided``: the gate's decisions on ``snapshot``
-    (``gate_decisions``). A PodDisruptionBudget may keep a victim: the operator
-    then chooses others, which a plan cannot know."""
+    (``gate_decisions``). A PodDisruptionBudget may keep a victim (``Plan.budgets`` says which
+    would): the operator then chooses others, which a plan does not choose ahead."""
     memo, found = PreemptionMemo(), dict[str, Preemption]()
     for decision in decided:
         quota = snapshot.pod_quota[decision.pod.key]

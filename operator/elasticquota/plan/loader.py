@@ -58,12 +58,16 @@ class Manifests:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     namespaces: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    #: PodDisruptionBudgets: which victims' evictions would be refused (``core.decisions.budgets``).
+    budgets: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     #: Where each object was read, by (kind, namespace, name): the last copy's place.
     origins: dict[tuple[str, str, str], Origin] = field(default_factory=dict)
     #: The notes on objects of kinds ``plan`` does not read (``skipped``), with their place.
     notes: list[Problem] = field(default_factory=list)
+    #: What a cluster's reader could not read and the commands go on without (one line each).
+    unread: list[str] = field(default_factory=list)
 
 
 def load_paths(paths: Iterable[str | Path], stdin: TextIO | None = None) -> Manifests:
@@ -199,6 +203,8 @@ def _sort(document: Any, origin: Origin, manifests: Manifests) -> None:
             manifests.namespaces.append(item)
         elif kind == "PriorityClass" and group == "scheduling.k8s.io":
             manifests.priority_classes.append(item)
+        elif kind == "PodDisruptionBudget" and group == "policy":
+            manifests.budgets.append(item)
         else:
             _skip(item, str(kind), namespace, name or "<unnamed>", origin, manifests)
 
@@ -211,6 +217,7 @@ READ_KINDS: dict[str, str] = {
     "Node": "v1",
     "Namespace": "v1",
     "PriorityClass": "scheduling.k8s.io/v1",
+    "PodDisruptionBudget": "policy/v1",
 }
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from elasticquota.core.decisions.budgets import refused_evictions
 from elasticquota.core.decisions.minruntime import moment_text
+from elasticquota.core.model.models import PodInfo
 from elasticquota.core.quantities.resources import format_resource_list
 from elasticquota.core.solve.results import QuotaResult, Snapshot
 from elasticquota.plan.compute import Plan
@@ -65,6 +67,15 @@ def _spared_entry(plan: Plan, quota: str) -> dict[str, Any]:
     return {"spared": [{"pod": pod.key, "until": moment_text(until)} for pod, until in spared]}
 
 
+def _budgets_entry(plan: Plan, victims: list[PodInfo]) -> dict[str, Any]:
+    """``keptByBudgets``: the victims whose eviction a PodDisruptionBudget would refuse now, and
+    why (omitted when there are none)."""
+    kept = refused_evictions(victims, plan.budgets)
+    if not kept:
+        return {}
+    return {"keptByBudgets": [{"pod": pod.key, "reason": why} for pod, why in kept]}
+
+
 def plan_report(plan: Plan) -> dict[str, Any]:
     """The whole JSON document."""
     snapshot = plan.snapshot
@@ -72,7 +83,12 @@ def plan_report(plan: Plan) -> dict[str, Any]:
         "quotas": quotas_section(snapshot),
         "trees": trees_section(snapshot),
         "revocations": [
-            {"quota": quota, "pods": [pod.key for pod in victims], **_spared_entry(plan, quota)}
+            {
+                "quota": quota,
+                "pods": [pod.key for pod in victims],
+                **_spared_entry(plan, quota),
+                **_budgets_entry(plan, victims),
+            }
             for quota, victims in plan.revocations
         ],
         "admission": [
@@ -89,6 +105,7 @@ def plan_report(plan: Plan) -> dict[str, Any]:
                 "quota": preemption.quota,
                 "pod": preemption.waiting.key,
                 "victims": [victim.key for victim in preemption.victims],
+                **_budgets_entry(plan, preemption.victims),
             }
             for preemption in plan.preemptions
         ],

@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Iterable, Iterator
 
 from elasticquota.core.decisions.admission import Verdict
+from elasticquota.core.decisions.budgets import refused_evictions
 from elasticquota.core.decisions.minruntime import moment_text
 from elasticquota.core.keys import DEFAULT_QUOTA, DEFAULT_TREE, ROOT_QUOTA, SYSTEM_QUOTA
 from elasticquota.core.model.models import PodInfo
@@ -291,7 +292,15 @@ def _revocation_line(plan: Plan, quota: str, victims: list[PodInfo]) -> str:
         line += "; spared for their minimum runtime: " + ", ".join(
             f"{pod.key} (until {moment_text(until)})" for pod, until in spared
         )
-    return line
+    return line + _kept_text(plan, victims)
+
+
+def _kept_text(plan: Plan, victims: list[PodInfo]) -> str:
+    """``; kept by a budget: ns/p (why)`` for the victims a PodDisruptionBudget would keep."""
+    kept = refused_evictions(victims, plan.budgets)
+    if not kept:
+        return ""
+    return "; kept by a budget: " + ", ".join(f"{pod.key} ({why})" for pod, why in kept)
 
 
 def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
@@ -302,6 +311,7 @@ def render_plan(plan: Plan, resources: set[str] | None = None) -> str:
         "Next gate round's in-quota preemptions (quota: waiting pod <- evicted pods)",
         (
             f"{each.quota}: {each.waiting.key} <- {', '.join(v.key for v in each.victims)}"
+            + _kept_text(plan, each.victims)
             for each in plan.preemptions
         ),
     )

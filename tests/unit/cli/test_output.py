@@ -53,7 +53,7 @@ def test_explain_documents() -> None:
     assert document["kind"] == "PodExplanation"
     assert list(document) == [
         "apiVersion", "kind", "pod", "quota", "state", "verdict", "notes", "heldBy", "preemption",
-        "path", "advice",
+        "keptByBudgets", "path", "advice",
     ]  # fmt: skip
     assert document["pod"] == "analytics/report-3"
     assert document["path"][0]["quota"] == document["quota"]

@@ -19,8 +19,11 @@ chooses them: ``core.decisions.preemption``), or the young pods whose minimum ru
 for and until when (``preemption_min_runtimes``); none where preemption cannot make room.
 
 For a running pod of a quota above its runtime: whether the next revocation round would evict it
-(``core.decisions.revocation.round_choice``, as the operator decides it). Pure: it reads a solved
-``Snapshot``.
+(``core.decisions.revocation.round_choice``, as the operator decides it).
+
+A ``kept by a budget`` line names each pod the verdict or the preemption line says is evicted
+whose eviction a PodDisruptionBudget would refuse now (``core.decisions.budgets``), and what the
+operator then does. Pure: it reads a solved ``Snapshot``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from elasticquota.core.decisions.admission import Shortfall, Verdict
+from elasticquota.core.decisions.budgets import NO_BUDGETS, PodBudgets, refused_evictions
 from elasticquota.core.decisions.gating import decisions_by_pod, is_gated, pending_verdict
 from elasticquota.core.decisions.minruntime import (
     NO_MIN_RUNTIMES,
@@ -70,6 +74,12 @@ class Explanation:
     held_by: list[str] = field(default_factory=list)
     #: What in-quota preemption does for a pod the gate holds ("" where it does nothing).
     preemption: str = ""
+    #: The pods the verdict or the preemption says the next round evicts (not shown) and what
+    #: the operator does when a PodDisruptionBudget keeps one.
+    evicted: list[PodInfo] = field(default_factory=list)
+    if_kept: str = ""
+    #: Those of them whose eviction a PodDisruptionBudget would refuse now: (pod, why).
+    kept: list[tuple[str, str]] = field(default_factory=list)
 
     def render(self) -> str:
         lines = [
@@ -79,6 +89,7 @@ class Explanation:
             f"verdict: {self.verdict}",
             *(f"held by: {line}" for line in self.held_by),
             *([f"preemption: {self.preemption}"] if self.preemption else []),
+            *(f"kept by a budget: {pod}: {why}; {self.if_kept}" for pod, why in self.kept),
         ]
         if self.levels:
             lines.append("path to the root (pod's resources: runtime / used / request):")
@@ -92,6 +103,12 @@ class Explanation:
         lines += [f"to fit: {line}" for line in self.advice]
         return "\n".join(lines) + "\n"
 
+
+#: What a revocation round does with a victim a PodDisruptionBudget keeps.
+KEPT = (
+    "the round then leaves it (RevocationBlocked) and, with REVOCATION_AROUND_BUDGETS=true, "
+    "evicts the quota's next pods instead"
+)
 
 #: What a pod the gate released waits for: a node (the scheduler's Events on the pod say why none
 #: fits), or only its turn.
@@ -207,16 +224,20 @@ def explain(
     released: Collection[str] = (),
     min_runtimes: MinRuntimes = NO_MIN_RUNTIMES,
     preemption_min_runtimes: MinRuntimes = NO_MIN_RUNTIMES,
+    budgets: PodBudgets = NO_BUDGETS,
 ) -> Explanation:
     """The explanation for one pod (``namespace/name``); KeyError if the pod is unknown.
     ``released``: the keys of the pods whose ``ElasticQuotaAdmission`` condition is True (the gate
     released them; ``PodInfo`` does not keep it); ``min_runtimes``: revocation's protection of
     young pods by quota (``revocation_min_runtime`` and the quotas' annotations);
-    ``preemption_min_runtimes``: in-quota preemption's (``preemption_min_runtime`` and theirs)."""
+    ``preemption_min_runtimes``: in-quota preemption's (``preemption_min_runtime`` and theirs);
+    ``budgets``: the PodDisruptionBudgets by the pods they select, to say which evictions the
+    Eviction API would refuse."""
     found = _explain(
         snapshot, pod_key, check_ancestors, released, (min_runtimes, preemption_min_runtimes)
     )
     found.notes = _left_out_notes(snapshot, snapshot.pods[pod_key], found.quota)
+    found.kept = [(pod.key, why) for pod, why in refused_evictions(found.evicted, budgets)]
     return found
 
 
@@ -257,7 +278,8 @@ def _explain(
         found.held_by = [_held_by(item, user) for item in verdict.limit_refusals]
         found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
     elif is_gated(pod):
-        found.preemption = _preemption(seen, pod, quota, protections[1].of(quota))
+        found.preemption, found.evicted = _preemption(seen, pod, quota, protections[1].of(quota))
+        found.if_kept = "the gate round then chooses its victims again without it"
     return found
 
 
@@ -290,6 +312,7 @@ def _explain_running(
             f"its quota uses more than its runtime; the next revocation round evicts it "
             f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
         )
+        return Explanation(pod.key, quota, state, verdict, levels, evicted=[pod], if_kept=KEPT)
     elif any(young.key == pod.key for young in choice.spared):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round would evict it but "
@@ -302,21 +325,26 @@ def _explain_running(
     return Explanation(pod.key, quota, state, verdict, levels)
 
 
-def _preemption(seen: Snapshot, pod: PodInfo, quota: str, young: MinRuntime) -> str:
+def _preemption(
+    seen: Snapshot, pod: PodInfo, quota: str, young: MinRuntime
+) -> tuple[str, list[PodInfo]]:
     """What the next gate round's in-quota preemption does for ``pod``, held at the gate for its
     quota, on the figures the gate holds it on (``seen``): which pods of its quota it evicts, or
-    whose minimum runtime it waits for ("": nothing, no set of pods makes room)."""
+    whose minimum runtime it waits for ("": nothing, no set of pods makes room); and the pods it
+    evicts."""
     victims = preemption_victims(seen, pod, young=young)
     if victims:
-        return (
+        said = (
             f"the next gate round evicts {len(victims)} lower-priority pod(s) of quota {quota} "
             f"to make room: {', '.join(victim.key for victim in victims)}"
         )
+        return said, victims
     deferral = deferred_by_min_runtime(seen, pod, young) if young.seconds else None
     if deferral is None:
-        return ""
-    return (
+        return "", []
+    said = (
         f"waits for the minimum runtime ({young.seconds:g} s) of "
         f"{', '.join(victim.key for victim in deferral.young)}, lower-priority pods of quota "
         f"{quota}: they may be evicted to make room from {moment_text(deferral.until)}"
     )
+    return said, []
