@@ -69,7 +69,8 @@ def test_explain_says_a_budget_keeps_the_running_pod_it_explains(
     found = run_cli("explain", "ml-research/train-5", "-f", examples, "-f", trainers)
     reason = KEPT.format(key="ml-research/trainers")
     assert (
-        f"kept by a budget: ml-research/train-5: {reason}; the round then leaves it " in found.out
+        f"kept by a budget: ml-research/train-5: {reason}; if refused, the round leaves it (429: "
+        in found.out
     )
     document = run_cli(
         "explain", "ml-research/train-5", "-f", examples, "-f", trainers, "-o", "json"
@@ -93,8 +94,9 @@ def test_explain_and_plan_name_a_preemption_victim_a_budget_keeps(
     assert "preemption: the next gate round evicts 1 lower-priority pod(s)" in found.out
     assert (
         "kept by a budget: team/low: PodDisruptionBudget team/keep-low selects it; whether it "
-        "allows a disruption now is in its status, not read; the gate round then chooses its "
-        "victims again without it\n"
+        "allows a disruption now is in its status, not read; if refused, the gate round leaves it "
+        "(429: a PreemptionBlocked Event, and its victims are chosen again without it; any other "
+        "refusal: PreemptionFailed, and the preemption stops for the round)\n"
     ) in found.out
     [preemption] = plan_json(path)["preemptions"]
     assert [item["pod"] for item in preemption["keptByBudgets"]] == ["team/low"]

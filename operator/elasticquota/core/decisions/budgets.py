@@ -109,7 +109,7 @@ def eviction_refusal(pod: PodInfo, budgets: PodBudgets) -> str:
         names = ", ".join(budget.key for budget in selecting)
         return (
             f"PodDisruptionBudgets {names} all select it: the Eviction API refuses to evict a "
-            "pod more than one budget selects"
+            "pod more than one budget selects (500)"
         )
     budget = selecting[0]
     what = f"PodDisruptionBudget {budget.key}"
@@ -119,7 +119,7 @@ def eviction_refusal(pod: PodInfo, budgets: PodBudgets) -> str:
         return (
             f"{what} has changed and the disruption controller has not caught up with it "
             "(status.observedGeneration < metadata.generation): the Eviction API refuses "
-            "evictions under it until it has"
+            "evictions under it until it has (429)"
         )
     if budget.disruptions_allowed <= 0:
         return (

@@ -104,10 +104,17 @@ class Explanation:
         return "\n".join(lines) + "\n"
 
 
-#: What a revocation round does with a victim a PodDisruptionBudget keeps.
+#: What a revocation round does with a victim whose eviction is refused.
 KEPT = (
-    "the round then leaves it (RevocationBlocked) and, with REVOCATION_AROUND_BUDGETS=true, "
-    "evicts the quota's next pods instead"
+    "if refused, the round leaves it (429: a RevocationBlocked Event, and with "
+    "REVOCATION_AROUND_BUDGETS=true the quota's next pods go instead; any other refusal: "
+    "RevocationFailed)"
+)
+#: What a gate round's in-quota preemption does with a victim whose eviction is refused.
+KEPT_FROM_PREEMPTION = (
+    "if refused, the gate round leaves it (429: a PreemptionBlocked Event, and its victims are "
+    "chosen again without it; any other refusal: PreemptionFailed, and the preemption stops for "
+    "the round)"
 )
 
 #: What a pod the gate released waits for: a node (the scheduler's Events on the pod say why none
@@ -279,7 +286,7 @@ def _explain(
         found.advice += [_limit_advice(item, user) for item in verdict.limit_refusals]
     elif is_gated(pod):
         found.preemption, found.evicted = _preemption(seen, pod, quota, protections[1].of(quota))
-        found.if_kept = "the gate round then chooses its victims again without it"
+        found.if_kept = KEPT_FROM_PREEMPTION
     return found
 
 
@@ -313,7 +320,7 @@ def _explain_running(
             f"({len(victims)} pod(s): {', '.join(v.key for v in victims)})"
         )
         return Explanation(pod.key, quota, state, verdict, levels, evicted=[pod], if_kept=KEPT)
-    elif any(young.key == pod.key for young in choice.spared):
+    if any(young.key == pod.key for young in choice.spared):
         verdict = (
             f"its quota uses more than its runtime; the next revocation round would evict it but "
             f"spares it until it has run {min_runtime.seconds:g}s (until "
