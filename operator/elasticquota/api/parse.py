@@ -23,6 +23,7 @@ from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.podfast import SHARED_REQUESTS, read_pod
 from elasticquota.api.schema import (
     ContainerView,
+    DisruptionBudgetStatusView,
     DisruptionBudgetView,
     ElasticQuotaView,
     LabelSelectorView,
@@ -379,13 +380,16 @@ def parse_disruption_budget(raw: Mapping[str, Any]) -> Parsed:
     selector = None if view.spec.selector is None else label_selector(view.spec.selector)
     if selector is not None and selector.empty and view.api_version == "policy/v1beta1":
         selector = None
-    status = view.status
+    status = view.status or DisruptionBudgetStatusView()
     budget = DisruptionBudget(
         namespace=view.metadata.namespace,
         name=view.metadata.name,
         selector=selector,
-        disruptions_allowed=None if status is None else status.disruptions_allowed,
+        disruptions_allowed=None if view.status is None else status.disruptions_allowed,
         generation=view.metadata.generation,
-        observed_generation=0 if status is None else status.observed_generation,
+        observed_generation=status.observed_generation,
+        current_healthy=status.current_healthy,
+        desired_healthy=status.desired_healthy,
+        unhealthy_policy=view.spec.unhealthy_policy,
     )
     return budget, problems

@@ -123,11 +123,14 @@ class BudgetMeta(ObjectMeta):
 class DisruptionBudgetSpecView(View):
     #: None: the selector is null (it selects no pod).
     selector: LabelSelectorView | None = None
+    unhealthy_policy: str = Field(default="", alias="unhealthyPodEvictionPolicy")
 
 
 class DisruptionBudgetStatusView(View):
     disruptions_allowed: int = Field(default=0, alias="disruptionsAllowed")
     observed_generation: int = Field(default=0, alias="observedGeneration")
+    current_healthy: int = Field(default=0, alias="currentHealthy")
+    desired_healthy: int = Field(default=0, alias="desiredHealthy")
 
 
 class DisruptionBudgetView(View):

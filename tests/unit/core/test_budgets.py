@@ -12,6 +12,7 @@ from elasticquota.api.parse import parse_disruption_budget
 from elasticquota.core.decisions.budgets import (
     DisruptionBudget,
     LabelSelector,
+    Selected,
     budgets_by_pod,
     eviction_refusal,
     refused_evictions,
@@ -27,9 +28,16 @@ def running(name: str = "p", **changes: Any) -> PodInfo:
 
 
 def budget(
-    name: str = "keep", allowed: int | None = 0, selector: LabelSelector | None = WEB, **more: int
+    name: str = "keep", allowed: int | None = 0, selector: LabelSelector | None = WEB, **more: Any
 ) -> DisruptionBudget:
     return DisruptionBudget("team", name, selector, allowed, **more)
+
+
+def over(
+    *budgets: DisruptionBudget, ready: bool = True, pod: str = "team/p"
+) -> dict[str, Selected]:
+    """The budgets selecting ``pod`` (ready or not)."""
+    return {pod: Selected(budgets, ready)}
 
 
 def manifest(version: str = "v1", **parts: Any) -> dict[str, Any]:
@@ -65,41 +73,65 @@ def test_a_selector_selects_pods_of_its_namespace_by_their_labels(
 def test_budgets_are_matched_to_the_pods_they_select_sorted_by_name() -> None:
     budgets = [budget("b"), budget("a", selector=LabelSelector()), budget("c", selector=None)]
     pods = [
-        ("team", "web", {"app": "web"}),
-        ("team", "db", {}),
-        ("elsewhere", "web", {"app": "web"}),
+        ("team", "web", {"app": "web"}, True),
+        ("team", "db", {}, False),
+        ("elsewhere", "web", {"app": "web"}, True),
     ]
     found = budgets_by_pod(budgets, pods)
-    assert {key: [b.name for b in kept] for key, kept in found.items()} == {
-        "team/web": ["a", "b"],
-        "team/db": ["a"],
+    assert {key: ([b.name for b in kept.budgets], kept.ready) for key, kept in found.items()} == {
+        "team/web": (["a", "b"], True),
+        "team/db": (["a"], False),
     }
 
 
 def test_one_budget_that_allows_no_disruption_refuses_the_eviction() -> None:
-    refusal = eviction_refusal(running(), {"team/p": [budget(allowed=0)]})
+    refusal = eviction_refusal(running(), over(budget(allowed=0)))
     assert refusal == (
         "PodDisruptionBudget team/keep allows no disruption now (status.disruptionsAllowed 0): "
         "the Eviction API refuses its eviction (429)"
     )
-    assert eviction_refusal(running(), {"team/p": [budget(allowed=1)]}) == ""
-    assert eviction_refusal(running(), {"team/other": [budget(allowed=0)]}) == ""
+    assert eviction_refusal(running(), over(budget(allowed=1))) == ""
+    assert eviction_refusal(running(), over(budget(allowed=0), pod="team/other")) == ""
+
+
+def test_a_negative_allowance_is_refused_as_forbidden() -> None:
+    assert eviction_refusal(running(), over(budget(allowed=-1))).endswith("its eviction (403)")
+
+
+@pytest.mark.parametrize(
+    ("policy", "current", "desired", "goes"),
+    [
+        ("", 3, 3, True),  # the budget is met: an unready pod does not lower it
+        ("IfHealthyBudget", 4, 3, True),
+        ("", 2, 3, False),  # not met: the allowance decides
+        ("", 0, 0, False),  # nothing desired: the allowance decides
+        ("AlwaysAllow", 0, 3, True),
+    ],
+)
+def test_a_pod_that_is_not_ready_goes_where_its_budgets_policy_lets_it(
+    policy: str, current: int, desired: int, goes: bool
+) -> None:
+    kept = budget(
+        allowed=0, current_healthy=current, desired_healthy=desired, unhealthy_policy=policy
+    )
+    assert (eviction_refusal(running(), over(kept, ready=False)) == "") is goes
+    assert eviction_refusal(running(), over(kept, ready=True)) != ""  # a ready pod: refused
 
 
 def test_two_budgets_over_one_pod_refuse_the_eviction_whatever_they_allow() -> None:
-    refusal = eviction_refusal(running(), {"team/p": [budget("a", 5), budget("b", 5)]})
+    refusal = eviction_refusal(running(), over(budget("a", 5), budget("b", 5)))
     assert refusal.startswith("PodDisruptionBudgets team/a, team/b all select it: ")
 
 
 def test_a_budget_the_disruption_controller_has_not_caught_up_with_refuses() -> None:
     stale = budget(allowed=3, generation=2, observed_generation=1)
-    assert "has not caught up" in eviction_refusal(running(), {"team/p": [stale]})
+    assert "has not caught up" in eviction_refusal(running(), over(stale))
     current = budget(allowed=3, generation=2, observed_generation=2)
-    assert eviction_refusal(running(), {"team/p": [current]}) == ""
+    assert eviction_refusal(running(), over(current)) == ""
 
 
 def test_a_budget_without_status_says_it_cannot_tell() -> None:
-    said = eviction_refusal(running(), {"team/p": [budget(allowed=None, generation=1)]})
+    said = eviction_refusal(running(), over(budget(allowed=None, generation=1)))
     assert said == (
         "PodDisruptionBudget team/keep selects it; whether it allows a disruption now is in its "
         "status, not read"
@@ -112,26 +144,31 @@ def test_a_budget_without_status_says_it_cannot_tell() -> None:
     ids=["pending", "finished", "being-deleted"],
 )
 def test_budgets_do_not_apply_to_a_pod_that_is_not_running(pod: PodInfo) -> None:
-    assert eviction_refusal(pod, {"team/p": [budget("a", 0), budget("b", 0)]}) == ""
+    assert eviction_refusal(pod, over(budget("a", 0), budget("b", 0))) == ""
 
 
 def test_refused_evictions_keeps_the_victims_order() -> None:
     victims = [running("c"), running("a"), running("b")]
-    budgets = {"team/c": [budget(allowed=0)], "team/b": [budget(allowed=0)]}
+    budgets = {**over(budget(allowed=0), pod="team/c"), **over(budget(allowed=0), pod="team/b")}
     assert [pod.name for pod, _ in refused_evictions(victims, budgets)] == ["c", "b"]
 
 
-def test_a_manifest_is_read_with_its_selector_and_status() -> None:
+def test_a_manifest_is_read_with_its_selector_policy_and_status() -> None:
     selector = {
         "matchLabels": {"app": "web"},
         "matchExpressions": [{"key": "t", "operator": "Exists"}],
     }
-    status = {"disruptionsAllowed": 2, "observedGeneration": 1}
-    read, problems = parse_disruption_budget(manifest(spec={"selector": selector}, status=status))
+    spec = {"selector": selector, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+    status = {
+        "disruptionsAllowed": 2, "observedGeneration": 1, "currentHealthy": 5, "desiredHealthy": 3
+    }  # fmt: skip
+    read, problems = parse_disruption_budget(manifest(spec=spec, status=status))
     assert problems == []
     assert read == DisruptionBudget(
-        "team", "keep", LabelSelector({"app": "web"}, (LabelRequirement("t", "Exists"),)), 2, 2, 1
-    )
+        "team", "keep", LabelSelector({"app": "web"}, (LabelRequirement("t", "Exists"),)),
+        disruptions_allowed=2, generation=2, observed_generation=1, current_healthy=5,
+        desired_healthy=3, unhealthy_policy="AlwaysAllow",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

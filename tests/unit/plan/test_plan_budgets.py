@@ -111,3 +111,24 @@ def test_a_broken_budget_is_a_problem_and_the_rest_is_computed(
     assert problem["object"] == "PodDisruptionBudget ml-research/trainers"
     assert problem["message"].startswith("invalid object: spec.selector.matchLabels: ")
     assert document["revocations"] == plan_json(examples)["revocations"]
+
+
+def test_a_victim_that_is_not_ready_goes_where_its_budget_is_met(
+    k8s: type[K8s], write: Writer, plan_json: Callable[..., Any]
+) -> None:
+    """The Eviction API lets a pod that is not ready go when its budget is met (it does not
+    count towards it); the Ready condition of the manifest says which; none counts as ready."""
+    quota = k8s.quota("team", {"cpu": "1"}, {"cpu": "1"})
+    pods = [
+        k8s.pod(name, "team", {"cpu": "1"}, node="n1", labels={"app": "web"})
+        for name in ("a", "b", "c")
+    ]
+    pods[1]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pods[2]["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    for healthy, kept in ((2, ["team/a"]), (1, ["team/b", "team/a"])):
+        web = budget("team", "web", {"matchLabels": {"app": "web"}})
+        web["status"] |= {"currentHealthy": healthy, "desiredHealthy": 2}
+        document = plan_json(write(quota, k8s.node("n1", {"cpu": "8"}), *pods, web))
+        [entry] = [e for e in document["revocations"] if e["quota"] == "team"]
+        assert entry["pods"] == ["team/b", "team/a"]  # b is not ready; a has no Ready condition
+        assert [item["pod"] for item in entry["keptByBudgets"]] == kept
