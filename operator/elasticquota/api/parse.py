@@ -23,8 +23,6 @@ from elasticquota.api.fields import pod_identity, timestamp
 from elasticquota.api.podfast import SHARED_REQUESTS, read_pod
 from elasticquota.api.schema import (
     ContainerView,
-    DisruptionBudgetStatusView,
-    DisruptionBudgetView,
     ElasticQuotaView,
     LabelSelectorView,
     NodeView,
@@ -32,7 +30,7 @@ from elasticquota.api.schema import (
     ProfileView,
 )
 from elasticquota.core import keys
-from elasticquota.core.decisions.budgets import DisruptionBudget, LabelSelector
+from elasticquota.core.decisions.budgets import LabelSelector
 from elasticquota.core.keys import first_label
 from elasticquota.core.model.models import (
     LabelRequirement,
@@ -64,7 +62,7 @@ def object_ref(kind: str, raw: Mapping[str, Any]) -> str:
     return f"{kind} {namespace}/{name}"
 
 
-def _view(
+def read_view(
     model: type[ViewT], kind: str, raw: Mapping[str, Any]
 ) -> tuple[ViewT | None, str, list[Problem]]:
     """The object read through its view (None when it does not fit), the reference problems
@@ -129,7 +127,7 @@ def parse_quota_object(raw: Mapping[str, Any]) -> QuotaParse:
     is noted and read as absent."""
     reading = read_quota(raw)
     quota = reading.quota
-    view, ref, problems = _view(ElasticQuotaView, keys.QUOTA_KIND, raw)
+    view, ref, problems = read_view(ElasticQuotaView, keys.QUOTA_KIND, raw)
     if not isinstance(mapping_or_empty(raw.get("metadata")).get("name"), str):
         return QuotaParse(None, problems, usable=False)  # no name: nothing to hold
     if view is None:
@@ -225,7 +223,7 @@ def released_by_gate(raw: Mapping[str, Any]) -> bool:
 def parse_pod_validated(raw: Mapping[str, Any]) -> Parsed:
     """``parse_pod`` through the pydantic views: the reference the fast reader is checked against,
     and the path that reports every problem."""
-    view, ref, problems = _view(PodView, "Pod", raw)
+    view, ref, problems = read_view(PodView, "Pod", raw)
     if view is None:
         return None, problems
     meta = view.metadata
@@ -297,7 +295,7 @@ def _quantities(raw: Mapping[str, Any], where: str) -> dict[str, Fraction]:
 
 def parse_node(raw: Mapping[str, Any]) -> Parsed:
     """A Node to a ``NodeInfo`` (allocatable, or capacity when allocatable is unset)."""
-    view, ref, problems = _view(NodeView, "Node", raw)
+    view, ref, problems = read_view(NodeView, "Node", raw)
     if view is None:
         return None, problems
     if view.metadata.deletion_timestamp:
@@ -327,7 +325,7 @@ def parse_node(raw: Mapping[str, Any]) -> Parsed:
 
 def parse_profile(raw: Mapping[str, Any]) -> Parsed:
     """An ElasticQuotaProfile to a ``ProfileSpec``."""
-    view, ref, problems = _view(ProfileView, keys.PROFILE_KIND, raw)
+    view, ref, problems = read_view(ProfileView, keys.PROFILE_KIND, raw)
     if view is None:
         return None, problems
     meta = view.metadata
@@ -366,30 +364,3 @@ def label_selector(view: LabelSelectorView) -> LabelSelector:
             for item in view.match_expressions
         ),
     )
-
-
-# -- PodDisruptionBudget ----------------------------------------------------------------------
-
-
-def parse_disruption_budget(raw: Mapping[str, Any]) -> Parsed:
-    """A PodDisruptionBudget to a ``DisruptionBudget`` (``core.decisions.budgets``): an empty
-    selector selects every pod of its namespace in ``policy/v1`` and none in ``policy/v1beta1``."""
-    view, _, problems = _view(DisruptionBudgetView, "PodDisruptionBudget", raw)
-    if view is None:
-        return None, problems
-    selector = None if view.spec.selector is None else label_selector(view.spec.selector)
-    if selector is not None and selector.empty and view.api_version == "policy/v1beta1":
-        selector = None
-    status = view.status or DisruptionBudgetStatusView()
-    budget = DisruptionBudget(
-        namespace=view.metadata.namespace,
-        name=view.metadata.name,
-        selector=selector,
-        disruptions_allowed=None if view.status is None else status.disruptions_allowed,
-        generation=view.metadata.generation,
-        observed_generation=status.observed_generation,
-        current_healthy=status.current_healthy,
-        desired_healthy=status.desired_healthy,
-        unhealthy_policy=view.spec.unhealthy_policy,
-    )
-    return budget, problems

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from elasticquota.api.parse import parse_disruption_budget
+from elasticquota.api.budgets import parse_disruption_budget
 from elasticquota.core.decisions.budgets import (
     DisruptionBudget,
     LabelledPod,

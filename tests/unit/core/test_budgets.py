@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from elasticquota.api.parse import parse_disruption_budget
+from elasticquota.api.budgets import parse_disruption_budget
 from elasticquota.core.decisions.budgets import (
     DisruptionBudget,
     LabelSelector,
