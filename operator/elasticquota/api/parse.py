@@ -30,10 +30,10 @@ from elasticquota.api.schema import (
     ProfileView,
 )
 from elasticquota.core import keys
-from elasticquota.core.decisions.budgets import LabelSelector
 from elasticquota.core.keys import first_label
 from elasticquota.core.model.models import (
     LabelRequirement,
+    LabelSelector,
     NodeInfo,
     PodInfo,
     Problem,
@@ -337,13 +337,11 @@ def parse_profile(raw: Mapping[str, Any]) -> Parsed:
         f"using {list(keys.DEFAULT_PROFILE_RESOURCE_KEYS)}",
         problems,
     )
-    selector = label_selector(view.spec.node_selector)
     profile = ProfileSpec(
         name=meta.name,
         namespace=meta.namespace,
         quota_name=view.spec.quota_name,
-        match_labels=dict(selector.match_labels),
-        match_expressions=selector.match_expressions,
+        node_selector=label_selector(view.spec.node_selector),
         quota_labels=dict(view.spec.quota_labels),
         resource_ratio=view.spec.resource_ratio,
         tree_id_label=meta.labels.get(keys.LABEL_TREE_ID, ""),

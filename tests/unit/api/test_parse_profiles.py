@@ -47,8 +47,8 @@ def test_a_profile_is_read_with_its_selector_labels_and_ratio() -> None:
     assert problems == []
     assert isinstance(profile, ProfileSpec)
     assert (profile.name, profile.namespace, profile.quota_name) == ("gpu-pool", "gpu", "gpu-root")
-    assert profile.match_labels == {"pool": "gpu"}
-    assert [(r.key, r.operator, r.values) for r in profile.match_expressions] == [
+    assert profile.node_selector.match_labels == {"pool": "gpu"}
+    assert [(r.key, r.operator, r.values) for r in profile.node_selector.match_expressions] == [
         ("zone", "In", ("a", "b"))
     ]
     assert profile.quota_labels == {keys.LABEL_IS_PARENT: "true"}

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from elasticquota.controller.state import ControllerState
 from elasticquota.core.decisions.gating import admission_order
-from elasticquota.core.model.models import NodeInfo, PodInfo, ProfileSpec
+from elasticquota.core.model.models import LabelSelector, NodeInfo, PodInfo, ProfileSpec
 from elasticquota.core.tree.profiles import profile_tree_id
 from eqdev.simulator import (
     NodeSimulator,
@@ -59,7 +59,8 @@ def test_node_usage_counts_bound_unfinished_pods() -> None:
 
 
 def test_a_profile_tree_gets_its_profiles_nodes_and_the_default_tree_the_rest() -> None:
-    gpu = ProfileSpec(name="gpu", namespace="team", quota_name="r", match_labels={"pool": "gpu"})
+    pool = LabelSelector({"pool": "gpu"})
+    gpu = ProfileSpec(name="gpu", namespace="team", quota_name="r", node_selector=pool)
     nodes = [node("n1", labels={"pool": "gpu"}), node("n2"), node("n3", labels={"pool": "cpu"})]
 
     assert [n.name for n in eligible_nodes(profile_tree_id(gpu), nodes, [gpu])] == ["n1"]

@@ -28,7 +28,7 @@ def test_a_profile_is_kept_with_its_labels(state: ControllerState, k8s: Bodies) 
     state.on_profile(body)
 
     profile = state.profiles[("team", "gpu")]
-    assert (profile.quota_name, profile.match_labels) == ("gpu-root", {"pool": "gpu"})
+    assert (profile.quota_name, profile.node_selector.match_labels) == ("gpu-root", {"pool": "gpu"})
     assert state.profile_labels[("team", "gpu")] == {keys.LABEL_TREE_ID: "42"}
     assert state.profiles_changed.is_set()
     assert not state.trees_changed.is_set()

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from elasticquota.core.decisions.affinity import affinity_with_profile, selector_requirements
-from elasticquota.core.model.models import LabelRequirement, ProfileSpec
+from elasticquota.core.model.models import LabelRequirement, LabelSelector, ProfileSpec
 
 PROFILE = ProfileSpec(
     name="gpu-pool",
     namespace="gpu",
     quota_name="gpu-root",
-    match_labels={"pool": "gpu"},
-    match_expressions=(
-        LabelRequirement("zone", "NotIn", ("z9",)),
-        LabelRequirement("fast", "Exists"),
+    node_selector=LabelSelector(
+        {"pool": "gpu"},
+        (LabelRequirement("zone", "NotIn", ("z9",)), LabelRequirement("fast", "Exists")),
     ),
 )
 REQUIREMENTS = [

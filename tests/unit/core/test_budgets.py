@@ -11,13 +11,12 @@ import pytest
 from elasticquota.api.budgets import parse_disruption_budget
 from elasticquota.core.decisions.budgets import (
     DisruptionBudget,
-    LabelSelector,
     Selected,
     budgets_by_pod,
     eviction_refusal,
     refused_evictions,
 )
-from elasticquota.core.model.models import LabelRequirement, PodInfo
+from elasticquota.core.model.models import LabelRequirement, LabelSelector, PodInfo
 
 WEB = LabelSelector({"app": "web"})
 

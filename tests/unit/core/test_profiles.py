@@ -10,13 +10,18 @@ from engine_factories import BIG, SolveFunction, node, pod, quota, runtimes
 
 from elasticquota.api.parse import parse_node, parse_quota
 from elasticquota.core import keys
-from elasticquota.core.model.models import LabelRequirement, NodeInfo, Problem, ProfileSpec
+from elasticquota.core.model.models import (
+    LabelRequirement,
+    LabelSelector,
+    NodeInfo,
+    Problem,
+    ProfileSpec,
+)
 from elasticquota.core.quantities.quantity import is_unlimited, parse_units
 from elasticquota.core.tree.profiles import (
     fnv1a_64,
     pool_totals,
     profile_tree_id,
-    requirement_matches,
     resource_ratio,
     root_owners,
     root_quota_manifest,
@@ -31,12 +36,18 @@ GPU_NODES = [
 ]
 
 
-def profile(**overrides: Any) -> ProfileSpec:
+def profile(
+    match_labels: dict[str, str] | None = None,
+    match_expressions: tuple[LabelRequirement, ...] = (),
+    **overrides: Any,
+) -> ProfileSpec:
+    """The profile of the GPU pool (``pool: gpu``) unless ``match_labels`` says otherwise."""
+    labels = {"pool": "gpu"} if match_labels is None else match_labels
     fields: dict[str, Any] = {
         "name": "profile1",
         "namespace": "",
         "quota_name": "gpu-root",
-        "match_labels": {"pool": "gpu"},
+        "node_selector": LabelSelector(labels, match_expressions),
     }
     fields.update(overrides)
     return ProfileSpec(**fields)
@@ -101,7 +112,7 @@ def test_match_expressions(requirement: LabelRequirement, expected: list[str]) -
 
 
 def test_in_does_not_match_a_missing_label() -> None:
-    assert not requirement_matches(LabelRequirement("zone", "In", ("a",)), {})
+    assert not LabelRequirement("zone", "In", ("a",)).matches({})
 
 
 def test_match_labels_and_expressions_are_anded() -> None:

@@ -19,9 +19,9 @@ def selector_requirements(profile: ProfileSpec) -> list[dict[str, Any]]:
     """The profile's node selector as matchExpressions."""
     requirements: list[dict[str, Any]] = [
         {"key": key, "operator": "In", "values": [value]}
-        for key, value in sorted(profile.match_labels.items())
+        for key, value in sorted(profile.node_selector.match_labels.items())
     ]
-    for item in profile.match_expressions:
+    for item in profile.node_selector.match_expressions:
         requirement: dict[str, Any] = {"key": item.key, "operator": item.operator}
         if item.values:
             requirement["values"] = list(item.values)

@@ -29,28 +29,10 @@ disruption is unknown, which is said as such. Pure: budgets and labels in, text 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
-from elasticquota.core.model.models import LabelRequirement, PodInfo
-from elasticquota.core.tree.profiles import requirement_matches
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """A ``metav1.LabelSelector``: every matchLabels pair and every requirement must hold."""
-
-    match_labels: Mapping[str, str] = field(default_factory=dict)
-    match_expressions: tuple[LabelRequirement, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.match_labels and not self.match_expressions
-
-    def selects(self, labels: Mapping[str, str]) -> bool:
-        if any(labels.get(key) != value for key, value in self.match_labels.items()):
-            return False
-        return all(requirement_matches(item, labels) for item in self.match_expressions)
+from elasticquota.core.model.models import LabelSelector, PodInfo
 
 
 @dataclass(frozen=True, slots=True)

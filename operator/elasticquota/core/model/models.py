@@ -7,6 +7,7 @@ strings where it needs numbers, nor unvalidated input. Resource lists are in eng
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from elasticquota.core.quantities.resources import ResourceList
@@ -112,6 +113,38 @@ class LabelRequirement:
     operator: str
     values: tuple[str, ...] = ()
 
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` meet the requirement; an unknown operator meets nothing."""
+        present = self.key in labels
+        match self.operator:
+            case "In":
+                return present and labels[self.key] in self.values
+            case "NotIn":
+                return not present or labels[self.key] not in self.values
+            case "Exists":
+                return present
+            case "DoesNotExist":
+                return not present
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A ``metav1.LabelSelector`` (a profile's nodeSelector, a PodDisruptionBudget's selector):
+    every matchLabels pair and every requirement must hold, so an empty one selects everything."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[LabelRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        if any(labels.get(key) != value for key, value in self.match_labels.items()):
+            return False
+        return all(item.matches(labels) for item in self.match_expressions)
+
 
 @dataclass(frozen=True, slots=True)
 class ProfileSpec:
@@ -120,8 +153,7 @@ class ProfileSpec:
     name: str
     namespace: str
     quota_name: str
-    match_labels: dict[str, str] = field(default_factory=dict)
-    match_expressions: tuple[LabelRequirement, ...] = ()
+    node_selector: LabelSelector = field(default_factory=LabelSelector)
     quota_labels: dict[str, str] = field(default_factory=dict)
     resource_ratio: str | None = None
     tree_id_label: str = ""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from elasticquota.core import keys
-from elasticquota.core.model.models import LabelRequirement, NodeInfo, Problem, ProfileSpec
+from elasticquota.core.model.models import NodeInfo, Problem, ProfileSpec
 from elasticquota.core.quantities.quantity import unlimited_units
 from elasticquota.core.quantities.resources import (
     ResourceList,
@@ -81,28 +81,9 @@ def _ignored(profile: ProfileSpec, why: str) -> Problem:
     return Problem(profile.ref, f"{why}; this profile is ignored")
 
 
-def requirement_matches(requirement: LabelRequirement, labels: Mapping[str, str]) -> bool:
-    """One matchExpressions entry against a node's labels."""
-    present = requirement.key in labels
-    value = labels.get(requirement.key)
-    match requirement.operator:
-        case "In":
-            return present and value in requirement.values
-        case "NotIn":
-            return not present or value not in requirement.values
-        case "Exists":
-            return present
-        case "DoesNotExist":
-            return not present
-    return False
-
-
 def selects(profile: ProfileSpec, node: NodeInfo) -> bool:
     """Whether the profile's nodeSelector selects the node."""
-    labels = node.labels
-    if any(labels.get(key) != value for key, value in profile.match_labels.items()):
-        return False
-    return all(requirement_matches(item, labels) for item in profile.match_expressions)
+    return profile.node_selector.selects(node.labels)
 
 
 def go_parse_float(text: str) -> float | None:
