@@ -12,7 +12,7 @@ import kmock
 import pytest
 from kubernetes_asyncio import client
 
-from elasticquota.cli.cluster_objects import read_budgets
+from elasticquota.cli.cluster_objects import cluster_manifests, read_budgets
 from elasticquota.cli.errors import ClusterReadError
 from elasticquota.plan.loader import Manifests
 
@@ -24,6 +24,16 @@ BUDGET = {
     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
     "status": {"disruptionsAllowed": 0, "observedGeneration": 1},
 }
+
+
+#: The other lists of a cluster read, each answered empty.
+LISTS = (
+    "get /apis/scheduling.sigs.k8s.io/v1alpha1/elasticquotas",
+    "get /apis/quota.koordinator.sh/v1alpha1/elasticquotaprofiles",
+    "get /api/v1/pods",
+    "get /api/v1/nodes",
+    "get /apis/scheduling.k8s.io/v1/priorityclasses",
+)
 
 
 def budget_list(version: str) -> dict[str, Any]:
@@ -76,3 +86,26 @@ async def test_any_other_refusal_is_the_commands_error(
     with pytest.raises(ClusterReadError) as raised:
         await read_budgets(api, Manifests())
     assert "500 Internal Server Error listing poddisruptionbudgets.policy (v1)" in str(raised.value)
+
+
+@pytest.mark.parametrize("budgets", [True, False])
+async def test_a_command_that_names_no_victim_does_not_list_them(
+    kmock: kmock.KubernetesEmulator,
+    api: client.ApiClient,
+    k8s_status: StatusBody,
+    budgets: bool,
+) -> None:
+    """``usage`` reads the cluster without budgets: no request for them, so a refusal of that
+    list (here a 500, the command's error for ``explain``) is not its business."""
+    for request in LISTS:
+        kmock[request] << {"items": []}
+    kmock[V1] << 500 << k8s_status(500, "InternalError")
+    if budgets:
+        with pytest.raises(ClusterReadError):
+            await cluster_manifests(api)
+    else:
+        manifests = await cluster_manifests(api, budgets=False)
+        assert (manifests.quotas, manifests.budgets, manifests.unread) == ([], [], [])
+    listed = [request.url.path for request in kmock]
+    assert ("/apis/policy/v1/poddisruptionbudgets" in listed) is budgets
+    assert len(listed) == len(LISTS) + budgets

@@ -66,8 +66,10 @@ async def visible_quotas(api: client.ApiClient, namespace: str | None) -> Visibl
     return VisibleQuotas(await listed(what, list_namespace_quotas(api, namespace)), namespace)
 
 
-async def cluster_manifests(api: client.ApiClient) -> Manifests:
-    """Quotas, profiles, pods, nodes and priority classes as the cluster holds them now."""
+async def cluster_manifests(api: client.ApiClient, budgets: bool = True) -> Manifests:
+    """Quotas, profiles, pods, nodes and priority classes as the cluster holds them now, and its
+    PodDisruptionBudgets unless ``budgets`` is False (a command that names no victim: neither
+    their list request nor its refusal is then any of its business)."""
     core = client.CoreV1Api(api)
     objects = client.CustomObjectsApi(api)
     manifests = Manifests()
@@ -91,7 +93,8 @@ async def cluster_manifests(api: client.ApiClient) -> Manifests:
             "priorityclasses.scheduling.k8s.io", client.SchedulingV1Api(api).list_priority_class
         )
     ]
-    await read_budgets(api, manifests)
+    if budgets:
+        await read_budgets(api, manifests)
     return manifests
 
 
@@ -135,6 +138,6 @@ async def _list_budgets(api: client.ApiClient, version: str, **options: Any) -> 
     )
 
 
-async def read_cluster(target: ClusterTarget) -> Manifests:
+async def read_cluster(target: ClusterTarget, budgets: bool = True) -> Manifests:
     """``cluster_manifests`` of the target's cluster, bounded in time (``cluster.read``)."""
-    return await read(target, cluster_manifests)
+    return await read(target, functools.partial(cluster_manifests, budgets=budgets))

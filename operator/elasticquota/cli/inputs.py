@@ -32,11 +32,14 @@ def read_files(paths: Iterable[str]) -> Manifests:
         raise InputError(str(error)) from error
 
 
-def read_files_or_cluster(args: argparse.Namespace) -> tuple[Manifests, ClusterTarget | None]:
-    """The objects of ``-f``'s files (no target), else those of the cluster and its target."""
+def read_files_or_cluster(
+    args: argparse.Namespace, budgets: bool = True
+) -> tuple[Manifests, ClusterTarget | None]:
+    """The objects of ``-f``'s files (no target), else those of the cluster and its target; its
+    PodDisruptionBudgets only if ``budgets``."""
     if args.paths:
         return read_files(args.paths), None
     from elasticquota.cli.cluster_objects import read_cluster  # the API client only when needed
 
     where = target(args)
-    return asyncio.run(read_cluster(where)), where
+    return asyncio.run(read_cluster(where, budgets)), where

@@ -52,7 +52,7 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
 
 def _manifests(args: argparse.Namespace) -> tuple[Manifests, str | None]:
     """The objects and the namespace whose quotas are shown (None: every one)."""
-    manifests, where = read_files_or_cluster(args)
+    manifests, where = read_files_or_cluster(args, budgets=False)  # it names no victim
     if where is not None:
         return manifests, where.namespace
     return manifests, None if args.all_namespaces else args.namespace
