@@ -59,7 +59,9 @@ class ScaleRun(ScaleBench):
 
     async def restart(self, pods: int) -> None:
         """A rolling upgrade: the operator replaced while nothing changed. The new one must be
-        synced, active and see every quota correct, without writing anything."""
+        synced, active and see every quota correct, without writing anything (the CPU seconds of
+        the API server, etcd and the operator until then: a figure less tied to the machine's
+        pace of the day than the times)."""
         if self.operator is None or self.base is None:
             raise BenchmarkError("the restart needs a started, converged operator")
         started = time.monotonic()
@@ -67,16 +69,18 @@ class ScaleRun(ScaleBench):
         await self.stop_operator()
         modified_before = self.mirror.modified
         operator = self.start_active(f"restart-{pods}")
+        cpu = self.cpu_watch(operator)
         synced = await self.wait_synced(operator, active=True)
         rss_synced = operator.rss_mb()
         correct = await self.converge(expected, f"restart at {pods} pods")
+        spent = cpu.fields()
         await asyncio.sleep(WRITES_DRAIN)
         print(
             f"scale restart pods={pods} quotas={self.options.quotas} "
             f"synced_s={synced - operator.started:.1f} correct_s={correct - operator.started:.1f} "
             f"writes={self.mirror.modified - modified_before} "
             f"peak_rss_mb={operator.peak_rss_mb():.0f} rss_synced_mb={rss_synced:.0f} "
-            f"rss_correct_mb={operator.rss_mb():.0f}",
+            f"rss_correct_mb={operator.rss_mb():.0f} {spent}",
             flush=True,
         )
         self.timed("restart", started)
