@@ -15,6 +15,8 @@ stderr):
   run (the pods are added between the starts);
 * ``scale restart``: the operator replaced (SIGTERM, a new process) with nothing changed, as in a
   rolling upgrade: synced and active, every quota correct, and the writes it made (none expected);
+  ``scale restart-requests``: what the API server was asked meanwhile, by verb and resource, with
+  the bytes of its answers (its own ``apiserver_request_total`` and response sizes);
 * ``scale burst``: the operator running and converged, ``--burst-pods`` more (pending) pods created
   as fast as possible; the time from the last create until every quota is correct again, and the
   operator's writes meanwhile (MODIFIED watch events on the quotas, as ``bench_e2e`` counts them);

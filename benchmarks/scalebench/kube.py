@@ -94,6 +94,13 @@ class Kube:
             await asyncio.sleep(min(0.2 * 2**attempt, 5.0))
         raise AssertionError("unreachable")
 
+    async def text(self, path: str) -> str:
+        """The plain-text answer to a GET (the API server's ``/metrics``)."""
+        async with self.session.get(path) as reply:
+            if reply.status >= 300:
+                raise ApiError(reply.status, "GET", path, await reply.text())
+            return await reply.text()
+
     async def list_all(self, path: str) -> tuple[list[dict[str, Any]], str]:
         """Every item of a collection (paged), and the list's resourceVersion."""
         items: list[dict[str, Any]] = []

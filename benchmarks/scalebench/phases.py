@@ -9,6 +9,7 @@ from typing import Any
 
 from elasticquota.core.decisions.diff import quota_write
 from elasticquota.kube.quotas import QUOTA_GROUP, QUOTA_VERSION
+from scalebench.apirequests import request_counts
 from scalebench.harness import ScaleBench
 from scalebench.kube import run_pool
 from scalebench.operators import CpuWatch, OperatorProcess
@@ -68,12 +69,14 @@ class ScaleRun(ScaleBench):
         expected = expected_plan(self.base, f"the cluster before the restart at {pods} pods")
         await self.stop_operator()
         modified_before = self.mirror.modified
+        requests_before = await request_counts(self.kube)
         operator = self.start_active(f"restart-{pods}")
         cpu = self.cpu_watch(operator)
         synced = await self.wait_synced(operator, active=True)
         rss_synced = operator.rss_mb()
         correct = await self.converge(expected, f"restart at {pods} pods")
         spent = cpu.fields()
+        asked = (await request_counts(self.kube)).since(requests_before)
         await asyncio.sleep(WRITES_DRAIN)
         print(
             f"scale restart pods={pods} quotas={self.options.quotas} "
@@ -83,6 +86,7 @@ class ScaleRun(ScaleBench):
             f"rss_correct_mb={operator.rss_mb():.0f} {spent}",
             flush=True,
         )
+        print(f"scale restart-requests {asked.line()}", flush=True)
         self.timed("restart", started)
 
     def probe_template(self) -> dict[str, Any]:
