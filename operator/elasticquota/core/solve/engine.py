@@ -125,10 +125,10 @@ class QuotaEngine(EngineView):
         if old == pod:
             return
         self._pods[key] = pod
-        if pod.node_name:
-            self._unbound.pop(key)
-        else:
+        if not pod.node_name:
             self._unbound[key] = pod
+        elif old is not None and not old.node_name:  # bound now (unbound held none other)
+            self._unbound.pop(key)
         if self._topology_dirty:
             self._stale.add(key)
             self._changed_since_job.add(key)
@@ -145,7 +145,8 @@ class QuotaEngine(EngineView):
         old = self._pods.pop(key)
         if old is None:
             return
-        self._unbound.pop(key)
+        if not old.node_name:
+            self._unbound.pop(key)
         if self._topology_dirty:
             self._stale.discard(key)
             self._changed_since_job.add(key)
