@@ -66,8 +66,12 @@ async def create_pods(api: client.ApiClient, namespace: str, count: int) -> None
     await asyncio.gather(*(one(index) for index in range(count)))
 
 
-async def start_up(api: client.ApiClient, namespace: str) -> tuple[Counts, ControllerState]:
-    """List the namespace's pods into a fresh memory once; what ran, counted."""
+async def start_up(
+    api: client.ApiClient, namespace: str, size: int
+) -> tuple[Counts, ControllerState]:
+    """List the namespace's ``size`` pods into a fresh memory once; what ran, counted. The list
+    comes from the API server's watch cache, which may trail the creates by a moment: the pods
+    it did not have yet arrive by the watch that follows, each once, as the operator gets them."""
     counts = Counts()
     state = ControllerState.create(EngineSettings())
     kind = Kind("pods", f"/api/v1/namespaces/{namespace}/pods")
@@ -75,6 +79,9 @@ async def start_up(api: client.ApiClient, namespace: str) -> tuple[Counts, Contr
     task = asyncio.create_task(reader.run())
     try:
         await asyncio.wait_for(reader.health.listed.wait(), 120)
+        async with asyncio.timeout(30):
+            while len(state.engine.pods) < size:
+                await asyncio.sleep(0.05)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -88,7 +95,7 @@ async def test_listing_4x_the_pods_does_4x_the_work(api: client.ApiClient) -> No
         namespace = f"linear-{size}-{uuid.uuid4().hex[:6]}"
         await ensure_namespace(api, namespace)
         await create_pods(api, namespace, size)
-        counts, state = await start_up(api, namespace)
+        counts, state = await start_up(api, namespace, size)
         assert len(state.engine.pods) == size
         measured[size] = counts
 
