@@ -40,6 +40,9 @@ Every wait has a limit (``--timeout``); a quota that is not correct in time fail
 first mismatches. The operator runs with its defaults (reconcile interval 1 s, revocation on: the
 cluster is sized so that nothing is over-used), with the webhooks served on loopback but not
 registered with the API server (``--webhook-configuration ''``: the pods are not sent through it).
+With ``--admission`` the operators register them (``--webhook-configuration`` set, as the chart's
+configurations are in a cluster): the API server then calls the operator's webhooks for every
+write of a quota, the operator's own included, and for every pod created.
 The kube-controller-manager is not started (nothing here needs it; it would watch every pod).
 The operators share the machine's cores with the API server, etcd and the benchmark;
 ``--operator-nice -10`` gives them more CPU weight than those (as a pod with CPU of its own on a
@@ -85,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{','.join(map(str, options.sizes))}"
         f"{f' + burst {options.burst_pods}' if {'burst', 'loop'} & options.phases else ''}; "
         f"{len(PRIORITY_CLASSES)} priority classes; operator defaults (reconcile interval 1 s)"
-        f"{f'; operators at niceness {options.operator_nice}' if options.operator_nice else ''}",
+        f"{f'; operators at niceness {options.operator_nice}' if options.operator_nice else ''}"
+        f"{'; webhooks registered with the API server' if options.admission else ''}",
         flush=True,
     )
     started = time.monotonic()

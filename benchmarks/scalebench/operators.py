@@ -16,7 +16,14 @@ import aiohttp
 
 from eqdev.cluster.commands import free_ports
 from eqdev.processes import log_tail
-from scalebench.options import LOOP_BUDGET, PROBE_TIMEOUT, STOP_TIMEOUT, BenchmarkError, Options
+from scalebench.options import (
+    ADMISSION_CONFIGURATION,
+    LOOP_BUDGET,
+    PROBE_TIMEOUT,
+    STOP_TIMEOUT,
+    BenchmarkError,
+    Options,
+)
 from scalebench.output import say
 
 
@@ -34,6 +41,8 @@ class OperatorProcess:
         self.nice = options.operator_nice
         self.metrics_port, self.webhook_port = free_ports(2)
         self.webhooks = webhooks
+        #: Registered with the API server (managed by the operator) or served only.
+        self.configuration = ADMISSION_CONFIGURATION if options.admission else ""
         self.process: subprocess.Popen[bytes] | None = None
         self.started = 0.0
 
@@ -55,7 +64,7 @@ class OperatorProcess:
             command += [
                 "--webhook-port", str(self.webhook_port),
                 "--webhook-address", "127.0.0.1",
-                "--webhook-configuration", "",
+                "--webhook-configuration", self.configuration,
             ]  # fmt: skip
         if self.nice:
             command = ["nice", "-n", str(self.nice), *command]  # execs: the pid is the operator's

@@ -18,6 +18,8 @@ STOP_TIMEOUT = 30.0
 MISMATCHES_SHOWN = 20
 #: The event loop's budget (issue 10's target): the operators report every stall above it.
 LOOP_BUDGET = 0.1
+#: With ``--admission``: the name of the webhook configurations the operators register.
+ADMISSION_CONFIGURATION = "scale.elasticquota.dev"
 
 
 class BenchmarkError(RuntimeError):
@@ -40,10 +42,13 @@ class Options:
     lease_duration: float | None
     trace_memory: bool = False
     operator_nice: int = 0
+    admission: bool = False
 
     @property
     def webhooks(self) -> bool:
-        return "loop" in self.phases
+        """Whether the active replica serves the webhooks (the prober calls them, or the API
+        server does)."""
+        return "loop" in self.phases or self.admission
 
 
 def parse_options(argv: Sequence[str] | None = None, description: str | None = None) -> Options:
@@ -93,6 +98,13 @@ def parse_options(argv: Sequence[str] | None = None, description: str | None = N
         help="niceness of the operators against the API server, etcd and this benchmark, which "
         "share the machine's cores with them (a node of its own in a cluster): -10 shows which "
         "stalls are the cores taken by the others (negative values need root)",
+    )
+    parser.add_argument(
+        "--admission",
+        action="store_true",
+        help="the operators register their webhook configurations with the API server, as the "
+        "chart does: every write of a quota (the operator's own included) and every pod created "
+        "goes through them (default: served on loopback, not registered)",
     )
     args = parser.parse_args(argv)
     sizes = sorted(int(size) for size in args.sizes.split(",") if size.strip())

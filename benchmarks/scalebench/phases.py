@@ -249,8 +249,12 @@ class ScaleRun(ScaleBench):
         if active is None:
             raise BenchmarkError("the failover phase needs a running operator")
         started = time.monotonic()
+        # With --admission the standby serves the webhooks too (registering itself as it starts,
+        # as the chart's Service sends the API server to the replica left): the operator's writes
+        # go through them.
+        admission = self.options.admission
         standby = OperatorProcess(
-            "scale-standby", self.cluster.kubeconfig, self.log_dir, self.options, webhooks=False
+            "scale-standby", self.cluster.kubeconfig, self.log_dir, self.options, admission
         )
         self.standby = standby.start()
         await self.wait_synced(standby, active=False)
