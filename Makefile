@@ -246,6 +246,10 @@ check-chart: $(STAMP) $(HELM_STAMP) ## helm lint and template (default and all-o
 	$(VALIDATE) $(RENDERED)/default.yaml
 	$(VALIDATE) $(RENDERED)/all-on.yaml
 	$(VALIDATE) $(RENDERED)/no-webhooks.yaml
+	# For the newest Kubernetes: what only newer clusters get (the quota webhook's matchConditions).
+	$(HELM) template eq $(CHART) --namespace eq-system --kube-version 1.37.0 --include-crds \
+	  > $(RENDERED)/newest.yaml
+	$(BIN)/python manifests/tools/validate_manifests.py -k 1.37.0 $(RENDERED)/newest.yaml
 
 .PHONY: manifests
 manifests: $(STAMP) $(HELM_STAMP) ## Render the plain manifests (manifests/base, manifests/webhooks) from the chart

@@ -31,10 +31,10 @@ MANAGED_ONLY = {f"{mutate_workload_id('cronjobs')}-v1beta1"}
 async def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_policy: str) -> None:
     """Rules, operations, side effects, failure policies (the quota webhooks' and the pod
     webhooks' each their own), match policy, review versions, names, paths and the pod webhooks'
-    namespaceSelector: as the operator in Kopf's managed mode writes them (embedded, against an
-    emulated API server that has the quota, pod and workload resources) for the same namespaces
-    (kube-system, its own, the ignored ones). The chart adds the Service, its caBundle and its
-    timeout."""
+    namespaceSelector, the quota webhook's matchConditions (the chart's for 1.28+): as the operator
+    in Kopf's managed mode writes them (embedded, against an emulated API server that has the
+    quota, pod and workload resources) for the same namespaces (kube-system, its own, the ignored
+    ones). The chart adds the Service, its caBundle and its timeout."""
     with reserved_port() as port:  # held until Kopf's server binds it too (SO_REUSEPORT)
         settings = Settings(
             webhook_port=port,
@@ -56,6 +56,8 @@ async def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_pol
             "webhooks": {"failurePolicy": policy, "podFailurePolicy": pod_policy},
             "operator": {"ignoreNamespaces": ["batch"]},
         },
+        "--kube-version",
+        "1.28.0",  # the quota webhook's matchConditions: for 1.28+
     )
     selector = pod_namespace_selector(pod_webhook_excluded_namespaces(settings, "eq-system"))
     assert selector["matchExpressions"][0]["values"] == ["batch", "eq-system", "kube-system"]
@@ -67,6 +69,7 @@ async def test_chart_webhooks_are_those_kopf_would_generate(policy: str, pod_pol
         "matchPolicy",
         "admissionReviewVersions",
         "namespaceSelector",
+        "matchConditions",
     )
     for hooks, kind in zip(written, WEBHOOK_KINDS, strict=True):
         expected = [hook for hook in hooks if hook["name"].split(".")[0] not in MANAGED_ONLY]

@@ -7,6 +7,7 @@
   looked up: what Argo CD and Flux apply is what ``helm install`` would), the webhook
   configurations without a caBundle unless cert-manager's cainjector is to set it; the operator's
   own mode has RBAC for its one Secret and the two configurations, by name.
+* The quota webhook's matchConditions (the operator's own, for Kubernetes 1.28+ or when asked).
 * The values users look for in well-kept charts (image digest, hostNetwork and its DNS policy,
   topology spread, extra volumes, ServiceMonitor tuning, NetworkPolicy, aggregated roles).
 
@@ -17,11 +18,14 @@ without it.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
 from chart_render import CHART, Manifest, TemplateError, helm_template
 from repo_tools import ROOT
+
+from elasticquota.controller.webhooks.conditions import quota_match_conditions
 
 CRDS = ROOT / "crds"
 KEEP = "helm.sh/resource-policy"
@@ -234,3 +238,31 @@ def test_aggregated_roles_let_view_read_and_edit_change_quotas() -> None:
     off = helm_template(values={"rbac": {"aggregateToView": False, "aggregateToEdit": False}})
     names = {body["metadata"]["name"] for body in off if body["kind"] == "ClusterRole"}
     assert names == {"eq-elastic-quota-operator"}
+
+
+def quota_webhook_conditions(*options: str, values: Manifest | None = None) -> Any:
+    (hook,) = [
+        hook
+        for hook in webhooks_of(helm_template(*options, values=values))
+        if hook["name"].startswith("validate-elasticquota.")
+    ]
+    return hook.get("matchConditions")
+
+
+@pytest.mark.parametrize(
+    ("version", "setting", "rendered"),
+    [
+        ("1.27.0", "auto", False),
+        ("1.28.0", "auto", True),
+        ("1.37.0", "auto", True),
+        ("1.25.0", True, True),
+        ("1.37.0", False, False),
+    ],
+)
+def test_the_quota_webhook_skips_unchanged_updates_where_the_api_server_has_match_conditions(
+    version: str, setting: str | bool, rendered: bool
+) -> None:
+    """The operator's condition, the same expression (the template has it written out)."""
+    values = {"webhooks": {"matchConditions": setting}}
+    conditions = quota_webhook_conditions("--kube-version", version, values=values)
+    assert conditions == (quota_match_conditions() if rendered else None)

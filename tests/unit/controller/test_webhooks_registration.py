@@ -4,7 +4,8 @@ Rules (controller/webhooks/): handlers are coroutines registered only when a web
 the quota webhooks with the quota failure policy of the settings (Fail by default), the pod webhooks
 with the pod one (Ignore by default); pods of ignored namespaces, kube-system and the operator's own
 namespace are not checked, and the managed configurations' pod webhooks exclude those namespaces by
-a namespaceSelector.
+a namespaceSelector; their quota webhook has the matchConditions that skip the updates it allows
+at once (controller/webhooks/conditions.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from elasticquota.controller.webhooks import (
     in_cluster_namespace,
     pod_webhook_excluded_namespaces,
 )
+from elasticquota.controller.webhooks.conditions import quota_match_conditions
 from elasticquota.controller.webhooks.identity import WORKLOADS, workload_webhooks
 from elasticquota.settings import Settings
 
@@ -107,7 +109,7 @@ def test_the_pod_webhooks_exclude_kube_system_the_operators_and_the_ignored_name
     assert in_cluster_namespace(service_account) == "eq-pods"
 
 
-async def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_excluded_namespaces(
+async def test_the_managed_configurations_scope_the_pod_and_the_quota_webhooks(
     state: ControllerState, make_settings: Callable[..., Settings]
 ) -> None:
     """What Kopf's configuration manager writes (to an emulated API server that has the quota,
@@ -124,6 +126,12 @@ async def test_the_managed_configurations_keep_the_pod_webhooks_out_of_the_exclu
         async with serving(make_registry(state, settings), settings, discovered) as served:
             validating, mutating = await managed_webhooks(served.cluster, "eq.example.dev")
     selectors = {hook["name"]: hook.get("namespaceSelector") for hook in validating + mutating}
+    conditions = {
+        hook["name"]: hook["matchConditions"]
+        for hook in validating + mutating
+        if "matchConditions" in hook
+    }
+    assert conditions == {"validate-elasticquota.eq.example.dev": quota_match_conditions()}
     excluded = list(pod_webhook_excluded_namespaces(settings))
     assert {"eq-system", "kube-system"} <= set(excluded)
     pod_selector = {

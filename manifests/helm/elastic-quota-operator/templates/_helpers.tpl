@@ -103,6 +103,17 @@ policy/v1beta1
 {{- end }}
 {{- end }}
 
+{{/*
+"true" where the quota webhook gets its matchConditions (webhooks.matchConditions: auto, for
+Kubernetes 1.28+, where API servers have them; true; false), else empty.
+*/}}
+{{- define "elastic-quota-operator.quotaMatchConditions" -}}
+{{- $wanted := .Values.webhooks.matchConditions -}}
+{{- if eq (toString $wanted) "auto" -}}
+{{- if semverCompare ">=1.28-0" .Capabilities.KubeVersion.Version }}true{{ end -}}
+{{- else if $wanted }}true{{ end -}}
+{{- end -}}
+
 {{/* Mount points inside the container. */}}
 {{- define "elastic-quota-operator.webhookCertDir" -}}
 /etc/elastic-quota/webhook

@@ -10,7 +10,9 @@ and CA bundle current; a replica that stops cleanly removes its webhooks again (
 non-persistent webhooks), one that crashes leaves them to the failure policy. The pod webhooks get
 a ``namespaceSelector`` on the ``kubernetes.io/metadata.name`` label (``pod_namespace_selector``),
 which API servers set on every namespace since 1.21 (on older ones a namespace without it is
-matched: label it yourself).
+matched: label it yourself). The quota webhook gets ``matchConditions`` (``conditions``): API
+servers with them (1.28+) skip it for the updates it allows at once, the operator's own writes of
+its figures among them; older ones drop the field they do not know, and call it as before.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import kopf
 from kopf import WebhookClientConfig, WebhookFn
 
 from elasticquota.controller.webhooks import kopfhooks
+from elasticquota.controller.webhooks.admission import VALIDATE_QUOTA
 from elasticquota.controller.webhooks.certs import self_signed_certificate
+from elasticquota.controller.webhooks.conditions import quota_match_conditions
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
 from elasticquota.controller.webhooks.tlsfiles import ServedCertificate
@@ -310,7 +314,8 @@ def build_webhooks_excluding_namespaces(
     client_config: Any,
     persistent_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """Kopf's webhooks of a managed configuration, each pod webhook with the namespaceSelector.
+    """Kopf's webhooks of a managed configuration, each pod webhook with the namespaceSelector,
+    the quota webhook with its ``matchConditions``.
 
     Kopf builds the configurations it manages with ``build_webhooks`` (every time the URL or CA
     bundle changes) and has no option for a namespaceSelector, so this replaces that function in
@@ -325,8 +330,9 @@ def build_webhooks_excluding_namespaces(
         persistent_only=persistent_only,
     )
     excluded = _POD_EXCLUSIONS.get(name_suffix)
-    if excluded:
-        for webhook in webhooks:
-            if matches_pods(webhook):
-                webhook["namespaceSelector"] = pod_namespace_selector(excluded)
+    for webhook in webhooks:
+        if excluded and matches_pods(webhook):
+            webhook["namespaceSelector"] = pod_namespace_selector(excluded)
+        if webhook.get("name") == f"{VALIDATE_QUOTA}.{name_suffix}":
+            webhook["matchConditions"] = quota_match_conditions()
     return webhooks
