@@ -5,7 +5,8 @@ Rules (controller/webhooks/conditions.py): the API server skips the webhook exac
 ``quota_unchanged`` lets an UPDATE through at once (the operator's writes of its figures among
 them), so what is allowed and refused stays the same; CREATE and DELETE always reach it; the
 expression evaluates to a boolean on every object that passed the CRD's schema (an error would
-refuse the request under the quota webhook's failure policy).
+refuse the request under the quota webhook's failure policy); the webhook server answers at once
+the same updates where API servers without matchConditions send them (``unchanged_update``).
 
 cel-python compares values of different types with an error, as CEL did before 2022; the CEL of
 the API servers with matchConditions (cel-go) finds them unequal (heterogeneous equality), which
@@ -26,11 +27,11 @@ from hypothesis import strategies as st
 from elasticquota.controller.webhooks.conditions import (
     UNCHANGED_UPDATE,
     quota_match_conditions,
+    unchanged_update,
     unchanged_update_expression,
 )
 from elasticquota.core import keys
-from elasticquota.core.validation.facts import WATCHED_ANNOTATIONS, WATCHED_LABELS
-from elasticquota.core.validation.requests import quota_unchanged
+from elasticquota.core.validation import WATCHED_ANNOTATIONS, WATCHED_LABELS, quota_unchanged
 
 
 def heterogeneous_equal(a: Any, b: Any) -> celtypes.BoolType:
@@ -144,6 +145,9 @@ def test_an_update_skips_the_webhook_exactly_where_the_rules_let_it_through_at_o
     new = edited(old, changes)
     assert calls_webhook("UPDATE", new, old) == (not quota_unchanged(old, new))
     assert calls_webhook("UPDATE", old, new) == (not quota_unchanged(new, old))
+    # The webhook server's twin, for API servers without matchConditions.
+    review = {"request": {"operation": "UPDATE", "object": new, "oldObject": old}}
+    assert unchanged_update(review) == (not calls_webhook("UPDATE", new, old))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ served certificate (self-signed, made in memory: no file is left). ``POST {path}
 review's JSON to the function for webhook ``id`` with the request's headers and answers its
 result as JSON; a body that is not JSON or no AdmissionReview is a 400 with the reason, without
 calling the function; Kopf's errors of a review it cannot serve are 409 (ambiguous resource), 404
-(unknown resource), 400 (any other).
+(unknown resource), 400 (any other). A quota UPDATE that changes nothing the quota rules read is
+answered "allowed" at once, without the function (what API servers with the quota webhook's
+matchConditions do not send).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ import pytest
 from cryptography import x509
 
 from elasticquota.controller.webhooks import WebhookServer, kopfhooks
-from elasticquota.controller.webhooks.server import accessible_host, webhook_url
+from elasticquota.controller.webhooks.server import (
+    accessible_host,
+    spared_quota_update,
+    webhook_url,
+)
 
 REVIEW = {"request": {"uid": "u1", "resource": {"group": "", "version": "v1", "resource": "pods"}}}
 ANSWER = {"response": {"uid": "u1", "allowed": True}}
@@ -212,3 +218,46 @@ async def test_any_other_error_of_the_function_is_a_server_error() -> None:
     async with serving(Webhook(RuntimeError("a bug"))) as config:
         status, _ = await post(config, "validate-pod", json.dumps(REVIEW).encode())
     assert status == 500
+
+
+def quota_review(operation: str, old_min: str, new_min: str) -> dict[str, Any]:
+    """A review of an ElasticQuota whose min goes from ``old_min`` to ``new_min`` while its
+    status moves (as a write of the operator's figures moves it)."""
+
+    def quota(cpu: str, used: str) -> dict[str, Any]:
+        metadata = {"name": "q", "namespace": "team", "annotations": {"note": used}}
+        return {"metadata": metadata, "spec": {"min": {"cpu": cpu}}, "status": {"used": {}}}
+
+    resource = {"group": "scheduling.sigs.k8s.io", "version": "v1alpha1", "resource": "quotas"}
+    request = {"uid": "u2", "operation": operation, "resource": resource, "userInfo": {}}
+    request |= {"object": quota(new_min, "2"), "oldObject": quota(old_min, "1")}
+    return {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": request}
+
+
+@pytest.mark.parametrize(
+    ("webhook", "review", "spared"),
+    [
+        ("validate-elasticquota", quota_review("UPDATE", "1", "1"), True),
+        ("validate-elasticquota", quota_review("UPDATE", "1", "2"), False),
+        ("validate-elasticquota", quota_review("CREATE", "1", "1"), False),
+        ("mutate-elasticquota", quota_review("UPDATE", "1", "1"), False),
+    ],
+)
+async def test_an_update_the_quota_rules_ignore_is_allowed_at_once_without_the_function(
+    webhook: str, review: dict[str, Any], spared: bool
+) -> None:
+    """What API servers with the quota webhook's matchConditions never send (1.28+) older ones
+    do: answered "allowed" as Kopf answers, its review's API version and uid kept."""
+    fn = Webhook()
+    async with serving(fn, spared=spared_quota_update) as config:
+        status, text = await post(config, webhook, json.dumps(review).encode())
+    assert status == 200
+    if spared:
+        assert fn.calls == []
+        assert json.loads(text) == {
+            "apiVersion": "admission.k8s.io/v1beta1",
+            "kind": "AdmissionReview",
+            "response": {"uid": "u2", "allowed": True},
+        }
+    else:
+        assert [request for request, _ in fn.calls] == [review]

@@ -37,7 +37,7 @@ from kopf import WebhookClientConfig, WebhookFn
 from elasticquota.controller.webhooks import kopfhooks
 from elasticquota.controller.webhooks.admission import VALIDATE_QUOTA
 from elasticquota.controller.webhooks.certs import self_signed_certificate
-from elasticquota.controller.webhooks.conditions import quota_match_conditions
+from elasticquota.controller.webhooks.conditions import quota_match_conditions, unchanged_update
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
 from elasticquota.controller.webhooks.tlsfiles import ServedCertificate
@@ -62,6 +62,24 @@ HTTP_ERRORS: dict[int, type[aiohttp.web.HTTPException]] = {
 }
 
 Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.Response]]
+#: Whether a review for webhook ``id`` is answered "allowed" at once, without Kopf.
+Spared = Callable[[str | None, Mapping[str, Any]], bool]
+
+
+def spared_quota_update(webhook: str | None, review: Mapping[str, Any]) -> bool:
+    """The reviews API servers with the quota webhook's ``matchConditions`` (1.28+) do not send:
+    an UPDATE that changes nothing the quota rules read (``conditions.unchanged_update``)."""
+    return webhook == VALIDATE_QUOTA and unchanged_update(review)
+
+
+def allowed(review: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer "allowed" to ``review``, as Kopf builds it (its API version and kind)."""
+    request = review.get("request") or {}
+    return {
+        "apiVersion": review.get("apiVersion", "admission.k8s.io/v1"),
+        "kind": review.get("kind", "AdmissionReview"),
+        "response": {"uid": request.get("uid", ""), "allowed": True},
+    }
 
 
 def review_problem(review: Any) -> str | None:
@@ -85,11 +103,14 @@ def review_problem(review: Any) -> str | None:
     return None
 
 
-def answering(fn: WebhookFn, errors: Iterable[tuple[type[Exception], int]]) -> Handler:
+def answering(
+    fn: WebhookFn, errors: Iterable[tuple[type[Exception], int]], spared: Spared | None = None
+) -> Handler:
     """The handler of ``POST {path}/{id}``: the review's JSON to ``fn`` for webhook ``id``, with
     the request's headers and the client's certificate, and its answer as JSON. A body that is
     not JSON or no AdmissionReview (``review_problem``) is a 400 with the reason, not a 500 and a
-    traceback; Kopf's errors of a review it cannot serve get their statuses (``errors``)."""
+    traceback; Kopf's errors of a review it cannot serve get their statuses (``errors``). A
+    review ``spared`` picks is allowed at once, without ``fn``."""
     statuses = tuple(errors)
 
     async def answer(request: aiohttp.web.Request) -> aiohttp.web.Response:
@@ -100,6 +121,8 @@ def answering(fn: WebhookFn, errors: Iterable[tuple[type[Exception], int]]) -> H
         problem = review_problem(review)
         if problem is not None:
             raise aiohttp.web.HTTPBadRequest(reason=problem)
+        if spared is not None and spared(request.match_info.get("id"), review):
+            return aiohttp.web.json_response(allowed(review))
         transport = request.transport
         try:
             response = await fn(
@@ -173,6 +196,8 @@ class WebhookServer:
     pkeyfile: str | None = None
     cafile: str | None = None
     file_check_interval: float = FILE_CHECK_INTERVAL
+    #: Reviews answered "allowed" without Kopf (``answering``).
+    spared: Spared | None = None
     #: What ``__call__`` started and ``__aexit__`` closes.
     _served: list[AsyncGenerator[WebhookClientConfig, None]] = dataclasses.field(
         default_factory=list, init=False, repr=False
@@ -193,7 +218,8 @@ class WebhookServer:
         return served
 
     async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
-        handler = answering(kopfhooks.without_memories(fn), kopfhooks.review_error_statuses())
+        errors = kopfhooks.review_error_statuses()
+        handler = answering(kopfhooks.without_memories(fn), errors, self.spared)
         certificate = ServedCertificate(self._ssl, self._certificate_files())
         app = aiohttp.web.Application()
         app.add_routes([aiohttp.web.post(f"{self.path.rstrip('/')}/{{id:.*}}", handler)])
@@ -262,6 +288,7 @@ def webhook_server(settings: Settings) -> WebhookServer:
         certfile=settings.webhook_cert_file,
         pkeyfile=settings.webhook_key_file,
         cafile=settings.webhook_ca_file,
+        spared=spared_quota_update,
     )
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from elasticquota.core.validation.facts import (
     ANNO_MAX_STRICT_CHECK_KEYS,
     LABEL_ALLOW_FORCE_UPDATE,
+    WATCHED_ANNOTATIONS,
+    WATCHED_LABELS,
     QuotaKey,
     Violation,
     object_name,
@@ -45,6 +47,8 @@ from elasticquota.core.validation.view import ClusterView, QuotaCatalog
 __all__ = [
     "ANNO_MAX_STRICT_CHECK_KEYS",
     "LABEL_ALLOW_FORCE_UPDATE",
+    "WATCHED_ANNOTATIONS",
+    "WATCHED_LABELS",
     "ClusterView",
     "QuotaCatalog",
     "QuotaKey",
