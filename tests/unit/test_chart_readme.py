@@ -93,7 +93,8 @@ def test_the_descriptions_ranges_and_choices_are_the_schemas() -> None:
         for low, high in RANGE.findall(description):
             if (float(low), float(high)) != (field.get("minimum"), field.get("maximum")):
                 wrong.append(f"{path}: {low}-{high}")
-        choices = sorted((choice for choice in field.get("enum", []) if choice), key=len)[::-1]
+        written = (json.dumps(c) if not isinstance(c, str) else c for c in field.get("enum", []))
+        choices = sorted((choice for choice in written if choice), key=len)[::-1]
         one = "|".join(re.escape(choice) for choice in choices)
         for listed in re.findall(rf"\b(?:{one})(?:, (?:{one}))+\b", description) if one else []:
             if set(listed.split(", ")) != set(choices):
