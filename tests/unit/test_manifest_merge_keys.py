@@ -1,7 +1,8 @@
 """``manifests/tools/validate_manifests.py`` (``make check-deploy``) refuses a key held twice in a
 list Kubernetes merges by key, as the Makefile runs it (its versions, the chart's renders).
 
-* The chart's renders of ``make check-chart`` (default, all-on and no-webhooks values) pass.
+* The chart's renders of ``make check-chart`` (default, all-on and no-webhooks values, and the
+  default for the newest Kubernetes, against its schemas alone) pass.
 * A rendered object given a second entry with one key, in each list the chart renders or users
   add through values (the pod's containers, initContainers, volumes and imagePullSecrets, the
   container's env, ports and volumeMounts, the Service's ports, the webhooks), is refused naming
@@ -29,12 +30,17 @@ from repo_tools import ROOT
 MAKEFILE = (ROOT / "Makefile").read_text()
 #: ``-k 1.25.0 -k 1.37.0``: the versions ``make check-deploy`` validates against.
 VERSIONS = MAKEFILE.split("validate_manifests.py ", 1)[1].split("\n", 1)[0].split()
-#: What ``make check-chart`` renders, by name: its ``helm template`` options but the common ones.
+#: What ``make check-chart`` renders, by name: its ``helm template`` options but the namespace and
+#: the Kubernetes version (``KUBE_VERSIONS``).
 RENDERS = {
     "default": ("--include-crds",),
     "all-on": ("--include-crds", "--values", str(CHART / "ci" / "all-on-values.yaml")),
     "no-webhooks": ("--set", "webhooks.enabled=false"),
+    "newest": ("--include-crds",),
 }
+#: The version each is rendered for (1.25 unless named), and validated against: the newest
+#: render has what only newer clusters get (the quota webhook's matchConditions).
+KUBE_VERSIONS = {"newest": "1.37.0"}
 POD = "spec.template.spec"
 CONTAINER = f"{POD}.containers.0"
 #: Changes that give a list of the default render a second entry with one key: (kind, the list's
@@ -60,17 +66,25 @@ DUPLICATES = [
 ]  # fmt: skip
 
 
-def validate(manifests: list[Manifest], directory: Path) -> subprocess.CompletedProcess[str]:
-    """``validate_manifests.py`` with the Makefile's versions on the manifests, as one file."""
+def versions_of(name: str) -> list[str]:
+    """The ``-k`` options render ``name`` is validated with: the Makefile's, or its own version."""
+    return ["-k", KUBE_VERSIONS[name]] if name in KUBE_VERSIONS else VERSIONS
+
+
+def validate(
+    manifests: list[Manifest], directory: Path, versions: list[str] = VERSIONS
+) -> subprocess.CompletedProcess[str]:
+    """``validate_manifests.py`` with ``versions`` (the Makefile's) on the manifests, as one
+    file."""
     path = directory / "rendered.yaml"
     path.write_text(yaml.safe_dump_all(manifests))
     script = ROOT / "manifests" / "tools" / "validate_manifests.py"
-    command = [sys.executable, str(script), *VERSIONS, str(path)]
+    command = [sys.executable, str(script), *versions, str(path)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
 def render(name: str) -> list[Manifest]:
-    return helm_template("--kube-version", "1.25.0", *RENDERS[name])
+    return helm_template("--kube-version", KUBE_VERSIONS.get(name, "1.25.0"), *RENDERS[name])
 
 
 def object_of(manifests: list[Manifest], kind: str) -> Manifest:
@@ -99,15 +113,18 @@ def test_the_makefile_validates_the_renders_tested_here() -> None:
         r"\$\(HELM\) template eq \$\(CHART\) ([^>]*)>", recipe.replace("\\\n", "")
     )
     made = [" ".join(options.replace("$(CHART)", str(CHART)).split()) for options in templates]
-    common = "--namespace eq-system --kube-version 1.25.0"
-    assert sorted(made) == sorted(" ".join([common, *options]) for options in RENDERS.values())
+    expected = [
+        " ".join(["--namespace eq-system --kube-version", KUBE_VERSIONS.get(name, "1.25.0"), *opts])
+        for name, opts in RENDERS.items()
+    ]
+    assert sorted(made) == sorted(expected)
 
 
 @pytest.mark.parametrize("name", sorted(RENDERS))
 def test_the_chart_renders_pass(name: str, tmp_path: Path) -> None:
-    done = validate(render(name), tmp_path)
+    done = validate(render(name), tmp_path, versions_of(name))
     assert done.returncode == 0 and errors(done) == [], done.stdout + done.stderr
-    versions = ", ".join(VERSIONS[1::2])
+    versions = ", ".join(versions_of(name)[1::2])
     assert f" objects valid (strict) against Kubernetes {versions}" in done.stdout
 
 
