@@ -10,6 +10,7 @@ bound pyproject.toml declares to the version constraints.txt pins.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 import types
@@ -17,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import kopf
 import pytest
 from packaging.requirements import Requirement
 
@@ -54,7 +56,9 @@ class MemoGetter:
         return memobase
 
 
-async def serve_admission_request(request: object, *, memories: MemoGetter, **_: object) -> None:
+async def serve_admission_request(
+    request: object, *, memories: MemoGetter, registry: object, **_: object
+) -> None:
     """A stand-in for Kopf's admission function."""
 
 
@@ -112,6 +116,14 @@ def test_a_member_without_the_parameter_the_operator_passes_is_missing() -> None
     stand_in = admission(serve_admission_request=takes_no_memories)
     with pytest.raises(UnsupportedKopfError, match=re.escape("serve_admission_request(memories=")):
         require_kopf_hooks(SERVING_HOOKS, lambda name: stand_in)
+
+
+def test_the_registry_bound_to_kopfs_admission_function_is_found() -> None:
+    registry = kopf.OperatorRegistry()
+    bound = functools.partial(serve_admission_request, memories=MemoGetter(), registry=registry)
+    assert kopfhooks.bound_registry(bound) is registry
+    assert kopfhooks.bound_registry(functools.partial(serve_admission_request, registry=1)) is None
+    assert kopfhooks.bound_registry(serve_admission_request) is None  # a server's own function
 
 
 def test_a_method_is_looked_up_on_its_class() -> None:

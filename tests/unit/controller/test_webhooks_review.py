@@ -1,4 +1,5 @@
-"""The admission webhooks' AdmissionReview round trip through Kopf.
+"""The admission webhooks' AdmissionReview round trip: Kopf embedded, the operator's server
+answering its handlers' reviews itself (controller/webhooks/direct.py).
 
 Rules (controller/webhooks/): a refusal is answered with its message and code 403 and logged once,
 at INFO, on one line; a handler that fails is an ERROR with its traceback; a created quota's
@@ -36,7 +37,7 @@ def registry(synced: ControllerState, webhook_settings: Settings) -> kopf.Operat
     return make_registry(synced, webhook_settings)
 
 
-async def test_kopf_answers_a_refusal_with_the_message(
+async def test_the_server_answers_a_refusal_with_the_message(
     registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})
@@ -105,15 +106,18 @@ async def test_a_failing_handler_is_still_an_error_with_its_traceback(
     corrupt.mark_synced()
     registry = make_registry(corrupt, webhook_settings)
     caplog.set_level(logging.INFO)
+    quota = k8s.quota("q")
+    namespace = quota["metadata"]["namespace"]
     answer = await admission_review(
-        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=k8s.quota("q")
+        registry, VALIDATE_QUOTA, QUOTA_RESOURCE, operation="CREATE", object=quota
     )
     assert answer["allowed"] is False
     errors = [record for record in logged(caplog) if record[1] == "ERROR"]
     assert len(errors) == 1
     name, _, message, traceback = errors[0]
-    assert (name, traceback) == ("kopf.objects", True)
-    assert "the memory is corrupt" in message
+    assert (name, traceback) == ("elasticquota.controller.webhooks", True)
+    assert message == f"webhook {VALIDATE_QUOTA} failed on CREATE {namespace}/q"
+    assert answer["status"] == {"message": "the memory is corrupt", "code": 500}
 
 
 def escaped(key: str) -> str:
@@ -121,7 +125,7 @@ def escaped(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
+async def test_the_server_answers_a_create_with_the_defaults_as_a_json_patch(
     synced: ControllerState, registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     synced.on_quota(k8s.quota("dept", is_parent=True, labels={keys.LABEL_TREE_ID: "t1"}))
@@ -139,7 +143,7 @@ async def test_kopf_answers_a_create_with_the_defaults_as_a_json_patch(
     ]  # fmt: skip
 
 
-async def test_kopf_answers_a_pod_label_change_with_the_message(
+async def test_the_server_answers_a_pod_label_change_with_the_message(
     registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     old = k8s.pod("p", quota="team")
@@ -152,7 +156,7 @@ async def test_kopf_answers_a_pod_label_change_with_the_message(
     assert answer["status"]["message"].startswith("Preemptible label is forbidden modify now.")
 
 
-async def test_kopf_lets_a_status_write_through_untouched(
+async def test_the_server_lets_a_status_write_through_untouched(
     registry: kopf.OperatorRegistry, k8s: Bodies
 ) -> None:
     broken = k8s.quota("q", min={"cpu": "5"}, max={"cpu": "4"})

@@ -194,6 +194,10 @@ USER = {"username": "sue"}
         ({"request": {"uid": "1", "resource": PODS, "object": POD, "userInfo": USER,
                       "oldObject": {"metadata": "p"}}},
          "the admission request's oldObject is not an object with a metadata object"),
+        ({"request": {"uid": "1", "resource": PODS, "object": POD}},
+         "User info is missing from the admission request."),
+        ({"request": {"uid": "1", "resource": PODS, "userInfo": USER}},
+         "Either old or new object is missing from the admission request."),
     ],
 )  # fmt: skip
 async def test_a_malformed_review_is_a_bad_request_with_the_reason(

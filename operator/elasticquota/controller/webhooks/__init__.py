@@ -32,7 +32,6 @@ from elasticquota.controller.webhooks.admission import (
     VALIDATE_POD,
     VALIDATE_QUOTA,
     Admission,
-    RefusalEcho,
     Registration,
     deny,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "Admission",
     "QuotaMirror",
     "RecentAdmissions",
-    "RefusalEcho",
     "Registration",
     "WebhookServer",
     "build_webhooks_excluding_namespaces",

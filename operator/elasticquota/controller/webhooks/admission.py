@@ -10,9 +10,9 @@ no pod is created, so none is refused, and a CI job's dry runs do not read as po
 
 A refusal is normal operation: it is logged once, at INFO, on one line with the request, the object
 and each broken rule (``refused CREATE ElasticQuota team/q: ... [min-le-max]``); a request refused
-because the memory is still loading, at WARNING. Kopf would log every ``AdmissionError`` again at
-ERROR ("Webhook ... failed permanently"): that echo of a refusal just logged is dropped
-(``RefusalEcho``). A handler that fails is still logged by Kopf at ERROR, with its traceback.
+because the memory is still loading, at WARNING. The server calls the handlers itself
+(``direct``), so Kopf never echoes a refusal at ERROR; a handler that fails is logged there at
+ERROR, with its traceback.
 """
 
 from __future__ import annotations
@@ -96,34 +96,6 @@ def deny(violations: list[Violation], what: str) -> None:
         rules = "; ".join(f"{violation.message} [{violation.rule}]" for violation in violations)
         logger.info("refused %s: %s", what, one_line(rules))
         raise kopf.AdmissionError(message, code=DENIED)
-
-
-class RefusalEcho(logging.Filter):
-    """Drops Kopf's ERROR echo of the refusal a handler has just raised (and logged itself).
-
-    Kopf logs every ``AdmissionError`` as ``Webhook '<id>' failed permanently: <message>`` on
-    ``kopf.objects``, right after the handler raised it, before any other task runs: the handler
-    says which line to expect (``expect``), and only that line is dropped, once. Other lines of
-    Kopf, a failing handler's traceback included, pass.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._expected: str | None = None
-
-    def expect(self, webhook: str, error: kopf.AdmissionError) -> None:
-        self._expected = f"Webhook {webhook!r} failed permanently: {str(error) or repr(error)}"
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self._expected is not None and record.getMessage() == self._expected:
-            self._expected = None
-            return False
-        return True
-
-
-#: Kopf's logger of handler outcomes, and the one filter on it (installed with the webhooks).
-KOPF_OBJECTS = logging.getLogger("kopf.objects")
-REFUSAL_ECHO = RefusalEcho()
 
 
 class Admission:
@@ -274,7 +246,6 @@ class Admission:
         except kopf.AdmissionError as error:
             refused = DENIED_RESULT if error.code == DENIED else ERROR
             self.metrics.webhook_request(webhook, refused)
-            REFUSAL_ECHO.expect(webhook, error)  # logged already: not again at ERROR by Kopf
             raise
         except Exception:
             self.metrics.webhook_request(webhook, ERROR)

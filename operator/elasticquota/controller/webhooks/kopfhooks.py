@@ -2,7 +2,7 @@
 start-up that the installed Kopf still has them.
 
 Kopf's public contract for an admission server is a protocol (``server``: called with Kopf's
-admission function, it yields the webhooks' client configurations). Three things have no public
+admission function, it yields the webhooks' client configurations). Four things have no public
 way, so the operator reaches into ``kopf._core.engines.admission``, which Kopf may change in any
 minor release:
 
@@ -13,7 +13,9 @@ minor release:
   ``AmbiguousResourceError``): the server answers them 400, 404 and 409 as Kopf's own does;
 - the ``memories`` Kopf's admission function recalls each object's memo from (its
   ``MemoGetter.recall_memo``): ``AdmissionMemories`` keeps none, where Kopf's keep one per object
-  until a watch of Kopf's (the operator has none) sees it deleted.
+  until a watch of Kopf's (the operator has none) sees it deleted;
+- the ``registry`` bound to that function: the server answers the reviews of the handlers it
+  recorded for that registry itself (``direct``), without Kopf's handler machinery.
 
 Nothing here is imported with the module: ``require_kopf_hooks`` (``server.configure_admission``,
 when the operator starts) looks each member up and raises ``UnsupportedKopfError`` naming what
@@ -76,8 +78,12 @@ MEMORIES = (
     Hook(ADMISSION, "serve_admission_request", "no memory per reviewed object", "memories"),
     Hook(ADMISSION, "MemoGetter.recall_memo", "no memory per reviewed object"),
 )
+#: What ``bound_registry`` relies on: the keyword Kopf binds the operator's registry to.
+REGISTRY = Hook(
+    ADMISSION, "serve_admission_request", "reviews answered without Kopf's handlers", "registry"
+)
 #: What every run with webhooks uses; ``BUILD_WEBHOOKS`` only with managed configurations.
-SERVING_HOOKS = (*(hook for hook, _ in REVIEW_ERRORS), *MEMORIES)
+SERVING_HOOKS = (*(hook for hook, _ in REVIEW_ERRORS), *MEMORIES, REGISTRY)
 
 
 class UnsupportedKopfError(RuntimeError):
@@ -196,6 +202,16 @@ class AdmissionMemories:
         self, raw_body: Any, *, memobase: Any = None, ephemeral: bool = False
     ) -> Any:
         return copy.copy(memobase) if memobase is not None else kopf.Memo()
+
+
+def bound_registry(fn: kopf.WebhookFn) -> kopf.OperatorRegistry | None:
+    """The registry Kopf's admission function serves (bound to it as ``registry``), if it is
+    one: the server answers that registry's handlers itself (``direct``)."""
+    if isinstance(fn, functools.partial):
+        registry = fn.keywords.get("registry")
+        if isinstance(registry, kopf.OperatorRegistry):
+            return registry
+    return None
 
 
 def without_memories(fn: kopf.WebhookFn) -> kopf.WebhookFn:

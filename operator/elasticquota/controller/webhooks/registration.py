@@ -15,16 +15,15 @@ from elasticquota.controller.metrics import Metrics
 from elasticquota.controller.solving import rebuild_off_loop
 from elasticquota.controller.state import ControllerState
 from elasticquota.controller.webhooks.admission import (
-    KOPF_OBJECTS,
     MUTATE_POD,
     MUTATE_QUOTA,
-    REFUSAL_ECHO,
     VALIDATE_POD,
     VALIDATE_QUOTA,
     Admission,
     Operation,
     Registration,
 )
+from elasticquota.controller.webhooks.direct import record
 from elasticquota.controller.webhooks.identity import workload_handler, workload_webhooks
 from elasticquota.kube.quotas import QUOTAS
 from elasticquota.settings import Settings
@@ -41,8 +40,6 @@ def register_webhooks(
     """Register the admission handlers into ``registry`` (the server: ``configure_admission``);
     what was registered is kept in ``Admission.registered``."""
     admission = Admission(state, settings, metrics)
-    if REFUSAL_ECHO not in KOPF_OBJECTS.filters:
-        KOPF_OBJECTS.addFilter(REFUSAL_ECHO)
     ignore = settings.webhook_failure_policy == "Ignore"
     ignore_for_pods = settings.pod_webhook_failure_policy == "Ignore"
 
@@ -55,6 +52,7 @@ def register_webhooks(
             ignore_failures=handler.ignore_failures,
             registry=registry,
         )(handler.fn)
+        record(registry, resource, handler)  # answered by the server itself: ``direct``
         admission.registered.append(handler)
 
     async def pods_caught_up() -> None:

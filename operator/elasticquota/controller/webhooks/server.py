@@ -38,6 +38,7 @@ from elasticquota.controller.webhooks import kopfhooks
 from elasticquota.controller.webhooks.admission import VALIDATE_QUOTA
 from elasticquota.controller.webhooks.certs import self_signed_certificate
 from elasticquota.controller.webhooks.conditions import quota_match_conditions, unchanged_update
+from elasticquota.controller.webhooks.direct import Direct, ReviewDataError, direct_answers
 from elasticquota.controller.webhooks.identity import WORKLOAD_RESOURCES
 from elasticquota.controller.webhooks.namespaces import pod_webhook_excluded_namespaces
 from elasticquota.controller.webhooks.tlsfiles import ServedCertificate
@@ -104,14 +105,19 @@ def review_problem(review: Any) -> str | None:
 
 
 def answering(
-    fn: WebhookFn, errors: Iterable[tuple[type[Exception], int]], spared: Spared | None = None
+    fn: WebhookFn,
+    errors: Iterable[tuple[type[Exception], int]],
+    spared: Spared | None = None,
+    direct: Direct | None = None,
 ) -> Handler:
     """The handler of ``POST {path}/{id}``: the review's JSON to ``fn`` for webhook ``id``, with
     the request's headers and the client's certificate, and its answer as JSON. A body that is
     not JSON or no AdmissionReview (``review_problem``) is a 400 with the reason, not a 500 and a
     traceback; Kopf's errors of a review it cannot serve get their statuses (``errors``). A
-    review ``spared`` picks is allowed at once, without ``fn``."""
-    statuses = tuple(errors)
+    review ``spared`` picks is allowed at once, without ``fn``; one ``direct`` has a handler for
+    is answered by it (``direct``: Kopf's handler machinery left out), a review it cannot serve
+    a 400 as well."""
+    statuses = ((ReviewDataError, 400), *errors)
 
     async def answer(request: aiohttp.web.Request) -> aiohttp.web.Response:
         try:
@@ -121,16 +127,21 @@ def answering(
         problem = review_problem(review)
         if problem is not None:
             raise aiohttp.web.HTTPBadRequest(reason=problem)
-        if spared is not None and spared(request.match_info.get("id"), review):
+        webhook = request.match_info.get("id")
+        if spared is not None and spared(webhook, review):
             return aiohttp.web.json_response(allowed(review))
+        handler = direct(webhook, review) if direct is not None else None
         transport = request.transport
         try:
-            response = await fn(
-                review,
-                webhook=request.match_info.get("id"),
-                headers=dict(request.headers),
-                sslpeer=transport.get_extra_info("peercert") if transport else None,
-            )
+            if handler is not None:
+                response: Mapping[str, Any] = await handler(review)
+            else:
+                response = await fn(
+                    review,
+                    webhook=webhook,
+                    headers=dict(request.headers),
+                    sslpeer=transport.get_extra_info("peercert") if transport else None,
+                )
         except Exception as error:
             status = next((status for kind, status in statuses if isinstance(error, kind)), None)
             if status is None:
@@ -219,7 +230,8 @@ class WebhookServer:
 
     async def _serve(self, fn: WebhookFn) -> AsyncGenerator[WebhookClientConfig, None]:
         errors = kopfhooks.review_error_statuses()
-        handler = answering(kopfhooks.without_memories(fn), errors, self.spared)
+        direct = direct_answers(kopfhooks.bound_registry(fn))
+        handler = answering(kopfhooks.without_memories(fn), errors, self.spared, direct)
         certificate = ServedCertificate(self._ssl, self._certificate_files())
         app = aiohttp.web.Application()
         app.add_routes([aiohttp.web.post(f"{self.path.rstrip('/')}/{{id:.*}}", handler)])
