@@ -158,9 +158,10 @@ cluster: $(STAMP) ## Build (if needed) and start a local kube-apiserver + etcd; 
 	$(BIN)/python -m eqdev.cluster up
 
 .PHONY: bench
-bench: $(STAMP) ## Solver benchmark (numba kernel vs the pure-Python reference), the gate's round and preemption, the webhooks' checks
+bench: $(STAMP) ## Solver benchmark (numba kernel vs the pure-Python reference), the gate's round and preemption, the webhooks' checks and answers
 	$(BIN)/python benchmarks/bench_solver.py
 	$(BIN)/python benchmarks/bench_gate.py
+	$(BIN)/python benchmarks/bench_review.py
 
 .PHONY: bench-e2e
 bench-e2e: $(STAMP) ## End-to-end figures of the live operator on a local kube-apiserver
