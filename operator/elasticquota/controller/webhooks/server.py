@@ -235,7 +235,8 @@ class WebhookServer:
         certificate = ServedCertificate(self._ssl, self._certificate_files())
         app = aiohttp.web.Application()
         app.add_routes([aiohttp.web.post(f"{self.path.rstrip('/')}/{{id:.*}}", handler)])
-        runner = aiohttp.web.AppRunner(app, handle_signals=False)
+        # No access log: one line per review would be logged at INFO (the operator drops them).
+        runner = aiohttp.web.AppRunner(app, handle_signals=False, access_log=None)
         await runner.setup()
         try:
             port = await self._listen(runner, certificate.listening)
