@@ -1,8 +1,9 @@
 """The webhooks registered with Kopf: one table of ``Registration`` (id, mutating, operations,
 failure policy, handler), kept on ``Admission.registered`` for the tests and the configurations.
 
-Handlers are coroutines: Kopf would run synchronous ones in a thread pool, where reading the
-memory races the event loop that changes it. Kopf serves them at ``/<handler id>``.
+Handlers are coroutines, run on the event loop (in a thread, reading the memory would race the
+loop that changes it). Each is also recorded for the server (``direct.record``), which answers
+its reviews at ``/<handler id>`` itself; Kopf writes the managed configurations from them.
 """
 
 from __future__ import annotations
