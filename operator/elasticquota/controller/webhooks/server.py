@@ -3,7 +3,8 @@
 The server is the operator's own, on aiohttp, implementing Kopf's public protocol for an admission
 server: assigned to ``settings.admission.server``, called with Kopf's admission function, it yields
 the webhooks' client configuration (URL and CA bundle), again each time renewed certificate files
-are served. What it still needs of Kopf's private modules is in ``kopfhooks``.
+are served. The reviews of the operator's own handlers it answers itself (``direct``); Kopf's
+function answers any other. What it still needs of Kopf's private modules is in ``kopfhooks``.
 
 When ``webhook_configuration`` is set, Kopf creates the webhook configurations and keeps their URL
 and CA bundle current; a replica that stops cleanly removes its webhooks again (Kopf's
