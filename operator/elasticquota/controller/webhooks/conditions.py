@@ -20,8 +20,8 @@ API server with ``matchConditions`` (cel-go's heterogeneous equality, since 2022
 ``{"cpu": 1}`` and ``{"cpu": "1"}`` are a change, as for ``quota_unchanged``.
 
 API servers before 1.28 send every update: ``unchanged_update`` tells the webhook server which of
-them to answer "allowed" at once, without Kopf's handling, the quota index's catch-up or the
-memory of admissions (a write of the operator's figures changes nothing they read): the same
+them to answer "allowed" at once, without calling the handler, the quota index's catch-up or
+the memory of admissions (a write of the operator's figures changes nothing they read): the same
 updates cost no handling on any server, and the counts of answers are the same.
 """
 
